@@ -1,0 +1,115 @@
+"""The interface every synthesizing function implements.
+
+A synthesizing function ``S`` maps the layer input to attention logits; the layer is then
+``Y = softmax(S(X)) G(X)`` (paper eq. 3, 4, 6, 7, 8). Subclasses compute only the logits (and, when they can,
+a low-rank *feature* form of them), never values, masks or the softmax.
+
+Conventions shared by all kinds:
+
+* ``d`` below is ``d_model``, ``H`` the number of heads, ``d_h = d / H`` the head width, ``l`` = ``max_len``.
+* Parameters that depend on length are sized for ``max_len`` and cropped to the batch's positions
+  (paper section 3.1, "On parameters depending on sequence length").
+* Parameter counts follow Table 1 of the paper, which is written for a single head of width ``d``. For
+  ``H`` heads the projections that read the token (Q and K of ``V``, ``W1`` of ``D``) are split along their
+  output, as in multi-head attention, so the count *for the layer* equals Table 1's with ``d = d_model``
+  (``V``: ``2d^2``, ``D``: ``d^2 + d l``), while ``R`` and ``FR`` add their ``l^2`` and ``2 l k`` per head.
+  Biases are listed separately in each ``num_params`` docstring.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from torch import Tensor, nn
+
+
+class SynthesizingFunction(nn.Module):
+    """Base class of a synthesizing function (one part of a ``kind``).
+
+    Args:
+        d_model: model width ``d``.
+        n_heads: number of heads ``H`` (``d_model`` must be divisible by it).
+        max_len: largest sequence length ``l``; length-dependent parameters are sized for it.
+        causal: whether the layer is causal (decoders). Logits are masked by the shell either way; kinds that
+            read neighbouring tokens (the convolutions) use it to read only the past.
+        **options: kind-specific options, declared in ``option_defaults``.
+    """
+
+    name: ClassVar[str] = ""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    #: False for kinds whose logits do not depend on the input (R, Fix, FR): one alignment for the batch.
+    input_dependent: ClassVar[bool] = True
+    #: True for kinds whose logit row i is computed from token i alone (D, FD, Bottleneck, GLU).
+    token_local: ClassVar[bool] = False
+    #: True for kinds whose row i reads neighbouring tokens through the synthesizing function itself
+    #: (the convolutions). They zero padded positions of their own inputs, so padding cannot leak in.
+    reads_context: ClassVar[bool] = False
+    #: True when ``features`` is implemented: logits == q_feat @ k_feat^T (lets the shell use fused SDPA).
+    has_features: ClassVar[bool] = False
+    #: True when the kind computes query-key dot products (it is then charged for Q and K).
+    uses_qk: ClassVar[bool] = False
+    #: option name -> default value.
+    option_defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options: Any):
+        super().__init__()
+        unknown = sorted(set(options) - set(self.option_defaults))
+        if unknown:
+            valid = ", ".join(sorted(self.option_defaults)) or "none"
+            raise TypeError(f"unknown option(s) {unknown} for attention kind {self.name!r}; valid options: {valid}")
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.head_dim = d_model // n_heads
+        self.max_len = max_len
+        self.causal = causal
+        self.options = {**self.option_defaults, **options}
+
+    def logits(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> Tensor:
+        """Attention logits for the queries at positions ``start .. start+T-1`` over keys ``0 .. start+T-1``.
+
+        Args:
+            x: (B, T, d_model) the input at the query positions (the whole sequence when ``start == 0``
+                and no ``state`` is given).
+            start: position of ``x[:, 0]``; nonzero only in incremental decoding.
+            state: this function's decoding state (from :meth:`init_state`), updated in place, or None.
+            key_padding_mask: (B, start+T) bool, True at padding, or None. Only kinds that read neighbouring
+                tokens need it (masking the logits is the shell's job).
+
+        Returns:
+            (B, H, T, start+T) logits, or (1, H, T, start+T) for input-independent kinds.
+        """
+        raise NotImplementedError
+
+    def features(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Low-rank form of :meth:`logits`: ``(q, k)`` with ``logits == q @ k.transpose(-1, -2)``.
+
+        Shapes: q (B or 1, H, T, e), k (B or 1, H, start+T, e). Only when ``has_features`` is True.
+        """
+        raise NotImplementedError(f"attention kind {self.name!r} has no feature form")
+
+    def init_state(self, batch_size: int, device, dtype) -> dict:
+        """Decoding state this function needs besides the values (empty for most kinds)."""
+        return {}
+
+    @classmethod
+    def num_params(cls, d_model: int, n_heads: int, max_len: int, **options: Any) -> int:
+        """Trained parameters of this synthesizing function (Table 1 of the paper plus biases)."""
+        raise NotImplementedError
+
+    @classmethod
+    def resolved_options(cls, **options: Any) -> dict[str, Any]:
+        return {**cls.option_defaults, **options}
+
+    def extra_repr(self) -> str:
+        opts = ", ".join(f"{k}={v}" for k, v in self.options.items())
+        return f"heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}" + (f", {opts}" if opts else "")
+
+
+def split_heads(t: Tensor, n_heads: int) -> Tensor:
+    """(B, T, H*e) -> (B, H, T, e)."""
+    b, t_len, width = t.shape
+    return t.view(b, t_len, n_heads, width // n_heads).transpose(1, 2)  # (B, H, T, e)

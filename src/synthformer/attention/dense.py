@@ -1,0 +1,151 @@
+"""Token-conditioned synthesizing functions: ``D`` (dense, eq. 1-2) and ``FD`` (factorized dense, eq. 5-6).
+
+Each token predicts its own row of logits from itself alone ("condition on X_i" in Table 1): row i of a head
+never reads another token. Both share the first layer ``relu(W1 x_i + b1)``; ``W1`` is a d x d projection whose
+output is split into the H heads (each head gets a d_h-wide hidden vector computed from the whole token),
+which is how Table 1's ``d^2`` term carries over to H heads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from .base import SynthesizingFunction, split_heads
+from .registry import register
+
+
+class HiddenToLength(SynthesizingFunction):
+    """Shared tail of the kinds whose logits are a per-head linear map of a per-token hidden vector.
+
+    ``logits[b, h, i, j] = W2[h, j] . hidden(x)[b, h, i] + b2[h, j]`` for keys ``j < S``; ``W2`` is
+    (H, max_len, e) and ``b2`` (H, max_len), cropped to the first S rows. This is a dot product of the query
+    feature ``[hidden_i, 1]`` with the learned key ``[W2_j, b2_j]``, so these kinds have a feature form and can
+    run through fused scaled-dot-product attention without materializing the L x L logits.
+    """
+
+    has_features = True
+    token_local = True
+
+    def _init_tail(self, hidden_dim: int) -> None:
+        bound = 1.0 / math.sqrt(hidden_dim)  # the nn.Linear default for a hidden_dim -> max_len layer
+        self.W2 = nn.Parameter(torch.empty(self.n_heads, self.max_len, hidden_dim).uniform_(-bound, bound))
+        self.b2 = nn.Parameter(torch.empty(self.n_heads, self.max_len).uniform_(-bound, bound))
+
+    def hidden(self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None) -> Tensor:
+        """(B, T, d_model) -> (B, H, T, e)."""
+        raise NotImplementedError
+
+    def features(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        h = self.hidden(x, start, state, key_padding_mask)  # (B, H, T, e)
+        s = start + x.shape[1]
+        q = torch.cat([h, h.new_ones(h.shape[:-1] + (1,))], dim=-1)  # (B, H, T, e+1)
+        k = torch.cat([self.W2[:, :s], self.b2[:, :s, None]], dim=-1).unsqueeze(0)  # (1, H, S, e+1)
+        return q, k
+
+    def logits(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> Tensor:
+        h = self.hidden(x, start, state, key_padding_mask)  # (B, H, T, e)
+        s = start + x.shape[1]
+        return h @ self.W2[:, :s].transpose(-1, -2) + self.b2[:, None, :s]  # (B, H, T, S)
+
+
+@register("D", aliases=("dense",))
+class Dense(HiddenToLength):
+    """Dense Synthesizer, paper eq. (1)-(3): ``B_i = W2 relu(W1 x_i + b1) + b2``, ``Y = softmax(B) G(X)``.
+
+    Choices the paper leaves open:
+
+    * Per head: ``W1`` (d x d, as in eq. 2) is shared in the sense of multi-head projections: its d outputs are
+      split into H slices of width d_h, and head h has its own ``W2_h`` (max_len x d_h) and ``b2_h``. The hidden
+      width is therefore d in total, d_h per head (the ICML version writes F per head, ``F_{h,l}``).
+    * The first L outputs of ``W2_h`` are used for a batch of length L (cropping, section 3.1).
+    * Initialization: PyTorch's ``nn.Linear`` default for both layers.
+
+    Parameters: ``d^2 + d l`` (Table 1) + ``d + H l`` biases.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
+        super().__init__(d_model, n_heads, max_len, causal, **options)
+        self.W1 = nn.Linear(d_model, d_model)
+        self._init_tail(self.head_dim)
+
+    def hidden(self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None) -> Tensor:
+        return split_heads(torch.relu(self.W1(x)), self.n_heads)  # (B, H, T, d_h)
+
+    @classmethod
+    def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
+        """``d^2 + d l`` (Table 1) + ``d + H l`` biases."""
+        return d_model * d_model + d_model * max_len + d_model + n_heads * max_len
+
+
+def factor_sizes(max_len: int, a: int | None, b: int | None) -> tuple[int, int]:
+    """The ``(a, b)`` of FD: given values, or ``a = ceil(sqrt(l))``, ``b = ceil(l / a)``; ``a * b >= l``."""
+    if a is None and b is None:
+        a = math.isqrt(max_len - 1) + 1 if max_len > 1 else 1
+    if a is None:
+        a = -(-max_len // b)
+    if b is None:
+        b = -(-max_len // a)
+    if a < 1 or b < 1 or a * b < max_len:
+        raise ValueError(f"FD needs a * b >= max_len with a, b >= 1; got a={a}, b={b}, max_len={max_len}")
+    return a, b
+
+
+@register("FD", aliases=("factorized_dense", "factorised_dense"))
+class FactorizedDense(SynthesizingFunction):
+    """Factorized Dense Synthesizer, paper eq. (5)-(6): ``C_i = H_A(A_i) * H_B(B_i)``, ``Y = softmax(C) G(X)``.
+
+    Token i predicts ``A_i`` (a values) and ``B_i`` (b values) from the shared hidden vector
+    ``relu(W1 x_i + b1)`` (as in ``D``), and its logit for key j is
+
+        ``C_i[j] = A_i[j mod a] * B_i[j div a]``,   j < a*b,
+
+    i.e. ``H_A`` tiles ``A_i`` b times and ``H_B`` repeats each entry of ``B_i`` a times: the flattened outer
+    product, so all a*b columns are different products (tiling both sides would give only max(a, b) distinct
+    columns, a bug of public implementations). Then cropped to the batch's keys.
+
+    Choices the paper leaves open: ``a*b = l`` in the paper; here ``a*b >= max_len`` (options ``a``, ``b``;
+    default ``a = ceil(sqrt(l))``, ``b = ceil(l/a)``) and the extra columns are cropped. ``A`` and ``B`` are
+    linear maps of the per-head hidden vector (Table 1's ``d(k1 + k2)`` term).
+
+    Parameters: ``d^2 + d (a + b)`` (Table 1) + ``d + H (a + b)`` biases.
+    """
+
+    # No feature form: it would be a*b (about max_len) wide, no cheaper than the logits themselves.
+    token_local = True
+    option_defaults = {"a": None, "b": None}
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
+        super().__init__(d_model, n_heads, max_len, causal, **options)
+        self.a, self.b = factor_sizes(max_len, self.options["a"], self.options["b"])
+        self.W1 = nn.Linear(d_model, d_model)
+        bound = 1.0 / math.sqrt(self.head_dim)
+        self.WA = nn.Parameter(torch.empty(n_heads, self.a, self.head_dim).uniform_(-bound, bound))
+        self.bA = nn.Parameter(torch.empty(n_heads, self.a).uniform_(-bound, bound))
+        self.WB = nn.Parameter(torch.empty(n_heads, self.b, self.head_dim).uniform_(-bound, bound))
+        self.bB = nn.Parameter(torch.empty(n_heads, self.b).uniform_(-bound, bound))
+
+    def logits(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> Tensor:
+        h = split_heads(torch.relu(self.W1(x)), self.n_heads)  # (B, H, T, d_h)
+        A = h @ self.WA.transpose(-1, -2) + self.bA[:, None, :]  # (B, H, T, a)
+        B = h @ self.WB.transpose(-1, -2) + self.bB[:, None, :]  # (B, H, T, b)
+        # outer[..., q, p] = B[..., q] * A[..., p]; flattening (q, p) gives index j = q*a + p, so
+        # p = j mod a (A tiled) and q = j div a (B repeated element-wise).
+        outer = B.unsqueeze(-1) * A.unsqueeze(-2)  # (B, H, T, b, a)
+        s = start + x.shape[1]
+        return outer.flatten(-2)[..., :s]  # (B, H, T, a*b) -> (B, H, T, S)
+
+    @classmethod
+    def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
+        """``d^2 + d (a + b)`` (Table 1) + ``d + H (a + b)`` biases."""
+        opts = cls.resolved_options(**options)
+        a, b = factor_sizes(max_len, opts["a"], opts["b"])
+        return d_model * d_model + d_model * (a + b) + d_model + n_heads * (a + b)

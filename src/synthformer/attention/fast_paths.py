@@ -1,0 +1,166 @@
+"""Fast paths of :class:`SynthesizerAttention`, chosen per call; each computes the same function as the plain
+materialized path ``dropout(softmax(mask(S(X)))) @ G(X)`` (tests compare them for every kind).
+
+1. **Shared alignment** (kinds whose logits depend on no token: ``R``, ``Fix``, ``FR`` and their mixtures).
+   The (H, L, L) probabilities are computed once per forward and applied to the whole batch as one GEMM per
+   head over the *folded* batch, ``P_h (L x L) @ V_h (L x B*d_h)``. A broadcast batched matmul
+   (``P.unsqueeze(0) @ V``) is several times slower on CPU (guide, section 3). Padding differs per sample, so
+   it is handled without giving up the shared ``P``: with ``m_b`` the (L,) indicator of sample b's real keys,
+   ``softmax_masked(S)_b @ V_b = (P @ (m_b * V_b)) / (P @ m_b)`` exactly (the softmax normalizer cancels).
+   For ``FR`` at long lengths ``P`` is never materialized: the same product is
+   ``scaled_dot_product_attention(q=R1, k=R2, v=V_folded, scale=1)`` (O(L) memory).
+   In eval mode under ``torch.no_grad()`` the probabilities are cached until a parameter changes.
+   Choice: attention dropout on this path draws one dropout mask per forward for the shared (H, L, L)
+   alignment (the same for every sample of the batch), since per-sample masks would destroy the sharing.
+2. **Feature form** (``V``, ``D``, ``FR`` with input-dependent parts, ``Bottleneck``, ``GLU`` and any mixture of
+   them): logits are ``q @ k^T`` for features the kind provides (``D``: ``q = [relu(W1 x), 1]``,
+   ``k = [W2, b2]``; mixtures concatenate ``alpha_n q_n``), so the whole layer runs through PyTorch's fused
+   ``scaled_dot_product_attention`` with ``scale=1`` and never materializes L x L logits.
+3. Otherwise (``R+V``, ``R+D``, ``FD``, the convolutions) the materialized path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .masking import disallowed, masked_softmax
+
+if TYPE_CHECKING:
+    from .shell import SynthesizerAttention
+
+#: From this length on, FR without padding goes through SDPA (no L x L matrix) instead of a materialized P.
+#: Measured on the 2-core CPU (benchmarks/attention.py): materializing is faster up to L = 1024.
+FR_SDPA_MIN_LEN = 2048
+
+
+class AlignmentCache:
+    """Caches the shared (H, L, L) probabilities of input-independent kinds in inference."""
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+        self.value: Tensor | None = None
+
+    def get(self, layer: SynthesizerAttention, length: int, dtype, device) -> Tensor:
+        cacheable = not layer.training and not torch.is_grad_enabled()
+        if cacheable:
+            tensors = list(layer.synth.parameters()) + list(layer.synth.buffers())
+            key = (length, dtype, device, tuple((t.data_ptr(), t._version) for t in tensors))
+            if key == self.key:
+                return self.value
+        x = torch.empty(1, length, 0, dtype=dtype, device=device)  # input-independent: only the length matters
+        probs = layer._probabilities(x, 0, None, None)[0]  # (H, L, L)
+        if cacheable:
+            self.key, self.value = key, probs
+        else:
+            self.key = self.value = None
+        return probs
+
+
+def attend(
+    layer: SynthesizerAttention,
+    x: Tensor,
+    v: Tensor,
+    start: int,
+    state: dict | None,
+    key_padding_mask: Tensor | None,
+) -> Tensor:
+    """Dispatch to the fastest exact path. x (B, T, d), v (B, H, S, d_h) -> (B, H, T, d_h)."""
+    synth = layer.synth
+    if state is None and not synth.input_dependent:
+        return _shared_alignment(layer, x, v, key_padding_mask)
+    if synth.has_features:
+        return _features_sdpa(layer, x, v, start, state, key_padding_mask)
+    return layer._attend_materialized(x, v, start, state, key_padding_mask)
+
+
+def _fold(v: Tensor) -> Tensor:
+    """(B, H, L, d_h) -> (H, L, B*d_h): the batch folded into the GEMM's columns (one copy)."""
+    b, h, length, dh = v.shape
+    return v.permute(1, 2, 0, 3).reshape(h, length, b * dh)  # (H, L, B, d_h) -> (H, L, B*d_h)
+
+
+def _unfold(y: Tensor, batch: int) -> Tensor:
+    """(H, L, B*d_h) -> (B, H, L, d_h) (a view)."""
+    h, length, width = y.shape
+    return y.view(h, length, batch, width // batch).permute(2, 0, 1, 3)  # (H, L, B, d_h) -> (B, H, L, d_h)
+
+
+def _shared_alignment(layer: SynthesizerAttention, x: Tensor, v: Tensor, key_padding_mask: Tensor | None) -> Tensor:
+    b, h, length, dh = v.shape
+    drop = layer.dropout if layer.training else 0.0
+    fr_only = layer.synth.has_features and length >= FR_SDPA_MIN_LEN and drop == 0.0
+    if fr_only:
+        return _shared_alignment_sdpa(layer, x, v, key_padding_mask)
+    probs = layer._alignment_cache.get(layer, length, v.dtype, v.device)  # (H, L, L)
+    dropped = F.dropout(probs, drop, True) if drop > 0.0 else probs
+    if key_padding_mask is None:
+        return _unfold(torch.bmm(dropped, _fold(v)), b)
+    keep = (~key_padding_mask).to(v.dtype)  # (B, L), 1 at real keys
+    num = _unfold(torch.bmm(dropped, _fold(v * keep[:, None, :, None])), b)  # (B, H, L, d_h)
+    den = (probs @ keep.T).permute(2, 0, 1)  # (H, L, L) @ (L, B) -> (H, L, B) -> (B, H, L)
+    if _underflows(den, key_padding_mask, layer.causal):
+        return layer._attend_materialized(x, v, 0, None, key_padding_mask)
+    # Rows with no real key have num == 0 exactly; dividing by 1 there keeps them 0 (and gradients finite).
+    return num / den.masked_fill(den == 0, 1.0).unsqueeze(-1)
+
+
+def _underflows(den: Tensor, key_padding_mask: Tensor, causal: bool) -> bool:
+    """True if some row with a real key got so little probability mass that the ratio would lose precision."""
+    real = ~key_padding_mask  # (B, L)
+    has_key = real.cumsum(-1) > 0 if causal else real.any(-1, keepdim=True).expand_as(real)  # (B, L)
+    tiny = torch.finfo(den.dtype).tiny ** 0.5
+    return bool(((den < tiny) & has_key[:, None, :]).any())
+
+
+def _shared_alignment_sdpa(
+    layer: SynthesizerAttention, x: Tensor, v: Tensor, key_padding_mask: Tensor | None
+) -> Tensor:
+    """FR (and mixtures of feature kinds without input dependence) with O(L) memory via SDPA on the folded batch."""
+    b, h, length, dh = v.shape
+    q, k = layer.synth.features(x[:1], 0, None, None)  # (1, H, L, e)
+    if key_padding_mask is None:
+        folded = _fold(v).unsqueeze(0)  # (1, H, L, B*d_h)
+        y = F.scaled_dot_product_attention(q, k, folded, is_causal=layer.causal, scale=1.0)
+        return _unfold(y[0], b)
+    keep = (~key_padding_mask).to(v.dtype)  # (B, L)
+    # values and indicators side by side: one SDPA gives numerators and denominators
+    folded = torch.cat([_fold(v * keep[:, None, :, None]), keep.T.expand(h, length, b)], dim=-1)  # (H, L, B*d_h+B)
+    y = F.scaled_dot_product_attention(q, k, folded.unsqueeze(0), is_causal=layer.causal, scale=1.0)[0]
+    num, den = _unfold(y[..., : b * dh], b), y[..., b * dh :].permute(2, 0, 1)  # (B, H, L, d_h), (B, H, L)
+    if _underflows(den, key_padding_mask, layer.causal):
+        return layer._attend_materialized(x, v, 0, None, key_padding_mask)
+    return num / den.masked_fill(den == 0, 1.0).unsqueeze(-1)
+
+
+def _features_sdpa(
+    layer: SynthesizerAttention,
+    x: Tensor,
+    v: Tensor,
+    start: int,
+    state: dict | None,
+    key_padding_mask: Tensor | None,
+) -> Tensor:
+    b, t = x.shape[:2]
+    s = start + t
+    q, k = layer.synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
+    q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)
+    drop = layer.dropout if layer.training else 0.0
+    if key_padding_mask is None and (not layer.causal or t == 1):
+        # a single new position attends to every cached one: nothing to mask
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=drop, scale=1.0)
+    if key_padding_mask is None and start == 0:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=drop, is_causal=True, scale=1.0)
+    mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) bool
+    # An additive float mask keeps SDPA on its fused kernel (a bool mask or a 3-D one falls back on CPU);
+    # half the most negative value cannot overflow to -inf when added to a logit.
+    additive = torch.zeros(mask.shape, dtype=q.dtype, device=x.device).masked_fill(mask, torch.finfo(q.dtype).min / 2)
+    y = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=drop, scale=1.0)
+    fully_masked = mask.all(-1, keepdim=True)  # (B|1, 1, T, 1): such rows get zeros, as in masked_softmax
+    return y.masked_fill(fully_masked, 0.0) if bool(fully_masked.any()) else y
+
+
+__all__ = ["attend", "AlignmentCache", "FR_SDPA_MIN_LEN", "masked_softmax"]

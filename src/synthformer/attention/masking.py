@@ -1,0 +1,71 @@
+"""Masks and the masked softmax shared by every attention kind.
+
+Every kind goes through the same functions here, so causal and padding masks are applied the same way
+whatever synthesizes the logits (a bug of public implementations was to mask only when dot-product attention
+was on).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def check_padding_mask(key_padding_mask: Tensor | None, batch: int, keys: int) -> Tensor | None:
+    """Validate a key padding mask of shape (B, S), bool, True at padding; return it or None."""
+    if key_padding_mask is None:
+        return None
+    if key_padding_mask.dtype != torch.bool:
+        raise TypeError(
+            f"key_padding_mask must be a bool tensor (True marks padding), got dtype {key_padding_mask.dtype}"
+        )
+    if tuple(key_padding_mask.shape) != (batch, keys):
+        raise ValueError(
+            f"key_padding_mask must have shape (batch, keys) = ({batch}, {keys}), got {tuple(key_padding_mask.shape)}"
+        )
+    return key_padding_mask
+
+
+def disallowed(
+    queries: int,
+    keys: int,
+    start: int,
+    causal: bool,
+    key_padding_mask: Tensor | None,
+    device: torch.device,
+) -> Tensor | None:
+    """Boolean mask of the (query, key) pairs that may not attend, or None when every pair may.
+
+    Queries are the positions ``start .. start + queries - 1``; keys are ``0 .. keys - 1``.
+
+    Returns:
+        (B or 1, 1, queries, keys) bool, True where attention is not allowed.
+    """
+    mask = None
+    if causal:
+        q_pos = torch.arange(start, start + queries, device=device)
+        k_pos = torch.arange(keys, device=device)
+        mask = (k_pos[None, :] > q_pos[:, None])[None, None]  # (1, 1, T, S)
+    if key_padding_mask is not None:
+        pad = key_padding_mask[:, None, None, :]  # (B, 1, 1, S)
+        mask = pad if mask is None else (mask | pad)
+    return mask
+
+
+def masked_softmax(logits: Tensor, mask: Tensor | None) -> Tensor:
+    """Softmax over the last (key) axis with disallowed pairs removed.
+
+    A query row whose keys are all disallowed gets zeros, never NaN: the fill value is the dtype's most
+    negative finite number (so the softmax of such a row is finite, uniform) and the row is then zeroed;
+    ``-inf`` would give NaN in the forward pass and in the gradient.
+
+    Args:
+        logits: (..., T, S).
+        mask: bool, broadcastable to ``logits``, True where disallowed; or None.
+    """
+    if mask is None:
+        return torch.softmax(logits, dim=-1)
+    logits = logits.masked_fill(mask, torch.finfo(logits.dtype).min)
+    probs = torch.softmax(logits, dim=-1)
+    fully_masked = mask.all(dim=-1, keepdim=True)
+    return probs.masked_fill(fully_masked, 0.0)

@@ -1,0 +1,221 @@
+"""``SynthesizerAttention``: the one attention layer every kind goes through.
+
+The layer computes ``Y = softmax(S(X)) G(X)`` followed by an output projection (paper eq. 3, 4, 6, 7, 8).
+The synthesizing function ``S`` (one registered kind, or a mixture of several) produces only the logits; this
+shell owns everything else, the same way for every kind: the value projection ``G``, causal and padding masks,
+the softmax, attention dropout, the output projection, the fast paths and the decoding cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from . import fast_paths
+from .base import SynthesizingFunction, split_heads
+from .masking import check_padding_mask, disallowed, masked_softmax
+from .mixture import Mixture
+from .registry import canonical_kind, parse_kind
+
+
+@dataclass
+class AttentionCache:
+    """Decoding state of one causal attention layer.
+
+    Attributes:
+        values: (B, H, max_len, d_h) the value vectors ``G(x)`` of every position so far (preallocated).
+        length: number of positions already processed.
+        state: what the synthesizing function needs besides values (keys for ``V``, the last inputs of a
+            convolution); empty for R, Fix, FR, D and FD, whose caches therefore hold values only.
+    """
+
+    values: Tensor
+    length: int = 0
+    state: dict = field(default_factory=dict)
+
+    def nbytes(self) -> int:
+        """Bytes held by the cache's tensors."""
+        return _nbytes(self.values) + _nbytes(self.state)
+
+
+def _nbytes(obj: Any) -> int:
+    if isinstance(obj, Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, dict):
+        return sum(_nbytes(v) for v in obj.values())
+    return 0
+
+
+def _split_options(parts: list[type[SynthesizingFunction]], options: dict[str, Any], kind: str) -> list[dict]:
+    """Give each part the options it declares; an option no part declares is an error."""
+    valid = sorted({name for p in parts for name in p.option_defaults})
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise TypeError(
+            f"unknown option(s) {unknown} for attention kind {kind!r}; valid options for this kind: "
+            f"{', '.join(valid) or 'none'}"
+        )
+    return [{k: v for k, v in options.items() if k in p.option_defaults} for p in parts]
+
+
+class SynthesizerAttention(nn.Module):
+    """Multi-head synthetic attention of any registered ``kind`` (paper section 3).
+
+    Args:
+        d_model: model width d (divisible by ``n_heads``).
+        n_heads: number of heads H.
+        max_len: largest sequence length l; length-dependent parameters are sized for it and cropped to the
+            batch's length. Longer inputs raise ``ValueError``.
+        kind: the synthesizing function in the paper's notation: ``V`` (dot product), ``R`` (random, trained),
+            ``Fix`` (random, frozen), ``FR`` (factorized random), ``D`` (dense), ``FD`` (factorized dense),
+            ``Conv``, ``ConvReluConv``, ``Bottleneck``, ``GLU`` (appendix A.2), or a ``+``-joined mixture
+            (``R+V``, ``D+V``, ``R+D``, ``FR+D``, ...). Long names (``random``, ``dense``, ...) are aliases.
+        causal: mask future keys (decoders). Convolutional kinds then read only past tokens.
+        dropout: dropout on the attention probabilities (training only).
+        **options: kind options, e.g. ``k`` (FR rank, default 8), ``a``/``b`` (FD factors), ``init_std``
+            (R, Fix), ``conv_width`` (Conv, ConvReluConv), ``r`` (Bottleneck). Unknown options raise.
+
+    Shapes:
+        ``forward(x, key_padding_mask)``: x (B, L, d_model), key_padding_mask (B, L) bool with True at padding;
+        returns (B, L, d_model). ``attention_weights`` returns (B, H, L, L).
+
+    Example:
+        >>> attn = SynthesizerAttention(d_model=64, n_heads=4, max_len=32, kind="R+V")
+        >>> attn(torch.randn(2, 10, 64)).shape
+        torch.Size([2, 10, 64])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        max_len: int,
+        kind: str = "V",
+        causal: bool = False,
+        dropout: float = 0.0,
+        **options: Any,
+    ):
+        super().__init__()
+        for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        parts = parse_kind(kind)
+        part_options = _split_options(parts, options, kind)
+        built = [cls(d_model, n_heads, max_len, causal, **opts) for cls, opts in zip(parts, part_options, strict=True)]
+        self.synth: SynthesizingFunction = built[0] if len(built) == 1 else Mixture(built, n_heads)
+        self.kind = canonical_kind(kind)
+        self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
+        self.head_dim = d_model // n_heads
+        self.causal = causal
+        self.dropout = dropout
+        self.value = nn.Linear(d_model, d_model)  # G(X), paper eq. (3)
+        self.out = nn.Linear(d_model, d_model)
+        #: Use the fast paths (chosen per call, see ``fast_paths``); False forces the plain materialized
+        #: path ``softmax(mask(S(X))) G(X)``. Both compute the same function.
+        self.use_fast_paths = True
+        self._alignment_cache = fast_paths.AlignmentCache()
+
+    @classmethod
+    def num_params(cls, d_model: int, n_heads: int, max_len: int, kind: str = "V", **options: Any) -> int:
+        """Trained parameters of the layer: the synthesizing function(s) (Table 1 plus biases), the mixture
+        weights (H per part when mixed) and the value and output projections (``2 d^2 + 2 d``)."""
+        parts = parse_kind(kind)
+        total = sum(
+            p.num_params(d_model, n_heads, max_len, **o)
+            for p, o in zip(parts, _split_options(parts, options, kind), strict=True)
+        )
+        if len(parts) > 1:
+            total += n_heads * len(parts)
+        return total + 2 * (d_model * d_model + d_model)
+
+    def extra_repr(self) -> str:
+        return f"kind={self.kind!r}, causal={self.causal}, dropout={self.dropout}"
+
+    # ------------------------------------------------------------------ checks
+    def _check_input(self, x: Tensor, start: int) -> None:
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"expected input of shape (batch, length, {self.d_model}), got {tuple(x.shape)}")
+        if x.shape[1] < 1:
+            raise ValueError("expected at least one position, got length 0")
+        end = start + x.shape[1]
+        if end > self.max_len:
+            what = f"length {x.shape[1]}" if start == 0 else f"cached length {start} + new length {x.shape[1]}"
+            raise ValueError(f"sequence {what} = {end} exceeds max_len {self.max_len} of this attention layer")
+
+    # ------------------------------------------------------------------ forward
+    def forward(
+        self, x: Tensor, key_padding_mask: Tensor | None = None, cache: AttentionCache | None = None
+    ) -> Tensor | tuple[Tensor, AttentionCache]:
+        """Attend. See the class docstring for shapes; with ``cache`` returns ``(y, cache)``.
+
+        In decoding (``cache`` given, causal layers only) ``x`` holds the next T positions and
+        ``key_padding_mask``, if given, covers every position so far: (B, cache.length + T).
+        """
+        start = 0
+        if cache is not None:
+            if not self.causal:
+                raise ValueError("incremental decoding needs a causal attention layer (causal=True)")
+            start = cache.length
+        self._check_input(x, start)
+        b, t, _ = x.shape
+        s = start + t
+        key_padding_mask = check_padding_mask(key_padding_mask, b, s)
+        v = split_heads(self.value(x), self.n_heads)  # (B, H, T, d_h)
+        state = None
+        if cache is not None:
+            cache.values[:, :, start:s] = v
+            v = cache.values[:, :, :s]  # (B, H, S, d_h)
+            state = cache.state
+        if self.use_fast_paths:
+            y = fast_paths.attend(self, x, v, start, state, key_padding_mask)
+        else:
+            y = self._attend_materialized(x, v, start, state, key_padding_mask)
+        y = self.out(y.transpose(1, 2).reshape(b, t, self.d_model))  # (B, H, T, d_h) -> (B, T, d)
+        if cache is not None:
+            cache.length = s
+            return y, cache
+        return y
+
+    def _probabilities(self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None) -> Tensor:
+        """softmax of the masked logits: (B or 1, H, T, S)."""
+        t = x.shape[1]
+        logits = self.synth.logits(x, start, state, key_padding_mask)  # (B|1, H, T, S)
+        mask = disallowed(t, start + t, start, self.causal, key_padding_mask, x.device)
+        return masked_softmax(logits, mask)
+
+    def _attend_materialized(
+        self, x: Tensor, v: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None
+    ) -> Tensor:
+        """The plain path: ``dropout(softmax(mask(S(X)))) @ V`` with the L x L probabilities materialized.
+
+        Returns (B, H, T, d_h).
+        """
+        probs = self._probabilities(x, start, state, key_padding_mask)
+        probs = F.dropout(probs, self.dropout, self.training)
+        return probs @ v  # (B|1, H, T, S) @ (B, H, S, d_h) -> (B, H, T, d_h)
+
+    @torch.no_grad()
+    def attention_weights(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        """The attention probabilities (no dropout): (B, H, L, L); rows sum to 1 (0 for fully masked rows)."""
+        self._check_input(x, 0)
+        key_padding_mask = check_padding_mask(key_padding_mask, x.shape[0], x.shape[1])
+        probs = self._probabilities(x, 0, None, key_padding_mask)
+        return probs.expand(x.shape[0], -1, -1, -1)
+
+    # ------------------------------------------------------------------ decoding
+    def init_cache(self, batch_size: int, device=None, dtype=None) -> AttentionCache:
+        """An empty decoding cache for ``batch_size`` sequences (causal layers only)."""
+        if not self.causal:
+            raise ValueError("incremental decoding needs a causal attention layer (causal=True)")
+        device = device if device is not None else self.value.weight.device
+        dtype = dtype if dtype is not None else self.value.weight.dtype
+        values = torch.zeros(batch_size, self.n_heads, self.max_len, self.head_dim, device=device, dtype=dtype)
+        return AttentionCache(values=values, length=0, state=self.synth.init_state(batch_size, device, dtype))

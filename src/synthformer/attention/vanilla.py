@@ -1,0 +1,63 @@
+"""``V``: the Transformer's scaled dot-product attention, as a synthesizing function (paper section 3.2)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from .base import SynthesizingFunction, split_heads
+from .registry import register
+
+
+@register("V", aliases=("vanilla", "dot_product", "dot"))
+class DotProduct(SynthesizingFunction):
+    """``S(X) = Q K^T / sqrt(d_h)`` with ``Q = X W_Q + b_Q``, ``K = X W_K + b_K``, per head.
+
+    The paper writes ``S(X) = F_Q(X) F_K(X)^T`` (section 3.2); the ``1/sqrt(d_h)`` scale of Vaswani et al.
+    is kept so that mixtures combine the same logits a Transformer would compute (an unscaled ``QK^T``
+    in a mixture is one of the bugs listed in the guide).
+
+    Parameters: ``W_Q``, ``W_K`` (d x d each, fused into one ``qk`` projection) and their biases:
+    ``2 d^2 + 2 d`` for the layer (Table 1: ``2 d^2``).
+
+    Decoding state: the keys of all past positions, (B, H, max_len, d_h).
+    """
+
+    uses_qk = True
+    has_features = True
+
+    def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
+        super().__init__(d_model, n_heads, max_len, causal, **options)
+        self.qk = nn.Linear(d_model, 2 * d_model)
+        self.scale = 1.0 / math.sqrt(self.head_dim)
+
+    def _qk(self, x: Tensor, start: int, state: dict | None) -> tuple[Tensor, Tensor]:
+        q, k = self.qk(x).chunk(2, dim=-1)  # (B, T, d) each
+        q, k = split_heads(q, self.n_heads), split_heads(k, self.n_heads)  # (B, H, T, d_h)
+        if state is not None:
+            t = x.shape[1]
+            state["k"][:, :, start : start + t] = k
+            k = state["k"][:, :, : start + t]  # (B, H, S, d_h)
+        return q, k
+
+    def features(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        q, k = self._qk(x, start, state)
+        return q * self.scale, k
+
+    def logits(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> Tensor:
+        q, k = self.features(x, start, state)
+        return q @ k.transpose(-1, -2)  # (B, H, T, S)
+
+    def init_state(self, batch_size: int, device, dtype) -> dict:
+        return {"k": torch.zeros(batch_size, self.n_heads, self.max_len, self.head_dim, device=device, dtype=dtype)}
+
+    @classmethod
+    def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
+        """``2 d^2`` (Table 1) + ``2 d`` biases."""
+        return 2 * d_model * d_model + 2 * d_model

@@ -1,0 +1,153 @@
+"""The slow reference: every kind written straight from the paper's equations, loops over tokens and heads.
+
+This is the test oracle. It shares no code with the library: it reads the module's parameters by name and
+recomputes, for each sample b, head h, query i and key j, the logit the paper defines, then the masked
+softmax and ``Y = softmax(S) G(X)`` followed by the output projection. It is deliberately naive.
+
+Equation numbers refer to the ICLR version of the paper (../shared/paper/synthesizer-iclr-version.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def _relu(t: Tensor) -> Tensor:
+    return t.clamp(min=0)
+
+
+def _sigmoid(t: Tensor) -> Tensor:
+    return 1.0 / (1.0 + torch.exp(-t))
+
+
+def _head_rows(h: int, width: int) -> slice:
+    return slice(h * width, (h + 1) * width)
+
+
+def _window_positions(i: int, width: int, causal: bool) -> list[int]:
+    """Positions read by a width-f convolution at position i: the past in causal layers, else centered."""
+    first = i - (width - 1) if causal else i - (width - 1) // 2
+    return [first + t for t in range(width)]
+
+
+def _token(x: Tensor, p: int, pad: list[bool]) -> Tensor:
+    """x_p, or zeros outside the sequence or at padding."""
+    if 0 <= p < x.shape[0] and not pad[p]:
+        return x[p]
+    return torch.zeros_like(x[0])
+
+
+def logit(part, x: Tensor, pad: list[bool], h: int, i: int, j: int, causal: bool) -> Tensor:
+    """The logit S(X)[h, i, j] of one synthesizing function for one sample x (L, d)."""
+    name = type(part).__name__
+    d = x.shape[1]
+    dh = d // part.n_heads
+    rows = _head_rows(h, dh)
+    if name == "Mixture":
+        # eq. (8): sum_n alpha_n S_n(X), alpha = softmax of the learned per-head logits
+        w = part.alpha_logits[h]
+        alpha = torch.exp(w) / torch.exp(w).sum()
+        return sum(alpha[n] * logit(p, x, pad, h, i, j, causal) for n, p in enumerate(part.parts))
+    if name == "DotProduct":
+        # S = Q K^T / sqrt(d_h), Q = X W_Q + b_Q, K = X W_K + b_K (fused weights: Q rows first, then K)
+        Wq, Wk = part.qk.weight[:d][rows], part.qk.weight[d:][rows]
+        bq, bk = part.qk.bias[:d][rows], part.qk.bias[d:][rows]
+        q = Wq @ x[i] + bq
+        k = Wk @ x[j] + bk
+        return (q * k).sum() / math.sqrt(dh)
+    if name in ("Random", "FixedRandom"):
+        return part.R[h, i, j]  # eq. (4)
+    if name == "FactorizedRandom":
+        return (part.R1[h, i] * part.R2[h, j]).sum()  # eq. (7): (R1 R2^T)_ij
+    if name == "Dense":
+        # eq. (1)-(2): B_i = W2 relu(W1 x_i + b1) + b2, head h's slice of the hidden layer and its own W2
+        hidden = _relu(part.W1.weight[rows] @ x[i] + part.W1.bias[rows])
+        return (part.W2[h, j] * hidden).sum() + part.b2[h, j]
+    if name == "FactorizedDense":
+        # eq. (5)-(6): A_i, B_i from token i; C_i[j] = A_i[j mod a] * B_i[j div a]
+        hidden = _relu(part.W1.weight[rows] @ x[i] + part.W1.bias[rows])
+        A = part.WA[h] @ hidden + part.bA[h]
+        B = part.WB[h] @ hidden + part.bB[h]
+        return A[j % part.a] * B[j // part.a]
+    if name == "Bottleneck":
+        r = part.r
+        hidden = _relu(part.W1.weight[_head_rows(h, r)] @ x[i] + part.W1.bias[_head_rows(h, r)])
+        return (part.W2[h, j] * hidden).sum() + part.b2[h, j]
+    if name == "GatedDense":
+        u = part.W1.weight[:d] @ x[i] + part.W1.bias[:d]
+        g = part.W1.weight[d:] @ x[i] + part.W1.bias[d:]
+        hidden = (u * _sigmoid(g))[rows]
+        return (part.W2[h, j] * hidden).sum() + part.b2[h, j]
+    if name == "Conv":
+        f = part.width
+        total = part.bias[h, j]
+        for t, p in enumerate(_window_positions(i, f, causal)):
+            total = total + (part.weight[h, j, :, t] * _token(x, p, pad)).sum()
+        return total
+    if name == "ConvReluConv":
+        f = part.width
+        length = x.shape[0]
+
+        def hidden_at(p: int) -> Tensor:
+            if not (0 <= p < length) or pad[p]:
+                return torch.zeros(d, dtype=x.dtype)
+            acc = part.conv1.bias.clone()
+            for t, p2 in enumerate(_window_positions(p, f, causal)):
+                acc = acc + part.conv1.weight[:, :, t] @ _token(x, p2, pad)
+            return _relu(acc)
+
+        total = part.bias2[h, j]
+        for t, p in enumerate(_window_positions(i, f, causal)):
+            total = total + (part.weight2[h, j, :, t] * hidden_at(p)[rows]).sum()
+        return total
+    raise NotImplementedError(f"no reference for {name}")
+
+
+def reference_forward(attn, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+    """Y = softmax(mask(S(X))) G(X), then the output projection; x (B, L, d) -> (B, L, d)."""
+    B, L, d = x.shape
+    H = attn.n_heads
+    dh = d // H
+    synth = attn.synth
+    outputs = []
+    for b in range(B):
+        pad = [bool(key_padding_mask[b, j]) if key_padding_mask is not None else False for j in range(L)]
+        v = [attn.value.weight @ x[b, j] + attn.value.bias for j in range(L)]  # G(X), eq. (3)
+        rows_out = []
+        for i in range(L):
+            heads = []
+            for h in range(H):
+                allowed = [j for j in range(L) if not pad[j] and (not attn.causal or j <= i)]
+                y = torch.zeros(dh, dtype=x.dtype)
+                if allowed:  # a query with no allowed key gets zeros
+                    logits = [logit(synth, x[b], pad, h, i, j, attn.causal) for j in allowed]
+                    m = max(float(t.detach()) for t in logits)
+                    e = [torch.exp(t - m) for t in logits]
+                    z = sum(e)
+                    for j, ej in zip(allowed, e, strict=True):
+                        y = y + (ej / z) * v[j][_head_rows(h, dh)]
+                heads.append(y)
+            rows_out.append(attn.out.weight @ torch.cat(heads) + attn.out.bias)
+        outputs.append(torch.stack(rows_out))
+    return torch.stack(outputs)
+
+
+def reference_weights(attn, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+    """The attention probabilities (B, H, L, L) from the same equations."""
+    B, L, _ = x.shape
+    out = torch.zeros(B, attn.n_heads, L, L, dtype=x.dtype)
+    for b in range(B):
+        pad = [bool(key_padding_mask[b, j]) if key_padding_mask is not None else False for j in range(L)]
+        for h in range(attn.n_heads):
+            for i in range(L):
+                allowed = [j for j in range(L) if not pad[j] and (not attn.causal or j <= i)]
+                if not allowed:
+                    continue
+                logits = torch.stack([logit(attn.synth, x[b], pad, h, i, j, attn.causal) for j in allowed])
+                probs = torch.softmax(logits, 0)
+                for n, j in enumerate(allowed):
+                    out[b, h, i, j] = probs[n]
+    return out

@@ -1,0 +1,63 @@
+"""Every kind and mixture against the slow reference (paper equations): outputs and all gradients, 1e-10."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.func import functional_call
+
+from .conftest import ALL_KINDS, D_MODEL, MAX_LEN, build, padding
+from .reference import reference_forward, reference_weights
+
+LENGTHS = [1, 5, MAX_LEN]  # L = 1, an odd length, max_len
+
+
+def _grads(attn, x, out, w):
+    params = [p for p in attn.parameters() if p.requires_grad]
+    return torch.autograd.grad((out * w).sum(), [x, *params])
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["materialized", "fast"])
+@pytest.mark.parametrize("length", LENGTHS)
+@pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_matches_reference(kind, causal, padded, length, fast):
+    attn = build(kind, causal=causal)
+    attn.use_fast_paths = fast
+    x = torch.randn(3, length, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = padding(3, length) if padded else None
+    out = attn(x, key_padding_mask=mask)
+    ref = reference_forward(attn, x, mask)
+    assert out.shape == (3, length, D_MODEL)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
+    w = torch.randn_like(out)
+    for got, want in zip(_grads(attn, x, out, w), _grads(attn, x, ref, w), strict=True):
+        torch.testing.assert_close(got, want, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_weights_match_reference(kind, causal):
+    attn = build(kind, causal=causal)
+    x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64)
+    mask = padding(3, MAX_LEN)
+    torch.testing.assert_close(attn.attention_weights(x, mask), reference_weights(attn, x, mask), atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_gradcheck(kind, causal):
+    """torch.autograd.gradcheck in float64 on a tiny shape, for the input and for every trained parameter."""
+    attn = build(kind, causal=causal)
+    x = torch.randn(2, 4, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = torch.tensor([[False] * 4, [False, False, False, True]])
+    assert torch.autograd.gradcheck(lambda x: attn(x, key_padding_mask=mask), (x,), eps=1e-6, atol=1e-7)
+
+    named = {n: p for n, p in attn.named_parameters() if p.requires_grad}
+    leaves = tuple(p.detach().clone().requires_grad_(True) for p in named.values())
+
+    def by_params(*ps):
+        return functional_call(attn, dict(zip(named, ps, strict=True)), (x.detach(),), {"key_padding_mask": mask})
+
+    assert torch.autograd.gradcheck(by_params, leaves, eps=1e-6, atol=1e-7)
