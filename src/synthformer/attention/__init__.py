@@ -6,6 +6,7 @@ from . import vanilla, random_synthesizer, dense, appendix  # noqa: F401
 
 # isort: on
 from .base import SynthesizingFunction
+from .factory import available_mixers, build_mixer
 from .masking import masked_softmax
 from .mixture import Mixture
 from .registry import canonical_kind, get_kind, parse_kind, register, registered_kinds, unregister
@@ -14,6 +15,8 @@ from .shell import AttentionCache, SynthesizerAttention
 __all__ = [
     "AttentionCache",
     "Mixture",
+    "available_mixers",
+    "build_mixer",
     "SynthesizerAttention",
     "SynthesizingFunction",
     "canonical_kind",

@@ -7,15 +7,16 @@ materialized path ``dropout(softmax(mask(S(X)))) @ G(X)`` (tests compare them fo
    (``P.unsqueeze(0) @ V``) is several times slower on CPU (guide, section 3). Padding differs per sample, so
    it is handled without giving up the shared ``P``: with ``m_b`` the (L,) indicator of sample b's real keys,
    ``softmax_masked(S)_b @ V_b = (P @ (m_b * V_b)) / (P @ m_b)`` exactly (the softmax normalizer cancels).
-   For ``FR`` at long lengths ``P`` is never materialized: the same product is
-   ``scaled_dot_product_attention(q=R1, k=R2, v=V_folded, scale=1)`` (O(L) memory).
+   For ``FR`` at long lengths (``FR_SDPA_MIN_LEN``) ``P`` is never materialized: FR is exactly SDPA with
+   ``q = R1``, ``k = R2``, ``scale = 1``, run unfolded through the fused kernel (path 2), O(L) memory.
    In eval mode under ``torch.no_grad()`` the probabilities are cached until a parameter changes.
    Choice: attention dropout on this path draws one dropout mask per forward for the shared (H, L, L)
    alignment (the same for every sample of the batch), since per-sample masks would destroy the sharing.
 2. **Feature form** (``V``, ``D``, ``FR`` with input-dependent parts, ``Bottleneck``, ``GLU`` and any mixture of
    them): logits are ``q @ k^T`` for features the kind provides (``D``: ``q = [relu(W1 x), 1]``,
    ``k = [W2, b2]``; mixtures concatenate ``alpha_n q_n``), so the whole layer runs through PyTorch's fused
-   ``scaled_dot_product_attention`` with ``scale=1`` and never materializes L x L logits.
+   ``scaled_dot_product_attention`` with ``scale=1`` and never materializes L x L logits. The fused CPU
+   kernel needs one head width for q, k and v, so the features and values are zero-padded to a common width.
 3. Otherwise (``R+V``, ``R+D``, ``FD``, the convolutions) the materialized path.
 """
 
@@ -92,9 +93,10 @@ def _unfold(y: Tensor, batch: int) -> Tensor:
 def _shared_alignment(layer: SynthesizerAttention, x: Tensor, v: Tensor, key_padding_mask: Tensor | None) -> Tensor:
     b, h, length, dh = v.shape
     drop = layer.dropout if layer.training else 0.0
-    fr_only = layer.synth.has_features and length >= FR_SDPA_MIN_LEN and drop == 0.0
-    if fr_only:
-        return _shared_alignment_sdpa(layer, x, v, key_padding_mask)
+    if layer.synth.has_features and length >= FR_SDPA_MIN_LEN:
+        # long FR: no L x L matrix at all (the fused kernel keeps memory O(L)); dropout is then per sample
+        # as in any SDPA call, not one mask for the batch
+        return _features_sdpa(layer, x, v, 0, None, key_padding_mask)
     probs = layer._alignment_cache.get(layer, length, v.dtype, v.device)  # (H, L, L)
     dropped = F.dropout(probs, drop, True) if drop > 0.0 else probs
     if key_padding_mask is None:
@@ -116,24 +118,25 @@ def _underflows(den: Tensor, key_padding_mask: Tensor, causal: bool) -> bool:
     return bool(((den < tiny) & has_key[:, None, :]).any())
 
 
-def _shared_alignment_sdpa(
-    layer: SynthesizerAttention, x: Tensor, v: Tensor, key_padding_mask: Tensor | None
-) -> Tensor:
-    """FR (and mixtures of feature kinds without input dependence) with O(L) memory via SDPA on the folded batch."""
-    b, h, length, dh = v.shape
-    q, k = layer.synth.features(x[:1], 0, None, None)  # (1, H, L, e)
-    if key_padding_mask is None:
-        folded = _fold(v).unsqueeze(0)  # (1, H, L, B*d_h)
-        y = F.scaled_dot_product_attention(q, k, folded, is_causal=layer.causal, scale=1.0)
-        return _unfold(y[0], b)
-    keep = (~key_padding_mask).to(v.dtype)  # (B, L)
-    # values and indicators side by side: one SDPA gives numerators and denominators
-    folded = torch.cat([_fold(v * keep[:, None, :, None]), keep.T.expand(h, length, b)], dim=-1)  # (H, L, B*d_h+B)
-    y = F.scaled_dot_product_attention(q, k, folded.unsqueeze(0), is_causal=layer.causal, scale=1.0)[0]
-    num, den = _unfold(y[..., : b * dh], b), y[..., b * dh :].permute(2, 0, 1)  # (B, H, L, d_h), (B, H, L)
-    if _underflows(den, key_padding_mask, layer.causal):
-        return layer._attend_materialized(x, v, 0, None, key_padding_mask)
-    return num / den.masked_fill(den == 0, 1.0).unsqueeze(-1)
+#: Feature widths are padded to a multiple of this (zeros change no dot product).
+WIDTH_MULTIPLE = 16
+
+
+def _common_width(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor, int]:
+    """Zero-pad q, k (width e) and v (width d_h) to one width, a multiple of ``WIDTH_MULTIPLE``.
+
+    PyTorch's fused CPU kernel runs only when q, k and v have the same head width; otherwise SDPA falls back
+    to the math path, which materializes the L x L matrix. Padding q and k with zeros leaves ``q k^T``
+    unchanged, and padded value columns give output columns that are cut off. Returns the padded tensors and
+    d_h.
+    """
+    e, dh = q.shape[-1], v.shape[-1]
+    width = -(-max(e, dh) // WIDTH_MULTIPLE) * WIDTH_MULTIPLE
+    if e != width:
+        q, k = F.pad(q, (0, width - e)), F.pad(k, (0, width - e))
+    if dh != width:
+        v = F.pad(v, (0, width - dh))
+    return q, k, v, dh
 
 
 def _features_sdpa(
@@ -147,18 +150,18 @@ def _features_sdpa(
     b, t = x.shape[:2]
     s = start + t
     q, k = layer.synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
-    q, k = q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1)
+    q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
     drop = layer.dropout if layer.training else 0.0
     if key_padding_mask is None and (not layer.causal or t == 1):
         # a single new position attends to every cached one: nothing to mask
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=drop, scale=1.0)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=drop, scale=1.0)[..., :dh]
     if key_padding_mask is None and start == 0:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=drop, is_causal=True, scale=1.0)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=drop, is_causal=True, scale=1.0)[..., :dh]
     mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) bool
     # An additive float mask keeps SDPA on its fused kernel (a bool mask or a 3-D one falls back on CPU);
     # half the most negative value cannot overflow to -inf when added to a logit.
     additive = torch.zeros(mask.shape, dtype=q.dtype, device=x.device).masked_fill(mask, torch.finfo(q.dtype).min / 2)
-    y = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=drop, scale=1.0)
+    y = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=drop, scale=1.0)[..., :dh]
     fully_masked = mask.all(-1, keepdim=True)  # (B|1, 1, T, 1): such rows get zeros, as in masked_softmax
     return y.masked_fill(fully_masked, 0.0) if bool(fully_masked.any()) else y
 

@@ -1,0 +1,218 @@
+"""Module-level speed and memory of every attention kind against vanilla attention, measured in one run.
+
+Each kind is a ``SynthesizerAttention`` layer (value and output projections included); ``V`` runs through
+``torch.nn.functional.scaled_dot_product_attention``. Times are medians over repeats after warm-up, taken
+round-robin over the kinds (so background load hits every kind alike), and reported as ratios to ``V`` from the
+same run. Peak memory is the high-water mark of tensor allocations during one step, from the profiler's
+allocation events (CPU torch has no ``max_memory_allocated``).
+
+Usage (the numbers in docs/benchmarks.md came from these):
+    python benchmarks/attention.py --lengths 128 256 512 1024
+    python benchmarks/attention.py --lengths 256 --dtype bf16
+    python benchmarks/attention.py --decode --contexts 128 256 512 1024
+    python benchmarks/attention.py --fr-memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from contextlib import nullcontext
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from synthformer.attention import SynthesizerAttention
+
+DEFAULT_KINDS = ["V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V", "FR+V", "R+D", "Bottleneck", "GLU", "Conv"]
+
+
+def peak_bytes(fn) -> int:
+    """High-water mark of bytes allocated by tensors while ``fn`` runs (allocations minus frees, in order)."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = []
+    for e in prof.events():
+        amount = e.cpu_memory_usage if e.name == "[memory]" else e.self_cpu_memory_usage
+        if amount:
+            events.append((e.time_range.start, amount))
+    current = high = 0
+    for _, amount in sorted(events):
+        current += amount
+        high = max(high, current)
+    return high
+
+
+def make_step(layer: torch.nn.Module, x: torch.Tensor, backward: bool, autocast):
+    def step():
+        with autocast():
+            y = layer(x)
+        if backward:
+            y.float().sum().backward()
+            layer.zero_grad(set_to_none=True)
+            x.grad = None
+
+    return step
+
+
+def bench_module(args) -> list[dict]:
+    rows = []
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if args.dtype == "bf16" else nullcontext
+    for length in args.lengths:
+        for mode in args.modes:
+            backward = mode == "fwd+bwd"
+            steps = {}
+            for kind in args.kinds:
+                torch.manual_seed(0)
+                layer = SynthesizerAttention(args.d_model, args.heads, length, kind=kind, causal=args.causal)
+                layer.train(backward)
+                x = torch.randn(args.batch, length, args.d_model, requires_grad=backward)
+                steps[kind] = make_step(layer, x, backward, autocast)
+            grad_ctx = nullcontext if backward else torch.no_grad
+            times = {k: [] for k in steps}
+            with grad_ctx():
+                for _ in range(args.warmup):
+                    for step in steps.values():
+                        step()
+                for _ in range(args.repeats):
+                    for kind, step in steps.items():
+                        t0 = time.perf_counter()
+                        step()
+                        times[kind].append(time.perf_counter() - t0)
+                peaks = {k: peak_bytes(s) for k, s in steps.items()} if args.memory else {}
+            base = statistics.median(times["V"])
+            for kind in steps:
+                med = statistics.median(times[kind])
+                row = {
+                    "L": length,
+                    "mode": mode,
+                    "kind": kind,
+                    "ms": med * 1e3,
+                    "ratio_to_V": med / base,
+                    "speedup_vs_V": base / med,
+                    "peak_MiB": peaks.get(kind, float("nan")) / 2**20,
+                }
+                rows.append(row)
+                print(
+                    f"L={length:5d} {mode:8s} {kind:11s} {row['ms']:9.2f} ms  x{row['ratio_to_V']:.2f} of V "
+                    f"(speed-up {row['speedup_vs_V']:.2f})  peak {row['peak_MiB']:8.1f} MiB",
+                    flush=True,
+                )
+    return rows
+
+
+def bench_decode(args) -> list[dict]:
+    rows = []
+    for context in args.contexts:
+        times, sizes = {}, {}
+        layers = {}
+        for kind in args.decode_kinds:
+            torch.manual_seed(0)
+            layer = SynthesizerAttention(args.d_model, args.heads, context + 1, kind=kind, causal=True).eval()
+            cache = layer.init_cache(args.decode_batch)
+            with torch.no_grad():
+                layer(torch.randn(args.decode_batch, context, args.d_model), cache=cache)  # prefill
+            layers[kind] = (layer, cache, torch.randn(args.decode_batch, 1, args.d_model))
+            times[kind] = []
+            # bytes of the cache actually filled at this context (the preallocated buffer is max_len long)
+            sizes[kind] = cache.nbytes() * (context + 1) // layer.max_len
+        with torch.no_grad():
+            for r in range(args.warmup + args.repeats):
+                for kind, (layer, cache, x) in layers.items():
+                    cache.length = context  # always time the step at exactly this context
+                    t0 = time.perf_counter()
+                    layer(x, cache=cache)
+                    if r >= args.warmup:
+                        times[kind].append(time.perf_counter() - t0)
+        base = statistics.median(times["V"])
+        for kind in layers:
+            med = statistics.median(times[kind])
+            row = {
+                "context": context,
+                "kind": kind,
+                "us_per_token": med * 1e6,
+                "ratio_to_V": med / base,
+                "cache_MiB": sizes[kind] / 2**20,
+                "cache_ratio_to_V": sizes[kind] / sizes["V"],
+            }
+            rows.append(row)
+            print(
+                f"context={context:5d} {kind:6s} {row['us_per_token']:9.1f} us/token  x{row['ratio_to_V']:.2f} of V  "
+                f"cache {row['cache_MiB']:.2f} MiB (x{row['cache_ratio_to_V']:.2f})",
+                flush=True,
+            )
+    return rows
+
+
+def bench_fr_memory(args) -> list[dict]:
+    """FR at L=4096, B=1: the SDPA path (no L x L matrix) against the materialized path, forward+backward."""
+    length = 4096
+    rows = []
+    for fast in (True, False):
+        torch.manual_seed(0)
+        layer = SynthesizerAttention(args.d_model, args.heads, length, kind="FR", causal=args.causal)
+        layer.use_fast_paths = fast
+        x = torch.randn(1, length, args.d_model, requires_grad=True)
+        step = make_step(layer, x, True, nullcontext)
+        step()
+        t0 = time.perf_counter()
+        step()
+        elapsed = time.perf_counter() - t0
+        peak = peak_bytes(step)
+        rows.append({"path": "sdpa" if fast else "materialized", "peak_MiB": peak / 2**20, "ms": elapsed * 1e3})
+        print(f"FR L=4096 B=1 {'fast (SDPA)' if fast else 'materialized'}: peak {peak / 2**20:.1f} MiB, "
+              f"{elapsed * 1e3:.0f} ms", flush=True)
+    print(f"ratio fast/materialized: {rows[0]['peak_MiB'] / rows[1]['peak_MiB']:.3f}")
+    return rows
+
+
+def markdown(rows: list[dict], columns: list[str]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for r in rows:
+        cells = [f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]) for c in columns]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--kinds", nargs="+", default=DEFAULT_KINDS)
+    p.add_argument("--lengths", nargs="+", type=int, default=[128, 256, 512, 1024])
+    p.add_argument("--modes", nargs="+", default=["fwd", "fwd+bwd"], choices=["fwd", "fwd+bwd"])
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--no-memory", dest="memory", action="store_false")
+    p.add_argument("--decode", action="store_true", help="run the decoding benchmark instead")
+    p.add_argument("--contexts", nargs="+", type=int, default=[128, 256, 512, 1024])
+    p.add_argument("--decode-kinds", nargs="+", default=["V", "R", "D", "FR", "R+V", "D+V"])
+    p.add_argument("--decode-batch", type=int, default=16)
+    p.add_argument("--fr-memory", action="store_true", help="run the FR L=4096 memory comparison instead")
+    p.add_argument("--json", help="write the rows to this JSON file")
+    args = p.parse_args()
+    if args.decode:
+        args.repeats = max(args.repeats, 50)
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
+    if args.fr_memory:
+        rows = bench_fr_memory(args)
+        print(markdown(rows, ["path", "peak_MiB", "ms"]))
+    elif args.decode:
+        rows = bench_decode(args)
+        print(markdown(rows, ["context", "kind", "us_per_token", "ratio_to_V", "cache_MiB", "cache_ratio_to_V"]))
+    else:
+        rows = bench_module(args)
+        print(markdown(rows, ["L", "mode", "kind", "ms", "ratio_to_V", "speedup_vs_V", "peak_MiB"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

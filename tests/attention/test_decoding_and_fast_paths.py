@@ -1,0 +1,172 @@
+"""Incremental decoding equals the full causal forward; fast paths equal the materialized path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from synthformer.attention import SynthesizerAttention, fast_paths
+
+from .conftest import ALL_KINDS, D_MODEL, HEADS, MAX_LEN, build, padding
+
+
+def _fp32(kind: str, max_len: int, d_model: int = 16, heads: int = 2, seed: int = 0) -> SynthesizerAttention:
+    torch.manual_seed(seed)
+    attn = SynthesizerAttention(d_model, heads, max_len, kind=kind, causal=True).eval()
+    with torch.no_grad():
+        for name, p in attn.named_parameters():
+            if name.endswith("alpha_logits"):
+                p.copy_(torch.randn_like(p))
+    return attn
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_256_cached_steps_equal_the_full_forward(kind):
+    attn = _fp32(kind, max_len=256)
+    x = torch.randn(2, 256, 16)
+    with torch.no_grad():
+        full = attn(x)
+        cache = attn.init_cache(2)
+        steps = []
+        for t in range(256):
+            y, cache = attn(x[:, t : t + 1], cache=cache)
+            steps.append(y)
+    assert cache.length == 256
+    assert (torch.cat(steps, 1) - full).abs().max().item() <= 1e-5
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_chunked_decoding_with_left_padding(kind):
+    """Chunks of several positions, a padding mask covering every position so far (left-padded prompts)."""
+    attn = build(kind, causal=True)
+    x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64)
+    mask = padding(3, MAX_LEN)
+    full = attn(x, mask)
+    cache = attn.init_cache(3)
+    outs, start = [], 0
+    for size in (3, 1, 4):
+        y, cache = attn(x[:, start : start + size], key_padding_mask=mask[:, : start + size], cache=cache)
+        outs.append(y)
+        start += size
+    torch.testing.assert_close(torch.cat(outs, 1), full, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_materialized_decoding_also_matches(kind):
+    attn = build(kind, causal=True)
+    attn.use_fast_paths = False
+    x = torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64)
+    full = attn(x)
+    cache = attn.init_cache(2)
+    steps = [attn(x[:, t : t + 1], cache=cache)[0] for t in range(MAX_LEN)]
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-10, rtol=0)
+
+
+def test_cache_holds_values_only_for_kinds_without_keys():
+    b, max_len = 4, 128
+    sizes = {k: _fp32(k, max_len, d_model=64, heads=4).init_cache(b).nbytes() for k in ("V", "R", "D", "FR", "FD")}
+    for kind in ("R", "D", "FR", "FD"):
+        assert sizes[kind] * 2 == sizes["V"], sizes
+    assert sizes["V"] == 2 * b * 4 * max_len * 16 * 4  # keys and values, fp32
+
+
+def test_decoding_errors():
+    bidir = build("R")
+    with pytest.raises(ValueError, match="causal"):
+        bidir.init_cache(1)
+    attn = build("R", causal=True)
+    cache = attn.init_cache(1)
+    attn(torch.randn(1, MAX_LEN - 1, D_MODEL, dtype=torch.float64), cache=cache)
+    with pytest.raises(ValueError, match=f"cached length {MAX_LEN - 1} \\+ new length 2 = {MAX_LEN + 1}"):
+        attn(torch.randn(1, 2, D_MODEL, dtype=torch.float64), cache=cache)
+    with pytest.raises(ValueError, match=r"\(1, 8\)"):  # the mask must cover every position so far
+        attn(torch.randn(1, 1, D_MODEL, dtype=torch.float64), key_padding_mask=torch.zeros(1, 1, dtype=torch.bool),
+             cache=cache)
+
+
+# ---------------------------------------------------------------- fast paths
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
+@pytest.mark.parametrize("kind", ["FR", "FR+V", "FR+D", "Fix+FR"])
+def test_fr_sdpa_path_equals_materialized(kind, causal, padded, monkeypatch):
+    """FR through SDPA with the batch folded into the values (no L x L matrix), forced at a small length."""
+    monkeypatch.setattr(fast_paths, "FR_SDPA_MIN_LEN", 1)
+    attn = build(kind, causal=causal)
+    x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = padding(3, MAX_LEN) if padded else None
+    fast = attn(x, mask)
+    attn.use_fast_paths = False
+    slow = attn(x, mask)
+    torch.testing.assert_close(fast, slow, atol=1e-10, rtol=0)
+    w = torch.randn_like(fast)
+    g_fast = torch.autograd.grad((fast * w).sum(), [x, *attn.parameters()], allow_unused=True)
+    g_slow = torch.autograd.grad((slow * w).sum(), [x, *attn.parameters()], allow_unused=True)
+    for a, b in zip(g_fast, g_slow, strict=True):
+        if a is not None or b is not None:
+            torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_fast_equals_materialized_in_fp32_at_a_real_size(kind):
+    torch.manual_seed(0)
+    attn = SynthesizerAttention(64, 4, 64, kind=kind, causal=False)
+    x = torch.randn(4, 64, 64)
+    mask = torch.zeros(4, 64, dtype=torch.bool)
+    mask[1, 40:] = True
+    fast = attn(x, mask)
+    attn.use_fast_paths = False
+    assert (fast - attn(x, mask)).abs().max().item() < 1e-5
+
+
+def test_eval_alignment_cache_follows_parameter_changes():
+    attn = build("R").eval()
+    x = torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64)
+    with torch.no_grad():
+        first = attn(x)
+        assert attn._alignment_cache.value is not None  # cached in inference
+        again = attn(x)
+        attn.synth.R.add_(torch.randn_like(attn.synth.R))  # an optimizer step modifies R in place
+        changed = attn(x)
+        attn.use_fast_paths = False
+        want = attn(x)
+    torch.testing.assert_close(first, again, atol=0, rtol=0)
+    assert not torch.allclose(first, changed)
+    torch.testing.assert_close(changed, want, atol=1e-12, rtol=0)
+
+
+def test_no_alignment_cache_when_gradients_are_needed():
+    attn = build("R").eval()
+    attn(torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64)).sum().backward()
+    assert attn._alignment_cache.value is None
+    assert attn.synth.R.grad is not None
+
+
+def test_underflowing_padded_rows_fall_back_to_the_exact_path():
+    """If padding holds nearly all of a shared row's mass, the ratio trick would lose precision: fall back."""
+    attn = build("R").float()
+    with torch.no_grad():
+        attn.synth.R.fill_(-60.0)
+        attn.synth.R[:, :, 4:] = 60.0  # keys 4.. (padding in sample 1) dominate every row
+    x = torch.randn(2, MAX_LEN, D_MODEL)
+    mask = torch.zeros(2, MAX_LEN, dtype=torch.bool)
+    mask[1, 4:] = True
+    fast = attn(x, mask)
+    attn.use_fast_paths = False
+    torch.testing.assert_close(fast, attn(x, mask), atol=1e-6, rtol=0)
+    assert torch.isfinite(fast).all()
+
+
+def test_shared_alignment_dropout_is_one_mask_for_the_batch():
+    """Documented choice: on the shared-alignment path, the dropout mask is shared by the batch's samples."""
+    torch.manual_seed(0)
+    attn = SynthesizerAttention(D_MODEL, HEADS, MAX_LEN, kind="R", dropout=0.5).double().train()
+    attn.value.weight.data.copy_(torch.eye(D_MODEL))
+    attn.value.bias.data.zero_()
+    attn.out.weight.data.copy_(torch.eye(D_MODEL))
+    attn.out.bias.data.zero_()
+    x = torch.randn(1, MAX_LEN, D_MODEL, dtype=torch.float64).expand(3, -1, -1)
+    y = attn(x)
+    torch.testing.assert_close(y[0], y[1], atol=1e-12, rtol=0)
+    torch.testing.assert_close(y[0], y[2], atol=1e-12, rtol=0)
