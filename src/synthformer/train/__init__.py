@@ -1,0 +1,57 @@
+"""Model-agnostic training engine: config, optimizers and schedules, checkpoints, the loop, metrics.
+
+Any module whose ``forward(**batch)`` returns ``{"loss": scalar, "logits": ...}`` can be trained::
+
+    from synthformer.train import Trainer, TrainConfig
+    Trainer(model, dataset, TrainConfig(steps=1000, lr=3e-4), "runs/lm", collate_fn=collate).train()
+"""
+
+from .checkpoint import (
+    Checkpoint,
+    capture_rng_state,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    load_model_weights,
+    restore_rng_state,
+    save_checkpoint,
+)
+from .config import (
+    ConfigError,
+    TrainConfig,
+    apply_overrides,
+    dump_config,
+    from_dict,
+    load_config,
+    to_dict,
+)
+from .loader import BatchStream, eval_batches
+from .optim import build_optimizer, build_scheduler, lr_multiplier, param_groups
+from .trainer import Trainer, count_tokens, seed_everything
+
+__all__ = [
+    "BatchStream",
+    "Checkpoint",
+    "ConfigError",
+    "TrainConfig",
+    "Trainer",
+    "apply_overrides",
+    "build_optimizer",
+    "build_scheduler",
+    "capture_rng_state",
+    "count_tokens",
+    "dump_config",
+    "eval_batches",
+    "from_dict",
+    "latest_checkpoint",
+    "list_checkpoints",
+    "load_checkpoint",
+    "load_config",
+    "load_model_weights",
+    "lr_multiplier",
+    "param_groups",
+    "restore_rng_state",
+    "save_checkpoint",
+    "seed_everything",
+    "to_dict",
+]

@@ -1,0 +1,336 @@
+"""Run directories and crash-safe checkpoints.
+
+Layout::
+
+    RUN/config.yaml                       the run's configuration
+    RUN/metrics.jsonl                     one JSON object per log / eval line
+    RUN/checkpoints/step_000100/
+        model.safetensors                 weights (tied tensors stored once, ties restored on load)
+        optimizer.pt  scheduler.pt        state dicts (tensors and primitives only)
+        rng.pt                            RNG states, one per process
+        trainer_state.json                step, data position, ...
+    RUN/checkpoints/latest                text file naming the newest complete checkpoint ("step_000100")
+
+A checkpoint is written into a temporary directory next to its final place, every file is fsync'ed, and the
+directory is then renamed into place with ``os.replace`` (atomic on POSIX); ``latest`` is replaced the same
+way afterwards. A crash at any point therefore leaves the previous checkpoint and pointer intact.
+Everything is loaded with ``torch.load(weights_only=True)``: loading a checkpoint never runs pickled code.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_model, save_model
+from torch import nn
+
+__all__ = [
+    "CHECKPOINTS_DIR",
+    "Checkpoint",
+    "capture_rng_state",
+    "checkpoint_name",
+    "latest_checkpoint",
+    "list_checkpoints",
+    "load_checkpoint",
+    "load_model_weights",
+    "restore_rng_state",
+    "save_checkpoint",
+]
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINTS_DIR = "checkpoints"
+LATEST_FILE = "latest"
+MODEL_FILE = "model.safetensors"
+OPTIMIZER_FILE = "optimizer.pt"
+SCHEDULER_FILE = "scheduler.pt"
+RNG_FILE = "rng.pt"
+STATE_FILE = "trainer_state.json"
+_STEP_RE = re.compile(r"^step_(\d+)$")
+_TMP_PREFIX = ".tmp-"
+_OLD_PREFIX = ".old-"
+
+
+def checkpoint_name(step: int) -> str:
+    """Directory name of the checkpoint at ``step`` (zero-padded so names sort like steps)."""
+    return f"step_{step:06d}"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# RNG state
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """Snapshot the global RNGs (torch CPU, CUDA if present, python ``random``, numpy's legacy global RNG).
+
+    The result holds only tensors and primitives so it can be saved and loaded with ``weights_only=True``.
+    """
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": {
+            "kind": str(kind),
+            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _as_tuple(x: Any) -> Any:
+    # random.setstate needs tuples; some serialisers turn them into lists.
+    return tuple(_as_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`capture_rng_state` captured."""
+    torch.set_rng_state(state["torch"])
+    random.setstate(_as_tuple(state["python"]))
+    npst = state["numpy"]
+    np.random.set_state(
+        (npst["kind"], npst["keys"].numpy().astype(np.uint32), npst["pos"], npst["has_gauss"],
+         npst["cached_gaussian"])
+    )
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# durable file system helpers
+
+
+def _fsync_path(path: Path) -> None:
+    """fsync a file or a directory (directories: so a rename inside them is durable). Best effort."""
+    flags = os.O_RDONLY | (os.O_DIRECTORY if path.is_dir() and hasattr(os, "O_DIRECTORY") else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:  # e.g. directories cannot be opened on Windows
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file in the same directory, fsync, ``os.replace``)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + path.name + "-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_path(path.parent)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# listing
+
+
+def _step_of(path: Path) -> int | None:
+    m = _STEP_RE.match(path.name)
+    return int(m.group(1)) if m else None
+
+
+def list_checkpoints(run_dir: str | Path) -> list[Path]:
+    """Complete checkpoints of a run, oldest first (temporary and half-written directories are ignored)."""
+    root = Path(run_dir) / CHECKPOINTS_DIR
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and _step_of(p) is not None and (p / STATE_FILE).is_file()]
+    return sorted(found, key=lambda p: _step_of(p) or 0)
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """The checkpoint named by ``checkpoints/latest``; the newest complete one if the pointer is missing/stale."""
+    root = Path(run_dir) / CHECKPOINTS_DIR
+    pointer = root / LATEST_FILE
+    if pointer.is_file():
+        name = pointer.read_text(encoding="utf-8").strip()
+        target = root / name
+        if _STEP_RE.match(name) and (target / STATE_FILE).is_file():
+            return target
+        logger.warning("%s names %r, which is not a complete checkpoint; using the newest one", pointer, name)
+    found = list_checkpoints(run_dir)
+    return found[-1] if found else None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# save
+
+
+def save_checkpoint(
+    run_dir: str | Path,
+    step: int,
+    model: nn.Module,
+    *,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: Any | None = None,
+    rng_states: list[dict[str, Any]] | None = None,
+    trainer_state: dict[str, Any] | None = None,
+    max_checkpoints: int = 0,
+) -> Path:
+    """Write ``RUN/checkpoints/step_XXXXXX`` atomically, point ``latest`` at it, prune to ``max_checkpoints``.
+
+    Args:
+        model: the *unwrapped* module (not the DDP wrapper); tied parameters are stored once.
+        rng_states: one :func:`capture_rng_state` dict per process (index = rank).
+        trainer_state: JSON-serialisable loop state (step, data position, ...); ``step`` is added.
+        max_checkpoints: keep only the newest N checkpoints (0 keeps all); the new one is never pruned.
+
+    Returns the final checkpoint directory.
+    """
+    root = Path(run_dir) / CHECKPOINTS_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(root)
+    name = checkpoint_name(step)
+    final = root / name
+    tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{name}-", dir=root))
+    old: Path | None = None
+    try:
+        save_model(model, str(tmp / MODEL_FILE), metadata={"step": str(step)})
+        if optimizer is not None:
+            torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
+        if scheduler is not None:
+            torch.save(scheduler.state_dict(), tmp / SCHEDULER_FILE)
+        if rng_states is not None:
+            torch.save({"world_size": len(rng_states), "states": list(rng_states)}, tmp / RNG_FILE)
+        state = dict(trainer_state or {})
+        state["step"] = step
+        # The state file is written last: list_checkpoints treats a directory without it as incomplete.
+        (tmp / STATE_FILE).write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
+        for f in tmp.iterdir():
+            _fsync_path(f)
+        _fsync_path(tmp)
+        if final.exists():
+            # Re-saving a step (e.g. the final save after resuming at it): move the old copy aside first,
+            # because os.replace cannot replace a non-empty directory.
+            old = root / f"{_OLD_PREFIX}{name}-{os.getpid()}"
+            os.replace(final, old)
+        os.replace(tmp, final)
+        _fsync_path(root)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not final.exists():
+            os.replace(old, final)  # put the previous copy back
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    atomic_write_text(root / LATEST_FILE, name + "\n")
+    if max_checkpoints > 0:
+        _prune(root, max_checkpoints, keep_name=name)
+    logger.info("saved checkpoint %s", final)
+    return final
+
+
+def _remove_stale_temporaries(root: Path) -> None:
+    # Left behind only by a hard crash (SIGKILL, power loss) of an earlier save; never a valid checkpoint.
+    for p in root.iterdir():
+        if p.name.startswith((_TMP_PREFIX, _OLD_PREFIX)):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+
+
+def _prune(root: Path, keep: int, keep_name: str) -> None:
+    found = list_checkpoints(root.parent)
+    for path in found[:-keep] if keep < len(found) else []:
+        if path.name != keep_name:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# load
+
+
+@dataclass
+class Checkpoint:
+    """What :func:`load_checkpoint` read besides the state it loaded into the given objects."""
+
+    path: Path
+    step: int
+    trainer_state: dict[str, Any] = field(default_factory=dict)
+    rng_states: list[dict[str, Any]] | None = None
+
+
+def _resolve(path: str | Path) -> Path:
+    """Accept a checkpoint directory or a run directory (then its latest checkpoint)."""
+    path = Path(path)
+    if (path / STATE_FILE).is_file():
+        return path
+    found = latest_checkpoint(path)
+    if found is None:
+        raise FileNotFoundError(f"no checkpoint found in {path} (looked for {STATE_FILE} and {CHECKPOINTS_DIR}/)")
+    return found
+
+
+def load_model_weights(path: str | Path, model: nn.Module, *, strict: bool = True) -> Path:
+    """Load only the weights of a checkpoint (or of a run's latest checkpoint) into ``model``.
+
+    Returns the checkpoint directory used. Tied parameters stay tied: tensors are copied into the existing
+    parameters, and the de-duplicated names in the file are resolved by ``safetensors.torch.load_model``.
+    """
+    ckpt = _resolve(path)
+    load_model(model, str(ckpt / MODEL_FILE), strict=strict)
+    return ckpt
+
+
+def load_checkpoint(
+    path: str | Path,
+    model: nn.Module | None = None,
+    *,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: Any | None = None,
+    map_location: str | torch.device = "cpu",
+    strict: bool = True,
+) -> Checkpoint:
+    """Load a checkpoint (directory, or run directory for its latest) into the objects given.
+
+    Optimizer, scheduler and RNG files are read with ``torch.load(weights_only=True)``: a file holding
+    anything but tensors and primitives raises ``pickle.UnpicklingError`` instead of running code.
+    RNG states are returned, not applied (each process picks its own; see :func:`restore_rng_state`).
+    """
+    ckpt = _resolve(path)
+    if torch.device(map_location).type == "cpu":
+        map_location = "cpu"  # torch.load does not understand "cpu:0", which accelerate uses under torchrun
+    state = json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
+    if model is not None:
+        load_model(model, str(ckpt / MODEL_FILE), strict=strict)
+    if optimizer is not None:
+        optimizer.load_state_dict(_load_tensors(ckpt / OPTIMIZER_FILE, map_location))
+    if scheduler is not None:
+        scheduler.load_state_dict(_load_tensors(ckpt / SCHEDULER_FILE, map_location))
+    rng_states = None
+    if (ckpt / RNG_FILE).is_file():
+        rng_states = _load_tensors(ckpt / RNG_FILE, "cpu")["states"]
+    return Checkpoint(path=ckpt, step=int(state["step"]), trainer_state=state, rng_states=rng_states)
+
+
+def _load_tensors(path: Path, map_location: str | torch.device) -> Any:
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint file missing: {path}")
+    return torch.load(path, map_location=map_location, weights_only=True)
