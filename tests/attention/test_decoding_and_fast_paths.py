@@ -62,6 +62,20 @@ def test_materialized_decoding_also_matches(kind):
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-10, rtol=0)
 
 
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_reordered_cache_continues_the_selected_samples(kind):
+    """Beam search reorders caches along the batch: continuing a reordered cache equals decoding the picks."""
+    attn = build(kind, causal=True)
+    x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64)
+    cache = attn.init_cache(3)
+    attn(x[:, :4], cache=cache)
+    index = torch.tensor([2, 2, 0])
+    picked = cache.reorder(index)
+    assert cache.values.shape[0] == 3 and picked.length == 4
+    y, _ = attn(x[index, 4:6], cache=picked)
+    torch.testing.assert_close(y, attn(x[index, :6])[:, 4:6], atol=1e-10, rtol=0)
+
+
 def test_cache_holds_values_only_for_kinds_without_keys():
     b, max_len = 4, 128
     sizes = {k: _fp32(k, max_len, d_model=64, heads=4).init_cache(b).nbytes() for k in ("V", "R", "D", "FR", "FD")}
@@ -80,8 +94,11 @@ def test_decoding_errors():
     with pytest.raises(ValueError, match=f"cached length {MAX_LEN - 1} \\+ new length 2 = {MAX_LEN + 1}"):
         attn(torch.randn(1, 2, D_MODEL, dtype=torch.float64), cache=cache)
     with pytest.raises(ValueError, match=r"\(1, 8\)"):  # the mask must cover every position so far
-        attn(torch.randn(1, 1, D_MODEL, dtype=torch.float64), key_padding_mask=torch.zeros(1, 1, dtype=torch.bool),
-             cache=cache)
+        attn(
+            torch.randn(1, 1, D_MODEL, dtype=torch.float64),
+            key_padding_mask=torch.zeros(1, 1, dtype=torch.bool),
+            cache=cache,
+        )
 
 
 # ---------------------------------------------------------------- fast paths

@@ -41,6 +41,20 @@ class AttentionCache:
         """Bytes held by the cache's tensors."""
         return _nbytes(self.values) + _nbytes(self.state)
 
+    def reorder(self, index: Tensor) -> AttentionCache:
+        """A new cache whose sample b is this cache's sample ``index[b]`` (beam search); this one is unchanged."""
+        return AttentionCache(
+            values=self.values.index_select(0, index), length=self.length, state=_select(self.state, index)
+        )
+
+
+def _select(obj: Any, index: Tensor) -> Any:
+    if isinstance(obj, Tensor):
+        return obj.index_select(0, index)
+    if isinstance(obj, dict):
+        return {k: _select(v, index) for k, v in obj.items()}
+    return obj
+
 
 def _nbytes(obj: Any) -> int:
     if isinstance(obj, Tensor):
