@@ -44,7 +44,13 @@ class Mixture(SynthesizingFunction):
         total = None
         for n, part in enumerate(self.parts):
             sub = None if state is None else state[str(n)]
-            term = alpha[:, n, None, None] * part.logits(x, start, sub, key_padding_mask)  # (B|1, H, T, S)
+            weight = alpha[:, n, None, None]  # (H, 1, 1)
+            if part.has_features:
+                # alpha (q k^T) == (alpha q) k^T: scaling the narrow q saves a pass over the L x L logits
+                q, k = part.features(x, start, sub, key_padding_mask)
+                term = (weight * q) @ k.transpose(-1, -2)  # (B|1, H, T, S)
+            else:
+                term = weight * part.logits(x, start, sub, key_padding_mask)  # (B|1, H, T, S)
             total = term if total is None else total + term
         return total
 
