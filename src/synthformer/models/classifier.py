@@ -1,0 +1,71 @@
+"""``TransformerClassifier``: an encoder, pooling over the real (non-padding) positions, a linear head."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .config import ModelConfig
+from .layers import Embeddings
+from .losses import classification_loss
+from .stacks import Encoder
+
+__all__ = ["TransformerClassifier", "pool"]
+
+
+def pool(h: Tensor, padding_mask: Tensor | None, how: str) -> Tensor:
+    """Pool (B, L, d) -> (B, d) over the positions where ``padding_mask`` (B, L) is False.
+
+    ``"mean"``: average of the real positions; ``"max"``: channel-wise maximum over them; ``"cls"``: position 0.
+    A sequence without any real position pools to zeros (never NaN).
+    """
+    if how == "cls":
+        return h[:, 0]
+    if padding_mask is None:
+        return h.mean(dim=1) if how == "mean" else h.amax(dim=1)
+    keep = (~padding_mask)[..., None]  # (B, L, 1)
+    if how == "mean":
+        count = keep.sum(dim=1).clamp(min=1).to(h.dtype)  # (B, 1)
+        # masked_fill rather than a product with the mask: 0 * inf would turn a padded inf into NaN
+        return h.masked_fill(~keep, 0.0).sum(dim=1) / count
+    if how == "max":
+        pooled = h.masked_fill(~keep, torch.finfo(h.dtype).min).amax(dim=1)  # (B, d)
+        return pooled.masked_fill(~keep.any(dim=1), 0.0)
+    raise ValueError(f"pooling must be 'mean', 'cls' or 'max', got {how!r}")
+
+
+class TransformerClassifier(nn.Module):
+    """Encoder-only classifier (the paper's AG News / IMDb setting): embeddings, ``config.n_layers`` encoder
+    layers with ``config.encoder_kind`` self-attention, ``config.pooling`` over the non-padding positions, then a
+    linear layer to ``config.num_classes`` logits.
+
+    Batch contract (``docs/CONTRACTS.md``): ``forward(input_ids (B, L), padding_mask (B, L) bool | None,
+    labels (B,) | None)`` returns ``{"logits": (B, C), "loss": scalar}`` (plain cross-entropy). A missing
+    ``padding_mask`` is derived from ``input_ids == config.pad_id``. Padded positions affect nothing: the mixers
+    mask them as keys, the ``conv_relu`` FFN zeroes them, pooling skips them.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        if config.arch != "classifier":
+            raise ValueError(f"TransformerClassifier needs a config with arch='classifier', got arch={config.arch!r}")
+        self.config = config
+        self.embed = Embeddings(config.vocab_size, config.d_model, config.max_len, config.positions, config.dropout)
+        self.encoder = Encoder(config)
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.d_model, config.num_classes)
+
+    def forward(
+        self, input_ids: Tensor, padding_mask: Tensor | None = None, labels: Tensor | None = None
+    ) -> dict[str, Tensor]:
+        """Class logits (and the loss with ``labels``); see the class docstring."""
+        if padding_mask is None:
+            padding_mask = input_ids == self.config.pad_id
+        if not bool(padding_mask.any()):
+            padding_mask = None  # nothing to mask: lets the mixers take their unmasked fast paths
+        h = self.encoder(self.embed(input_ids), padding_mask=padding_mask)  # (B, L, d)
+        logits = self.head(self.dropout(pool(h, padding_mask, self.config.pooling)))  # (B, d) -> (B, C)
+        out = {"logits": logits}
+        if labels is not None:
+            out["loss"] = classification_loss(logits, labels)
+        return out

@@ -1,0 +1,67 @@
+"""``TransformerLM``: the decoder-only (causal) language model."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .cache import DecoderCache
+from .config import ModelConfig
+from .layers import Embeddings
+from .losses import token_cross_entropy
+from .stacks import Decoder
+
+__all__ = ["TransformerLM"]
+
+
+class TransformerLM(nn.Module):
+    """Decoder-only Transformer language model with ``config.decoder_kind`` causal self-attention.
+
+    Batch contract (``docs/CONTRACTS.md``): ``forward(input_ids (B, L), labels (B, L) | None)`` returns
+    ``{"logits": (B, L, V), "loss": scalar}`` (the loss only when labels are given): label-smoothed
+    cross-entropy (``config.label_smoothing``) averaged over the labels that are not -100. ``labels[:, t]`` is the
+    token that follows ``input_ids[:, t]`` (the data pipeline shifts; the model does not).
+
+    Right padding needs no mask (a causal model never reads later positions); ``padding_mask`` (B, L) may still
+    be passed, e.g. for a ``conv_relu`` FFN or mixers that read neighbouring tokens.
+
+    Incremental decoding: ``cache = model.init_cache(B)``, then ``logits, cache = model.decode_step(ids, cache)``
+    with the next T >= 1 tokens; the logits equal the full forward's at the same positions.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        if config.arch != "lm":
+            raise ValueError(f"TransformerLM needs a config with arch='lm', got arch={config.arch!r}")
+        self.config = config
+        self.embed = Embeddings(config.vocab_size, config.d_model, config.max_len, config.positions, config.dropout)
+        self.decoder = Decoder(config, cross=False)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tie_embeddings:
+            self.lm_head.weight = self.embed.token.weight  # one tensor: (V, d) is both lookup and projection
+
+    @property
+    def supports_cache(self) -> bool:
+        """True if every layer can decode incrementally (generation then feeds one token per step)."""
+        return self.decoder.supports_cache
+
+    def forward(
+        self, input_ids: Tensor, labels: Tensor | None = None, padding_mask: Tensor | None = None
+    ) -> dict[str, Tensor]:
+        """Logits for every position (and the loss when ``labels`` are given); see the class docstring."""
+        h = self.decoder(self.embed(input_ids), padding_mask=padding_mask)  # (B, L, d)
+        logits = self.lm_head(h)  # (B, L, V)
+        out = {"logits": logits}
+        if labels is not None:
+            out["loss"] = token_cross_entropy(logits, labels, self.config.label_smoothing)
+        return out
+
+    def init_cache(self, batch_size: int, device=None, dtype=None) -> DecoderCache:
+        """An empty decoding cache for ``batch_size`` sequences (see :class:`~synthformer.models.DecoderCache`)."""
+        weight = self.lm_head.weight
+        return self.decoder.init_cache(batch_size, device=device or weight.device, dtype=dtype or weight.dtype)
+
+    def decode_step(self, input_ids: Tensor, cache: DecoderCache) -> tuple[Tensor, DecoderCache]:
+        """Feed the next T tokens (B, T) at positions ``cache.length ..``; returns (logits (B, T, V), cache)."""
+        x = self.embed(input_ids, start=cache.length)  # (B, T, d)
+        h, cache = self.decoder.step(x, cache)
+        return self.lm_head(h), cache
