@@ -388,3 +388,16 @@ def test_dropout_only_in_training(kind):
     torch.testing.assert_close(attn(x), attn(x), atol=0, rtol=0)
     attn.train()
     assert not torch.allclose(attn(x), attn(x))
+
+
+def test_bf16_autocast_runs_and_stays_close_to_fp32(kind):
+    torch.manual_seed(0)
+    attn = SynthesizerAttention(32, 4, 16, kind=kind)
+    x = torch.randn(2, 16, 32, requires_grad=True)
+    mask = torch.zeros(2, 16, dtype=torch.bool)
+    mask[1, 10:] = True
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = attn(x, mask)
+    low.float().sum().backward()
+    assert torch.isfinite(low).all() and torch.isfinite(x.grad).all()
+    assert (low.float() - attn(x, mask)).abs().max().item() < 0.1
