@@ -4,7 +4,7 @@ Each kind is a ``SynthesizerAttention`` layer (value and output projections incl
 ``torch.nn.functional.scaled_dot_product_attention``. Times are medians over repeats after warm-up, taken
 round-robin over the kinds (so background load hits every kind alike), and reported as ratios to ``V`` from the
 same run. Peak memory is the high-water mark of tensor allocations during one step, from the profiler's
-allocation events (CPU torch has no ``max_memory_allocated``).
+allocation events (CPU torch has no ``max_memory_allocated``; see ``synthformer.bench.measure.peak_bytes``).
 
 Usage (the numbers in docs/benchmarks.md came from these):
     python benchmarks/attention.py --lengths 128 256 512 1024
@@ -23,27 +23,11 @@ import time
 from contextlib import nullcontext
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 from synthformer.attention import SynthesizerAttention
+from synthformer.bench.measure import peak_bytes
 
 DEFAULT_KINDS = ["V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V", "FR+V", "R+D", "Bottleneck", "GLU", "Conv"]
-
-
-def peak_bytes(fn) -> int:
-    """High-water mark of bytes allocated by tensors while ``fn`` runs (allocations minus frees, in order)."""
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
-    events = []
-    for e in prof.events():
-        amount = e.cpu_memory_usage if e.name == "[memory]" else e.self_cpu_memory_usage
-        if amount:
-            events.append((e.time_range.start, amount))
-    current = high = 0
-    for _, amount in sorted(events):
-        current += amount
-        high = max(high, current)
-    return high
 
 
 def make_step(layer: torch.nn.Module, x: torch.Tensor, backward: bool, autocast):
@@ -163,8 +147,11 @@ def bench_fr_memory(args) -> list[dict]:
         elapsed = time.perf_counter() - t0
         peak = peak_bytes(step)
         rows.append({"path": "sdpa" if fast else "materialized", "peak_MiB": peak / 2**20, "ms": elapsed * 1e3})
-        print(f"FR L=4096 B=1 {'fast (SDPA)' if fast else 'materialized'}: peak {peak / 2**20:.1f} MiB, "
-              f"{elapsed * 1e3:.0f} ms", flush=True)
+        print(
+            f"FR L=4096 B=1 {'fast (SDPA)' if fast else 'materialized'}: peak {peak / 2**20:.1f} MiB, "
+            f"{elapsed * 1e3:.0f} ms",
+            flush=True,
+        )
     print(f"ratio fast/materialized: {rows[0]['peak_MiB'] / rows[1]['peak_MiB']:.3f}")
     return rows
 
@@ -199,7 +186,9 @@ def main() -> None:
     args = p.parse_args()
     if args.decode:
         args.repeats = max(args.repeats, 50)
-    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}")
+    print(
+        f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}"
+    )
     if args.fr_memory:
         rows = bench_fr_memory(args)
         print(markdown(rows, ["path", "peak_MiB", "ms"]))
