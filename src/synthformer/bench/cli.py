@@ -54,7 +54,12 @@ def build_parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
         prog=prog,
         description="Regenerate the Synthesizer paper's Table 4 (parameters, FLOPs per training step, training "
         "steps/s and tokens/s as ratios to the Transformer, peak memory) on this machine.",
-        epilog=f"rows: {', '.join(valid_row_names())} (also 'Syn (R)' or the mixer kind, e.g. 'R+V')",
+        epilog=f"rows: {', '.join(valid_row_names())} (also 'Syn (R)' or the mixer kind, e.g. 'R+V')\n\n"
+        "examples:\n"
+        f"  {prog} --preset lm-base --out docs/table4   # the paper's base decoder, vocabulary 8,000\n"
+        f"  {prog} --preset cls-base --rows V FR FR+V Linformer\n"
+        f"  {prog} --preset lm-small --bf16\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--preset", default="lm-base", choices=list_presets(), help="model preset (default: lm-base)")
     p.add_argument(

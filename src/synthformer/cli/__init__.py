@@ -1,0 +1,1 @@
+"""The ``synthformer`` command line: ``train``, ``eval``, ``generate`` and ``compare`` (see :mod:`.main`)."""

@@ -1,0 +1,91 @@
+"""Helpers shared by the verbs: exit codes, user errors, logging, common options, number formatting."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_USER_ERROR",
+    "CliError",
+    "HelpFormatter",
+    "add_common_options",
+    "configure_logging",
+    "format_metrics",
+    "is_user_error",
+]
+
+EXIT_USER_ERROR = 2  # argparse uses 2 for usage errors too
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+
+class CliError(Exception):
+    """A user error found by the command line itself (its message is printed as is)."""
+
+
+def is_user_error(err: BaseException) -> bool:
+    """Errors that come from what the user gave (a config value, a path, data) rather than from a bug.
+
+    Config, data and run-directory errors are ``ValueError`` subclasses with messages that name the problem;
+    missing files and existing runs are ``OSError`` (``FileNotFoundError``, ``FileExistsError``); a missing
+    optional package (``datasets``) is an ``ImportError`` with the install command.
+    """
+    from synthformer.data import DataError
+    from synthformer.tasks import RunError
+    from synthformer.train import ConfigError
+
+    return isinstance(err, (ConfigError, DataError, RunError, ValueError, OSError, ImportError))
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the hand-formatted examples of the epilogs; shows an option's default when it says something
+    (not None / False / 0, and not already described in the help text)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if "default" in text or default in (None, False, 0, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        shown = " ".join(default) if isinstance(default, list) else default
+        return f"{text} (default: {shown})"
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """``-v`` / ``-q`` (log level) and ``--debug`` (tracebacks) on every verb."""
+    group = parser.add_argument_group("output")
+    group.add_argument("-v", "--verbose", action="count", default=0, help="more log messages (repeat for debug)")
+    group.add_argument("-q", "--quiet", action="count", default=0, help="fewer log messages")
+    group.add_argument("--debug", action="store_true", help="show the full traceback of errors")
+
+
+def configure_logging(delta: int, default: int = logging.WARNING) -> None:
+    """Log to stderr at ``default`` raised by ``delta`` steps of 10 (``-v``: more, ``-q``: less)."""
+    level = min(max(default - 10 * delta, logging.DEBUG), logging.CRITICAL)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_synthformer", False):
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+    handler._synthformer = True  # type: ignore[attr-defined]  # so a second main() call replaces, not adds
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 1e6 else f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def format_metrics(metrics: dict[str, Any], prefix: str = "") -> list[str]:
+    """``name  value`` lines, numbers first; sacrebleu signatures on their own lines after them."""
+    width = max((len(k) for k in metrics), default=0)
+    numbers = [f"{prefix}{k.ljust(width)}  {_fmt(v)}" for k, v in metrics.items() if not k.endswith("_signature")]
+    signatures = [f"{prefix}{k.ljust(width)}  {v}" for k, v in metrics.items() if k.endswith("_signature")]
+    return numbers + signatures

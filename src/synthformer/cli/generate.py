@@ -1,0 +1,97 @@
+"""``synthformer generate RUN_DIR``: continue a prompt (LM), translate / transduce inputs (seq2seq) or label
+texts (classification) with a trained run."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from ._common import CliError, HelpFormatter, add_common_options
+
+__all__ = ["register", "run"]
+
+_EPILOG = """\
+examples:
+  synthformer generate runs/lm_tiny_shakespeare --prompt "ROMEO:" --max-new-tokens 100 --temperature 0.8
+  synthformer generate runs/compare-pystdlib/R --prompt "def " --top-k 10
+  synthformer generate runs/mt_multi30k_de_en --prompt "Ein Mann fährt Fahrrad." --beam 4
+  synthformer generate runs/mt_multi30k_de_en --input sentences.de > sentences.en
+  synthformer generate runs/cls_sst2 --input reviews.txt              # one label per line
+
+Language models sample (temperature 0 = greedy); translation uses beam search with the run's length
+penalty (beam 1 = greedy); classifiers print "label<TAB>probability". With --input, every line of the file is
+one input and (seq2seq, classification) gives one output line.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``generate`` verb."""
+    p = sub.add_parser(
+        "generate", help="generate text with a trained run", formatter_class=HelpFormatter, epilog=_EPILOG,
+        description="Generate with the latest checkpoint of a run: sample continuations from a language model, "
+                    "beam-search outputs of an encoder-decoder, or predict the labels of a classifier.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by 'synthformer train'")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt", metavar="TEXT", help="one input text")
+    source.add_argument("--input", metavar="FILE", help="a UTF-8 file with one input per line ('-': stdin)")
+    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
+                   help="most tokens to generate (default: LM half its context; seq2seq the run's target length)")
+    p.add_argument("--temperature", type=float, default=1.0, help="LM sampling temperature (0 = greedy)")
+    p.add_argument("--top-k", type=int, default=None, metavar="K", help="LM: sample among the K most likely tokens")
+    p.add_argument("--top-p", type=float, default=None, metavar="P", help="LM: nucleus sampling with mass P")
+    p.add_argument("--beam", type=int, default=None, metavar="K",
+                   help="seq2seq beam size, 1 = greedy (default: the run's eval.beam, 4)")
+    p.add_argument("--seed", type=int, default=0, help="LM: seed of the sampling draws")
+    add_common_options(p)
+    p.set_defaults(handler=run, default_log_level=logging.WARNING)
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    if args.prompt is not None:
+        return [args.prompt]
+    if args.input == "-":
+        return sys.stdin.read().splitlines()
+    from synthformer.tasks.sources import read_input_lines
+
+    lines = read_input_lines(args.input)
+    if not lines:
+        raise CliError(f"{args.input}: the input file is empty")
+    return lines
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.max_new_tokens is not None and args.max_new_tokens < 1:
+        raise CliError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    if args.temperature < 0:
+        raise CliError(f"--temperature must be >= 0, got {args.temperature}")
+    if args.top_k is not None and args.top_k < 1:
+        raise CliError(f"--top-k must be >= 1, got {args.top_k}")
+    if args.top_p is not None and not 0 < args.top_p <= 1:
+        raise CliError(f"--top-p must be in (0, 1], got {args.top_p}")
+    if args.beam is not None and args.beam < 1:
+        raise CliError(f"--beam must be >= 1, got {args.beam}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate and print one output per input."""
+    from synthformer.tasks import generate_texts, load_run
+
+    _check(args)
+    loaded = load_run(args.run_dir)
+    inputs = _inputs(args)
+    outputs = generate_texts(loaded, inputs, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                             top_k=args.top_k, top_p=args.top_p, beam=args.beam, seed=args.seed)
+    task = loaded.config.task.type
+    for i, out in enumerate(outputs):
+        if task == "lm":
+            # the prompt and its continuation, as one text; several samples are separated by a rule
+            if i:
+                print("\n" + "-" * 40)
+            print(out.input + out.output)
+        elif task == "classification":
+            print(f"{out.output}\t{out.score:.4f}")
+        else:
+            print(out.output)
+    return 0

@@ -1,0 +1,81 @@
+"""``synthformer``: the command line. One thin module per verb (``train``, ``eval``, ``generate``, ``compare``,
+``bench``)
+over the importable functions of :mod:`synthformer.tasks`.
+
+User errors (a bad config key or value, a missing file or run directory, a run directory that would be
+overwritten) print one line naming the problem and exit with status 2, never a traceback (``--debug`` shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from . import bench, compare, evaluate, generate, train
+from ._common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CliError, configure_logging, is_user_error
+
+__all__ = ["build_parser", "main"]
+
+_EPILOG = """\
+examples:
+  synthformer compare                                   # the main job: V, R, D, R+V on a built-in task (~7 min)
+  synthformer train configs/algorithmic_reverse.yaml train.steps=300 --run-dir runs/reverse
+  synthformer eval runs/reverse --beam 4
+  synthformer generate runs/reverse --prompt 12345
+  synthformer bench --preset lm-base                    # the paper's Table 4 on this machine
+
+'synthformer VERB --help' explains each verb.
+"""
+
+_VERBS = (train, evaluate, generate, compare, bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with one sub-command per verb."""
+    parser = argparse.ArgumentParser(
+        prog="synthformer",
+        description="Synthesizer Transformers (Tay et al.): train, evaluate, generate and compare attention variants.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    try:
+        from importlib.metadata import version
+
+        parser.add_argument("--version", action="version", version=f"%(prog)s {version('synthformer')}")
+    except Exception:  # pragma: no cover - not installed as a distribution
+        pass
+    sub = parser.add_subparsers(dest="command", metavar="VERB")
+    sub.required = True
+    for verb in _VERBS:
+        verb.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 2 user error, 130 interrupted)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [bench.NAME]:
+        # the benchmark parses its own options (argparse cannot forward leading options to a sub-parser)
+        return bench.run_argv(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose - args.quiet, default=getattr(args, "default_log_level", logging.WARNING))
+    try:
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        print(f"synthformer {args.command}: interrupted", file=sys.stderr)
+        hint = getattr(args, "interrupt_hint", None)
+        if hint:
+            print(hint, file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:
+        if args.debug or not (isinstance(err, CliError) or is_user_error(err)):
+            raise
+        print(f"synthformer {args.command}: error: {err}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""``synthformer train CONFIG [key=value ...]``: train a model described by a YAML run config."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from ._common import HelpFormatter, add_common_options, format_metrics
+
+__all__ = ["register", "run"]
+
+_EPILOG = """\
+examples:
+  synthformer train configs/lm_tiny_shakespeare.yaml
+  synthformer train configs/lm_tiny_shakespeare.yaml model.decoder_kind=R+V train.steps=500 --run-dir runs/rv
+  synthformer train configs/algorithmic_reverse.yaml train.lr=3e-4 model.n_layers=2
+  synthformer train configs/listops.yaml --run-dir runs/listops --resume      # continue a stopped run
+  synthformer train configs/listops.yaml --run-dir runs/listops --overwrite   # start it over
+
+Overrides are dotted keys of the config (task.*, model.*, train.*, eval.*) with YAML values:
+  train.lr=3e-4  train.bf16=true  model.decoder_kind=D  eval.metrics=[loss,bleu]  task.train=my.txt
+
+Ctrl-C stops at the end of the current step and saves a checkpoint; --resume continues exactly from it.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``train`` verb."""
+    p = sub.add_parser(
+        "train", help="train a model from a YAML run config", formatter_class=HelpFormatter, epilog=_EPILOG,
+        description="Train the model a run config describes: build the tokenizer on the training split, the "
+                    "datasets and the model, then train with periodic evaluation and checkpoints into the run "
+                    "directory.",
+    )
+    p.add_argument("config", metavar="CONFIG", help="YAML run config (see configs/)")
+    p.add_argument("overrides", metavar="KEY=VALUE", nargs="*", help="dotted config overrides, e.g. train.lr=3e-4")
+    p.add_argument("--run-dir", metavar="DIR", help="run directory (default: runs/<config file name>)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true", help="continue the run in --run-dir from its last checkpoint")
+    mode.add_argument("--overwrite", action="store_true",
+                      help="delete an earlier run in --run-dir (checkpoints, metrics, tokenizer) and start over")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
+    add_common_options(p)
+    p.set_defaults(handler=run, default_log_level=logging.INFO)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train; print where the run is and its final metrics."""
+    from synthformer.tasks import load_run_config, train_run
+
+    config_path = Path(args.config)
+    overrides = list(args.overrides)
+    run_config = load_run_config(config_path, overrides)
+    run_dir = Path(args.run_dir) if args.run_dir else Path("runs") / config_path.stem
+    # Shown if Ctrl-C stops the run: the exact command that continues it.
+    command = ["synthformer", "train", str(config_path), *overrides, "--run-dir", str(run_dir), "--resume"]
+    args.interrupt_hint = f"a checkpoint was saved; continue with: {shlex.join(command)}"
+    progress = not args.no_progress and sys.stderr.isatty()
+    result = train_run(run_config, run_dir, resume=args.resume, overwrite=args.overwrite, progress=progress)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0  # under torchrun the main process reports
+    print(f"run directory: {run_dir}")
+    print(f"model: {result.model_config.arch}, {result.parameters:,} trainable parameters")
+    train_loss = result.metrics.get("loss")
+    loss = f", last train loss {train_loss:.4f}" if isinstance(train_loss, float) else ""
+    print(f"trained {result.steps} steps{loss}, {result.tokens_per_second:,.0f} tokens/s, "
+          f"{result.wall_seconds:.1f} s")
+    evals = {k[len("eval_"):]: v for k, v in result.metrics.items() if k.startswith("eval_")}
+    if evals:
+        print(f"evaluation ({run_config.eval.split}):")
+        for line in format_metrics(evals, prefix="  "):
+            print(line)
+    print(f"next: synthformer eval {shlex.quote(str(run_dir))}   |   synthformer generate {shlex.quote(str(run_dir))} "
+          "--prompt TEXT")
+    return 0

@@ -1,0 +1,475 @@
+"""From a :class:`~synthformer.tasks.RunConfig` to a trained run directory, and back.
+
+Flow: raw splits (:func:`~synthformer.tasks.sources.load_raw_data`) -> a tokenizer built on the training split
+(or the generator's fixed vocabulary) -> datasets -> the model (vocabulary size from the tokenizer, classes from
+the training labels) -> :class:`~synthformer.train.Trainer` with the task's ``eval_fn``.
+
+A run directory holds, besides what the trainer writes (``config.yaml``, ``metrics.jsonl``, ``checkpoints/``)::
+
+    synthformer_tokenizer.json   the tokenizer (loaded back by eval and generate)
+    model_config.json            the resolved ModelConfig (vocabulary size, classes, max_len, kinds)
+    labels.json                  classification: the class names in id order
+    eval_<split>.json            written by ``synthformer eval`` (metrics)
+    eval_<split>_hypotheses.txt  seq2seq: the decoded outputs of that evaluation, one per line
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from synthformer.data import (
+    ClassificationDataset,
+    DataError,
+    LMBlockDataset,
+    Seq2SeqDataset,
+    Tokenizer,
+    algorithmic_tokenizer,
+    build_tokenizer,
+    listops_tokenizer,
+    load_label_set,
+    load_tokenizer,
+    save_label_set,
+)
+from synthformer.data.tokenization import TOKENIZER_FILE
+from synthformer.models import ModelConfig, build_model, num_parameters
+from synthformer.train import ConfigError, Trainer, latest_checkpoint, load_model_weights, seed_everything, to_dict
+from synthformer.train.checkpoint import CHECKPOINTS_DIR
+
+from .config import RunConfig, load_run_config, resolve_model_config
+from .evaluation import evaluate_split, make_eval_fn, token_counter_for
+from .sources import RawData, load_raw_data
+
+__all__ = [
+    "CONFIG_FILE",
+    "LABELS_FILE",
+    "MODEL_CONFIG_FILE",
+    "LoadedRun",
+    "RunError",
+    "TaskData",
+    "EvalReport",
+    "TrainResult",
+    "absolute_paths",
+    "build_datasets",
+    "build_task_model",
+    "check_run_dir",
+    "default_eval_split",
+    "evaluate_run",
+    "load_run",
+    "prepare_data",
+    "train_run",
+]
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.yaml"
+MODEL_CONFIG_FILE = "model_config.json"
+LABELS_FILE = "labels.json"
+METRICS_FILE = "metrics.jsonl"
+EVAL_FILE_GLOB = "eval_*"  # eval_<split>.json and eval_<split>_hypotheses.txt
+
+
+class RunError(ValueError):
+    """A run directory that cannot be used as asked (missing, not a run, would be overwritten, ...)."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# data
+
+
+@dataclass
+class TaskData:
+    """Everything a run reads: raw splits, tokenizer, label set and the tokenized datasets (by split)."""
+
+    raw: RawData
+    tokenizer: Tokenizer
+    datasets: dict[str, Any]
+    label_set: list[str] | None = None
+    chars_per_token: dict[str, float] = field(default_factory=dict)
+    """LM: characters (or bytes) per token of each split, for bits per character of subword models."""
+
+
+def build_task_tokenizer(run: RunConfig, raw: RawData) -> Tokenizer:
+    """The run's tokenizer: the generator's fixed vocabulary, or one trained on the training split."""
+    task = run.task
+    if task.generator_name == "listops":
+        return listops_tokenizer()
+    if task.generator_name == "algorithmic":
+        return algorithmic_tokenizer()
+    kind = task.tokenizer_kind
+    try:
+        return build_tokenizer(kind, raw.training_texts(), task.vocab_size, **task.tokenizer_options)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"task.tokenizer: cannot build a {kind!r} tokenizer with vocab_size={task.vocab_size} and "
+                          f"tokenizer_options={task.tokenizer_options}: {err}") from None
+
+
+def build_datasets(run: RunConfig, raw: RawData, tokenizer: Tokenizer, model_config: ModelConfig | None = None,
+                   splits: tuple[str, ...] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
+    """Tokenized datasets of ``splits`` (default: all the task has) and, for LM, characters per token."""
+    task = run.task
+    names = [s for s in (splits or tuple(raw.splits)) if s in raw.splits]
+    datasets: dict[str, Any] = {}
+    ratio: dict[str, float] = {}
+    for name in names:
+        split = raw.splits[name]
+        try:
+            if task.type == "lm":
+                ids = torch.tensor(tokenizer.encode(split), dtype=torch.long)  # (N,) the whole split
+                ratio[name] = len(split) / max(ids.numel(), 1)
+                # training blocks may overlap (stride); evaluation blocks never do, so each token counts once
+                stride = task.stride if name == "train" else None
+                datasets[name] = LMBlockDataset(ids, task.max_len, stride=stride)
+            elif task.type == "seq2seq":
+                datasets[name] = Seq2SeqDataset(split, tokenizer, max_src_len=task.max_len,
+                                                max_tgt_len=task.target_len, overflow=task.overflow)
+            else:
+                cls_token = model_config is not None and model_config.pooling == "cls"
+                # pooling "cls" reads position 0: put <bos> there as the summary token
+                datasets[name] = ClassificationDataset(split, tokenizer, raw.label_set or [], max_len=task.max_len,
+                                                       overflow=task.overflow, add_bos=cls_token)
+        except DataError:
+            raise
+        except ValueError as err:
+            raise DataError(f"{name} split", None, str(err)) from None
+        if len(datasets[name]) == 0:
+            raise DataError(f"{name} split", None, "no example left after tokenization (all skipped for length?)")
+    return datasets, ratio
+
+
+def prepare_data(run: RunConfig, tokenizer: Tokenizer | None = None, label_set: list[str] | None = None,
+                 splits: tuple[str, ...] | None = None) -> TaskData:
+    """Load the raw data, build (or reuse) the tokenizer and tokenize ``splits`` (default: all)."""
+    raw = load_raw_data(run.task)
+    if label_set is not None:
+        raw.label_set = label_set
+    tok = tokenizer if tokenizer is not None else build_task_tokenizer(run, raw)
+    model_config = resolve_model_config(run, tok.vocab_size, _num_classes(raw.label_set), _special_ids(tok))
+    datasets, ratio = build_datasets(run, raw, tok, model_config, splits)
+    return TaskData(raw, tok, datasets, raw.label_set, ratio)
+
+
+def _num_classes(label_set: list[str] | None) -> int | None:
+    if label_set is None:
+        return None
+    if len(label_set) < 2:
+        raise DataError("train split", None, f"classification needs at least 2 classes, found {label_set}")
+    return len(label_set)
+
+
+def _special_ids(tok: Tokenizer) -> tuple[int, int, int]:
+    return tok.pad_id, tok.bos_id, tok.eos_id
+
+
+def build_task_model(run: RunConfig, data: TaskData) -> tuple[nn.Module, ModelConfig]:
+    """The model of ``run`` sized for ``data`` (seeded with ``train.seed`` so its initialisation repeats)."""
+    config = resolve_model_config(run, data.tokenizer.vocab_size, _num_classes(data.label_set),
+                                  _special_ids(data.tokenizer))
+    seed_everything(run.train.seed)
+    try:
+        return build_model(config), config
+    except (TypeError, ValueError) as err:
+        # e.g. a mixer option that a kind does not take (model.kind_options reaches every self-attention layer)
+        raise ConfigError(f"model: cannot build the model: {err}") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# run directories
+
+
+def _run_files(run_dir: Path) -> list[str]:
+    """What in ``run_dir`` belongs to an earlier run."""
+    found = []
+    ckpt = run_dir / CHECKPOINTS_DIR
+    if ckpt.is_dir() and any(not p.name.startswith(".") for p in ckpt.iterdir()):
+        found.append(f"{CHECKPOINTS_DIR}/")
+    for name in (METRICS_FILE, TOKENIZER_FILE, MODEL_CONFIG_FILE, LABELS_FILE):
+        if (run_dir / name).is_file():
+            found.append(name)
+    found.extend(sorted(p.name for p in run_dir.glob(EVAL_FILE_GLOB)))
+    return found
+
+
+def check_run_dir(run_dir: str | Path, resume: bool = False, overwrite: bool = False) -> list[str]:
+    """Refuse to touch an earlier run unless asked; return what an earlier run left there.
+
+    Raises:
+        RunError: ``resume`` and ``overwrite`` together, a file where the directory should be, or an earlier run
+            without ``resume`` / ``overwrite``.
+    """
+    run_dir = Path(run_dir)
+    if resume and overwrite:
+        raise RunError("--resume and --overwrite contradict each other; choose one")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunError(f"run directory {run_dir} exists and is not a directory")
+    existing = _run_files(run_dir) if run_dir.is_dir() else []
+    if existing and not (resume or overwrite):
+        raise RunError(f"{run_dir} already holds a run ({', '.join(existing)}); pass --resume to continue it, "
+                       "--overwrite to start it over (deletes its checkpoints, metrics, tokenizer and eval results), "
+                       "or choose another --run-dir")
+    return existing
+
+
+def _clear_run(run_dir: Path) -> None:
+    """Delete our files of an earlier run (the trainer deletes its own: checkpoints, metrics, TensorBoard)."""
+    for name in (TOKENIZER_FILE, MODEL_CONFIG_FILE, LABELS_FILE):
+        (run_dir / name).unlink(missing_ok=True)
+    for path in run_dir.glob(EVAL_FILE_GLOB):
+        path.unlink()
+
+
+def absolute_paths(run: RunConfig) -> RunConfig:
+    """A copy of ``run`` whose data file paths are absolute, so the saved config works from any directory."""
+    task = run.task
+    updates = {name: str(Path(getattr(task, name)).resolve()) for name in ("train", "valid", "test")
+               if getattr(task, name) is not None}
+    return dataclasses.replace(run, task=dataclasses.replace(task, **updates)) if updates else run
+
+
+def _config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two config dicts."""
+    if isinstance(saved, Mapping) and isinstance(current, Mapping):
+        out = []
+        for key in sorted(set(saved) | set(current), key=str):
+            out += _config_differences(saved.get(key), current.get(key), f"{prefix}{key}.")
+        return out
+    return [] if saved == current else [f"{prefix[:-1]}: {saved!r} -> {current!r}"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# training
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train_run` returns: final metrics and the numbers the comparison table shows."""
+
+    run_dir: Path
+    metrics: dict[str, Any]
+    model_config: ModelConfig
+    parameters: int
+    steps: int
+    tokens_seen: int
+    train_seconds: float
+    wall_seconds: float
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Training targets per second of training time (evaluation and checkpointing excluded)."""
+        return self.tokens_seen / self.train_seconds if self.train_seconds > 0 else 0.0
+
+
+def train_run(run: RunConfig, run_dir: str | Path, *, resume: bool = False, overwrite: bool = False,
+              progress: bool = False, data: TaskData | None = None,
+              on_trainer: Callable[[Trainer], None] | None = None) -> TrainResult:
+    """Train ``run`` into ``run_dir`` (see the module docstring for what it holds).
+
+    Args:
+        run: the run configuration.
+        run_dir: the run directory.
+        resume: continue the run in ``run_dir`` from its latest checkpoint (its tokenizer is reused).
+        overwrite: delete an earlier run in ``run_dir`` first.
+        progress: show a progress bar.
+        data: already prepared data (e.g. shared by the variants of a comparison); must come from a config with
+            the same ``task`` section.
+        on_trainer: called with the :class:`Trainer` before training (tests, custom hooks).
+
+    Raises:
+        RunError: the run directory cannot be used as asked.
+        ConfigError, DataError: bad settings or data (named).
+    """
+    start = time.perf_counter()
+    run_dir = Path(run_dir)
+    # Under torchrun every process runs this; only the main one checks and writes the run directory (the others
+    # would otherwise find the main process's fresh tokenizer and refuse to start). The trainer synchronises them.
+    main_process = _is_main_process()
+    existing = check_run_dir(run_dir, resume, overwrite) if main_process else []
+    run = absolute_paths(run)
+    resuming = resume and (run_dir / TOKENIZER_FILE).is_file()
+    if resuming:
+        saved_path = run_dir / CONFIG_FILE
+        if saved_path.is_file():
+            saved = load_run_config(saved_path)
+            diffs = _config_differences(to_dict(saved), to_dict(run))
+            if diffs:
+                logger.warning("resuming with a changed config: %s", "; ".join(diffs))
+        tokenizer = load_tokenizer(run_dir)
+        label_set = load_label_set(run_dir / LABELS_FILE) if (run_dir / LABELS_FILE).is_file() else None
+        data = data or prepare_data(run, tokenizer, label_set, splits=("train", run.eval.split))
+    else:
+        data = data or prepare_data(run, splits=("train", run.eval.split))
+    if run.eval.split not in data.datasets:
+        raise ConfigError(f"eval.split: the task has no {run.eval.split!r} split (it has: "
+                          f"{', '.join(data.raw.splits)})")
+    model, model_config = build_task_model(run, data)
+    if resuming and (run_dir / MODEL_CONFIG_FILE).is_file():
+        saved_model = json.loads((run_dir / MODEL_CONFIG_FILE).read_text(encoding="utf-8"))
+        diffs = _config_differences(saved_model, model_config.to_dict())
+        if diffs:
+            raise RunError(f"cannot resume {run_dir}: the model differs from the saved one ({'; '.join(diffs)}); "
+                           "train into a new --run-dir or pass --overwrite")
+    if overwrite and existing:
+        _clear_run(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not resuming and main_process:
+        data.tokenizer.save(run_dir)
+        (run_dir / MODEL_CONFIG_FILE).write_text(json.dumps(model_config.to_dict(), indent=1) + "\n", encoding="utf-8")
+        if data.label_set is not None:
+            save_label_set(data.label_set, run_dir / LABELS_FILE)
+    params = num_parameters(model)
+    logger.info("model: %s, %s trainable parameters", type(model).__name__, f"{params:,}")
+
+    eval_fn = make_eval_fn(run, data, model_config, split=run.eval.split, during_training=True)
+    train_set = data.datasets["train"]
+    trainer = Trainer(
+        model, train_set, run.train, run_dir, eval_fn=eval_fn, resume=resume, overwrite=overwrite,
+        collate_fn=train_set.collate, run_config=run, token_counter=token_counter_for(run.task.type),
+        progress=progress,
+    )
+    if on_trainer is not None:
+        on_trainer(trainer)
+    tokens_before, step_before = trainer.tokens_seen, trainer.step
+    t0 = time.perf_counter()
+    try:
+        metrics = trainer.train()
+    finally:
+        trainer.close()
+    elapsed = time.perf_counter() - t0
+    eval_seconds = _eval_seconds(trainer)
+    return TrainResult(
+        run_dir=run_dir, metrics=dict(metrics), model_config=model_config, parameters=params,
+        steps=trainer.step - step_before, tokens_seen=trainer.tokens_seen - tokens_before,
+        train_seconds=max(elapsed - eval_seconds, 1e-9), wall_seconds=time.perf_counter() - start,
+    )
+
+
+def _is_main_process() -> bool:
+    """True unless this is a non-zero rank of a multi-process launch (torchrun / accelerate set ``RANK``)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _eval_seconds(trainer: Trainer) -> float:
+    """Seconds the trainer's eval_fn ran (our eval functions time themselves)."""
+    fn = trainer.eval_fn
+    return float(getattr(fn, "seconds", 0.0)) if fn is not None else 0.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# loading a trained run
+
+
+@dataclass
+class LoadedRun:
+    """A trained run read back from its directory (model in eval mode, weights of the latest checkpoint)."""
+
+    run_dir: Path
+    config: RunConfig
+    tokenizer: Tokenizer
+    model: nn.Module
+    model_config: ModelConfig
+    checkpoint: Path
+    step: int
+    label_set: list[str] | None = None
+
+
+def load_run(run_dir: str | Path) -> LoadedRun:
+    """Read a run directory written by :func:`train_run`.
+
+    Raises:
+        RunError: the directory is missing, is not a synthformer run, or has no checkpoint yet.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunError(f"run directory not found: {run_dir}")
+    missing = [name for name in (CONFIG_FILE, TOKENIZER_FILE, MODEL_CONFIG_FILE) if not (run_dir / name).is_file()]
+    if missing:
+        raise RunError(f"{run_dir} is not a synthformer run directory (missing {', '.join(missing)}); "
+                       "create one with 'synthformer train CONFIG --run-dir DIR'")
+    ckpt = latest_checkpoint(run_dir)
+    if ckpt is None:
+        raise RunError(f"{run_dir} has no checkpoint yet (nothing in {run_dir / CHECKPOINTS_DIR}); train it first "
+                       "or resume it with 'synthformer train CONFIG --run-dir DIR --resume'")
+    config = load_run_config(run_dir / CONFIG_FILE)
+    tokenizer = load_tokenizer(run_dir)
+    try:
+        model_config = ModelConfig.from_dict(json.loads((run_dir / MODEL_CONFIG_FILE).read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as err:
+        raise RunError(f"{run_dir / MODEL_CONFIG_FILE}: not a valid model config ({err})") from None
+    label_set = load_label_set(run_dir / LABELS_FILE) if (run_dir / LABELS_FILE).is_file() else None
+    model = build_model(model_config)
+    load_model_weights(ckpt, model)
+    model.eval()
+    step = int(json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8")).get("step", 0))
+    return LoadedRun(run_dir, config, tokenizer, model, model_config, ckpt, step, label_set)
+
+
+def default_eval_split(run: RunConfig) -> str:
+    """The split ``synthformer eval`` scores by default: test when the task has one, else valid."""
+    task = run.task
+    has_test = (
+        task.test is not None
+        or (task.type == "lm" and task.train is not None and task.test_fraction > 0)
+        or (task.generator_name == "pystdlib" and task.test_fraction > 0)
+        or (task.generator_name in ("listops", "algorithmic") and task.generator_options.get("num_test", 500) > 0)
+        or (task.hf_name is not None and "test" in task.hf_splits)
+    )
+    return "test" if has_test else "valid"
+
+
+@dataclass
+class EvalReport:
+    """What :func:`evaluate_run` measured and where it wrote it."""
+
+    split: str
+    step: int
+    metrics: dict[str, Any]
+    hypotheses: list[str]
+    path: Path
+
+
+def evaluate_run(run_dir: str | Path, split: str | None = None, *, beam: int | None = None,
+                 max_examples: int | None = None, batch_size: int | None = None) -> EvalReport:
+    """Score the latest checkpoint of a run on ``split`` (default: :func:`default_eval_split`) and write
+    ``RUN/eval_<split>.json`` (and, for seq2seq, the decoded outputs to ``RUN/eval_<split>_hypotheses.txt``).
+
+    Raises:
+        RunError: not a usable run directory, or a split the task does not have.
+    """
+    loaded = load_run(run_dir)
+    run = loaded.config
+    split = split or default_eval_split(run)
+    if batch_size is not None:
+        run = dataclasses.replace(run, eval=dataclasses.replace(run.eval, batch_size=batch_size))
+    if max_examples is not None:
+        run = dataclasses.replace(run, eval=dataclasses.replace(run.eval, max_examples=max_examples))
+    data = prepare_data(run, loaded.tokenizer, loaded.label_set, splits=(split,))
+    if split not in data.datasets:
+        raise RunError(f"the task of {loaded.run_dir} has no {split!r} split (it has: {', '.join(data.raw.splits)})")
+    beam = beam if beam is not None else run.eval.beam
+    start = time.perf_counter()
+    metrics, hypotheses = evaluate_split(run, data, loaded.model, split, beam=beam, max_examples=run.eval.max_examples)
+    report = {
+        "split": split,
+        "step": loaded.step,
+        "checkpoint": str(loaded.checkpoint),
+        "metrics": metrics,
+        "seconds": time.perf_counter() - start,
+    }
+    if run.task.type == "seq2seq":
+        report.update(beam=beam, length_penalty=run.eval.length_penalty)
+    path = loaded.run_dir / f"eval_{split}.json"
+    path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    if hypotheses:
+        (loaded.run_dir / f"eval_{split}_hypotheses.txt").write_text(
+            "".join(h.replace("\n", " ") + "\n" for h in hypotheses), encoding="utf-8")
+    return EvalReport(split, loaded.step, metrics, hypotheses, path)
