@@ -187,3 +187,34 @@ def test_shared_alignment_dropout_is_one_mask_for_the_batch():
     y = attn(x)
     torch.testing.assert_close(y[0], y[1], atol=1e-12, rtol=0)
     torch.testing.assert_close(y[0], y[2], atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("branch", ["fused", "wide-materialized"])
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_both_feature_branches_equal_materialized(kind, causal, padded, branch, monkeypatch):
+    """The feature-form path has two branches (fused SDPA; one GEMM over wide features): force each one."""
+    attn = build(kind, causal=causal)
+    if not attn.synth.has_features:
+        pytest.skip(f"{kind} has no feature form")
+    if branch == "fused":
+        monkeypatch.setattr(fast_paths, "WIDE_FEATURES_MATERIALIZE_MAX_LEN", 0)
+        monkeypatch.setattr(fast_paths, "WIDTH_MULTIPLE", 1)
+    else:
+        monkeypatch.setattr(fast_paths, "WIDE_FEATURES_MATERIALIZE_MAX_LEN", 10**9)
+        monkeypatch.setattr(fast_paths, "WIDTH_MULTIPLE", 4 * D_MODEL)
+    x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = padding(3, MAX_LEN) if padded else None
+    fast = attn(x, mask)
+    attn.use_fast_paths = False
+    slow = attn(x, mask)
+    torch.testing.assert_close(fast, slow, atol=1e-10, rtol=0)
+    w = torch.randn_like(fast)
+    params = [p for p in attn.parameters() if p.requires_grad]
+    for a, b in zip(
+        torch.autograd.grad((fast * w).sum(), [x, *params]),
+        torch.autograd.grad((slow * w).sum(), [x, *params]),
+        strict=True,
+    ):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
