@@ -27,17 +27,21 @@ def test_256_cached_steps_equal_the_full_forward(kind):
     with torch.no_grad():
         full = attn(x)
         cache = attn.init_cache(2)
-        steps = []
-        for t in range(256):
+        y, cache = attn(x[:, :40], cache=cache)  # a prompt of 40 positions in one chunk, then single steps
+        steps = [y]
+        for t in range(40, 256):
             y, cache = attn(x[:, t : t + 1], cache=cache)
             steps.append(y)
     assert cache.length == 256
     assert (torch.cat(steps, 1) - full).abs().max().item() <= 1e-5
 
 
+@pytest.mark.parametrize("plain_max", [16, 0], ids=["plain-steps", "fast-steps"])
 @pytest.mark.parametrize("kind", ALL_KINDS)
-def test_chunked_decoding_with_left_padding(kind):
-    """Chunks of several positions, a padding mask covering every position so far (left-padded prompts)."""
+def test_chunked_decoding_with_left_padding(kind, plain_max, monkeypatch):
+    """Chunks of several positions, a padding mask covering every position so far (left-padded prompts);
+    decoding steps go through the plain path or (forced) through the fast paths."""
+    monkeypatch.setattr(fast_paths, "DECODE_PLAIN_MAX_NEW", plain_max)
     attn = build(kind, causal=True)
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64)
     mask = padding(3, MAX_LEN)

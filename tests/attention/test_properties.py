@@ -401,3 +401,14 @@ def test_bf16_autocast_runs_and_stays_close_to_fp32(kind):
     low.float().sum().backward()
     assert torch.isfinite(low).all() and torch.isfinite(x.grad).all()
     assert (low.float() - attn(x, mask)).abs().max().item() < 0.1
+
+
+def test_fd_factor_sizes():
+    from synthformer.attention.dense import factor_sizes
+
+    assert factor_sizes(256, None, None) == (16, 16)  # the paper's a * b = l
+    assert factor_sizes(512, None, None) == (16, 32)
+    assert factor_sizes(97, None, None) == (10, 10)  # a prime: ceil(sqrt(l)) and crop
+    assert factor_sizes(512, 8, None) == (8, 64)
+    with pytest.raises(ValueError, match="a \\* b >= max_len"):
+        factor_sizes(512, 8, 8)

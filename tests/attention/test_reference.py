@@ -61,3 +61,17 @@ def test_gradcheck(kind, causal):
         return functional_call(attn, dict(zip(named, ps, strict=True)), (x.detach(),), {"key_padding_mask": mask})
 
     assert torch.autograd.gradcheck(by_params, leaves, eps=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+def test_cropped_fd_matches_reference(causal):
+    """FD with a * b > max_len (3 x 3 for max_len 8): the extra columns are cropped."""
+    attn = build("FD", causal=causal, a=3, b=3)
+    x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = padding(3, MAX_LEN)
+    out = attn(x, key_padding_mask=mask)
+    ref = reference_forward(attn, x, mask)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
+    w = torch.randn_like(out)
+    for got, want in zip(_grads(attn, x, out, w), _grads(attn, x, ref, w), strict=True):
+        torch.testing.assert_close(got, want, atol=1e-10, rtol=0)

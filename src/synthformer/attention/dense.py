@@ -85,8 +85,18 @@ class Dense(HiddenToLength):
 
 
 def factor_sizes(max_len: int, a: int | None, b: int | None) -> tuple[int, int]:
-    """The ``(a, b)`` of FD: given values, or ``a = ceil(sqrt(l))``, ``b = ceil(l / a)``; ``a * b >= l``."""
+    """The ``(a, b)`` of FD, with ``a * b >= max_len``.
+
+    Given values are used as they are (the missing one is ``ceil(l / other)``). By default the paper's
+    ``a * b = l`` is taken when l has a factor pair within a ratio of 4 (the pair nearest ``sqrt(l)``, a <= b:
+    256 -> 16 x 16, 512 -> 16 x 32); otherwise ``a = ceil(sqrt(l))``, ``b = ceil(l / a)`` and the extra columns
+    are cropped. An exact pair also lets the flattened outer product be used without a copy.
+    """
     if a is None and b is None:
+        root = math.isqrt(max_len)
+        exact = [d for d in range(root, 0, -1) if max_len % d == 0 and max_len // d <= 4 * d]
+        if exact:
+            return exact[0], max_len // exact[0]
         a = math.isqrt(max_len - 1) + 1 if max_len > 1 else 1
     if a is None:
         a = -(-max_len // b)
@@ -110,9 +120,10 @@ class FactorizedDense(SynthesizingFunction):
     product, so all a*b columns are different products (tiling both sides would give only max(a, b) distinct
     columns, a bug of public implementations). Then cropped to the batch's keys.
 
-    Choices the paper leaves open: ``a*b = l`` in the paper; here ``a*b >= max_len`` (options ``a``, ``b``;
-    default ``a = ceil(sqrt(l))``, ``b = ceil(l/a)``) and the extra columns are cropped. ``A`` and ``B`` are
-    linear maps of the per-head hidden vector (Table 1's ``d(k1 + k2)`` term).
+    Choices the paper leaves open: ``a*b = l`` in the paper; here options ``a``, ``b`` with ``a*b >= max_len``
+    (extra columns cropped), by default an exact factor pair of ``max_len`` near ``sqrt(l)`` when one exists
+    (see :func:`factor_sizes`). ``A`` and ``B`` are linear maps of the per-head hidden vector (Table 1's
+    ``d(k1 + k2)`` term).
 
     Parameters: ``d^2 + d (a + b)`` (Table 1) + ``d + H (a + b)`` biases.
     """

@@ -19,7 +19,8 @@ materialized path ``dropout(softmax(mask(S(X)))) @ G(X)`` (tests compare them fo
    kernel needs one head width for q, k and v, so the features and values are zero-padded to a common width.
    Where zero-padding would at least double the value width (``D+V``) and L <= 512, one GEMM over the
    concatenated features with materialized logits is faster (``WIDE_FEATURES_MATERIALIZE_MAX_LEN``).
-3. Otherwise (``R+V``, ``R+D``, ``FD``, the convolutions) the materialized path.
+3. Otherwise (``R+V``, ``R+D``, ``FD``, the convolutions) the materialized path; also for decoding steps of a
+   few positions, whose (T, S) logits are small (``DECODE_PLAIN_MAX_NEW``).
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ def attend(
 ) -> Tensor:
     """Dispatch to the fastest exact path. x (B, T, d), v (B, H, S, d_h) -> (B, H, T, d_h)."""
     synth = layer.synth
+    if state is not None and x.shape[1] <= DECODE_PLAIN_MAX_NEW:
+        # A decoding step: (T, S) logits with T small are cheap; the feature path would copy the whole cache
+        # into expanded, padded tensors at every step (measured: D 7x slower than V per token at context 1024).
+        return layer._attend_materialized(x, v, start, state, key_padding_mask)
     if state is None and not synth.input_dependent:
         return _shared_alignment(layer, x, v, key_padding_mask)
     if synth.has_features:
@@ -119,6 +124,9 @@ def _underflows(den: Tensor, key_padding_mask: Tensor, causal: bool) -> bool:
     tiny = torch.finfo(den.dtype).tiny ** 0.5
     return bool(((den < tiny) & has_key[:, None, :]).any())
 
+
+#: Decoding steps with at most this many new positions use the plain path (broadcast, no copies of the cache).
+DECODE_PLAIN_MAX_NEW = 16
 
 #: Feature widths are padded to a multiple of this (zeros change no dot product).
 WIDTH_MULTIPLE = 8
