@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import torch
 from torch import Tensor, nn
 
 
@@ -107,6 +108,20 @@ class SynthesizingFunction(nn.Module):
     def extra_repr(self) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in self.options.items())
         return f"heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}" + (f", {opts}" if opts else "")
+
+
+def dot_logits(q: Tensor, k: Tensor) -> Tensor:
+    """``q @ k^T`` for q (B or 1, H, T, e) and k (B or 1, H, S, e) -> (B or 1, H, T, S).
+
+    A key shared by the batch (batch 1, e.g. D's learned keys ``W2``) is not copied per sample, as a broadcast
+    ``matmul`` would do: the batch is folded into the rows of one GEMM per head.
+    """
+    if k.shape[0] == 1 and q.shape[0] > 1:
+        b, h, t, e = q.shape
+        rows = q.transpose(0, 1).reshape(h, b * t, e)  # (B, H, T, e) -> (H, B*T, e)
+        out = torch.bmm(rows, k[0].transpose(1, 2))  # (H, B*T, S)
+        return out.view(h, b, t, -1).transpose(0, 1)  # (H, B, T, S) -> (B, H, T, S)
+    return q @ k.transpose(-1, -2)
 
 
 def split_heads(t: Tensor, n_heads: int) -> Tensor:

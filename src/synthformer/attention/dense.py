@@ -13,7 +13,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .base import SynthesizingFunction, split_heads
+from .base import SynthesizingFunction, dot_logits, split_heads
 from .registry import register
 
 
@@ -52,7 +52,7 @@ class HiddenToLength(SynthesizingFunction):
     ) -> Tensor:
         h = self.hidden(x, start, state, key_padding_mask)  # (B, H, T, e)
         s = start + x.shape[1]
-        return h @ self.W2[:, :s].transpose(-1, -2) + self.b2[:, None, :s]  # (B, H, T, S)
+        return dot_logits(h, self.W2[None, :, :s]) + self.b2[:, None, :s]  # (B, H, T, S)
 
 
 @register("D", aliases=("dense",))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .base import SynthesizingFunction
+from .base import SynthesizingFunction, dot_logits
 
 
 class Mixture(SynthesizingFunction):
@@ -48,7 +48,7 @@ class Mixture(SynthesizingFunction):
             if part.has_features:
                 # alpha (q k^T) == (alpha q) k^T: scaling the narrow q saves a pass over the L x L logits
                 q, k = part.features(x, start, sub, key_padding_mask)
-                term = (weight * q) @ k.transpose(-1, -2)  # (B|1, H, T, S)
+                term = dot_logits(weight * q, k)  # (B|1, H, T, S)
             else:
                 term = weight * part.logits(x, start, sub, key_padding_mask)  # (B|1, H, T, S)
             total = term if total is None else total + term
