@@ -132,36 +132,10 @@ def evaluate_source(source: str | Sequence[str]) -> int:
     """Exact value of an expression given as text (with or without parentheses) or tokens.
 
     Raises:
-        ValueError: unknown token, unbalanced ``]``, or not exactly one top-level expression.
+        ValueError: unknown token, unbalanced ``]``, an operator without operands, or not exactly one
+            top-level expression.
     """
-    toks = _tokens(source)
-    if len(toks) == 1 and toks[0] in DIGITS:
-        return int(toks[0])
-    stack: list[tuple[str, list[int]]] = []
-    result: int | None = None
-    for pos, tok in enumerate(toks):
-        if result is not None:
-            raise ValueError(f"token {pos} ({tok!r}): text continues after the complete expression")
-        if tok in OPERATORS:
-            stack.append((tok, []))
-        elif tok == END:
-            if not stack:
-                raise ValueError(f"token {pos}: ']' without an open operator")
-            op, values = stack.pop()
-            value = apply_operator(op, values)
-            if stack:
-                stack[-1][1].append(value)
-            else:
-                result = value
-        elif tok in DIGITS:
-            if not stack:
-                raise ValueError(f"token {pos} ({tok!r}): digit outside an operator")
-            stack[-1][1].append(int(tok))
-        else:
-            raise ValueError(f"token {pos}: unknown ListOps token {tok!r}")
-    if stack or result is None:
-        raise ValueError(f"unbalanced expression: {len(stack)} operator(s) not closed")
-    return result
+    return evaluate(parse_source(source))
 
 
 def parse_source(source: str | Sequence[str]) -> Expr:
