@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -194,14 +194,16 @@ def _seq2seq_data(task: TaskConfig) -> RawData:
             splits[ours] = load_hf_pairs(task.hf_name, theirs, task.source_field, task.target_field,
                                          config=task.hf_config, empty=task.empty_lines, **task.hf_options)
     else:
-        assert task.train is not None
-        splits["train"] = _read_pairs(task, task.train)
-        if task.valid is not None:
-            splits["valid"] = _read_pairs(task, task.valid)
-        if task.test is not None:
-            splits["test"] = _read_pairs(task, task.test)
+        splits.update(_read_file_splits(task, _read_pairs))
     _finish_example_splits(task, splits)
     return RawData("seq2seq", splits)
+
+
+def _read_file_splits(task: TaskConfig, reader: Callable[[TaskConfig, str], list[Any]]) -> dict[str, list[Any]]:
+    """The train split and whichever of valid/test the config names, each read with ``reader``."""
+    assert task.train is not None
+    paths = {"train": task.train, "valid": task.valid, "test": task.test}
+    return {name: reader(task, path) for name, path in paths.items() if path is not None}
 
 
 # -- classification -----------------------------------------------------------------------------------------
@@ -229,12 +231,7 @@ def _classification_data(task: TaskConfig) -> RawData:
             splits[ours] = load_hf_dataset(task.hf_name, theirs, str(task.text_field), str(task.label_field),
                                            config=task.hf_config, empty=task.empty_lines, **task.hf_options)
     else:
-        assert task.train is not None
-        splits["train"] = _read_examples(task, task.train)
-        if task.valid is not None:
-            splits["valid"] = _read_examples(task, task.valid)
-        if task.test is not None:
-            splits["test"] = _read_examples(task, task.test)
+        splits.update(_read_file_splits(task, _read_examples))
     _finish_example_splits(task, splits)
     if label_set is None:
         label_set = _label_set([str(ex[1]) for ex in splits["train"]])
