@@ -222,3 +222,33 @@ def test_both_feature_branches_equal_materialized(kind, causal, padded, branch, 
         strict=True,
     ):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("chunk", [1, 2], ids=["chunk1", "chunk2"])
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_batch_chunks_equal_materialized(kind, causal, padded, chunk, monkeypatch):
+    """Materialized logits computed a few samples at a time (3 samples: chunks of 1, or 2 + 1) change nothing."""
+    monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", chunk * HEADS * MAX_LEN * MAX_LEN)
+    monkeypatch.setattr(fast_paths, "WIDE_FEATURES_MATERIALIZE_MAX_LEN", 10**9)  # D+V and the like: chunked too
+    monkeypatch.setattr(fast_paths, "WIDTH_MULTIPLE", 4 * D_MODEL)
+    calls = []
+    split = fast_paths._batch_chunks
+    monkeypatch.setattr(fast_paths, "_batch_chunks", lambda *a: calls.append(a[0]) or split(*a))
+    attn = build(kind, causal=causal)
+    x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = padding(3, MAX_LEN) if padded else None
+    fast = attn(x, mask)
+    assert calls == ([chunk] if attn.synth.input_dependent else []), "the chunked path was not taken"
+    attn.use_fast_paths = False
+    slow = attn(x, mask)
+    torch.testing.assert_close(fast, slow, atol=1e-10, rtol=0)
+    w = torch.randn_like(fast)
+    params = [p for p in attn.parameters() if p.requires_grad]
+    for a, b in zip(
+        torch.autograd.grad((fast * w).sum(), [x, *params]),
+        torch.autograd.grad((slow * w).sum(), [x, *params]),
+        strict=True,
+    ):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=0)

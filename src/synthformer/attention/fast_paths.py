@@ -21,6 +21,13 @@ materialized path ``dropout(softmax(mask(S(X)))) @ G(X)`` (tests compare them fo
    concatenated features with materialized logits is faster (``WIDE_FEATURES_MATERIALIZE_MAX_LEN``).
 3. Otherwise (``R+V``, ``R+D``, ``FD``, the convolutions) the materialized path; also for decoding steps of a
    few positions, whose (T, S) logits are small (``DECODE_PLAIN_MAX_NEW``).
+
+The materialized branches of 2 and 3 run over the batch in chunks of a few samples (``CHUNK_ELEMENTS``): every
+sample's logits depend on that sample alone, so the result is the same, but each chunk's (chunk, H, L, L)
+logits, probabilities and their gradients stay small enough for the CPU's caches instead of streaming a
+(B, H, L, L) tensor through memory once per operation. Measured on the 2-core CPU (benchmarks/attention.py,
+B=16, H=8, d_model=512, forward+backward, time as a fraction of V's): at L=512 FD 1.74 -> 0.75, R+V 1.67 -> 1.09,
+D+V 1.70 -> 1.34; at L=1024, where one sample's logits already fill a chunk, FD 2.67 -> 1.29 and R+V stays 1.9.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .base import dot_logits
 from .masking import disallowed, masked_softmax
 
 if TYPE_CHECKING:
@@ -82,7 +90,44 @@ def attend(
         return _shared_alignment(layer, x, v, key_padding_mask)
     if synth.has_features:
         return _features_sdpa(layer, x, v, start, state, key_padding_mask)
-    return layer._attend_materialized(x, v, start, state, key_padding_mask)
+    return _materialized_in_chunks(layer, x, v, start, state, key_padding_mask)
+
+
+#: The materialized paths process about this many logits at once (``chunk * H * T * S``, at least one whole
+#: sample): 16 MiB in fp32. In a prototype of the FD and R+V cores at L=512 (B=16, H=8), chunks of 1-2
+#: samples (8-16 MiB) were fastest and chunks of 4 already lost most of the gain.
+CHUNK_ELEMENTS = 1 << 22
+
+
+def _chunk_size(layer: SynthesizerAttention, t: int, s: int) -> int:
+    """Samples per chunk so that a chunk's (chunk, H, T, S) logits hold about ``CHUNK_ELEMENTS``."""
+    return max(1, CHUNK_ELEMENTS // (layer.n_heads * t * s))
+
+
+def _batch_chunks(size: int, batch: int, *tensors: Tensor | None) -> list[tuple]:
+    """Split each tensor of batch ``batch`` into chunks of ``size`` samples; batch-1 tensors and None repeat."""
+    n = -(-batch // size)
+    parts = [t.split(size) if t is not None and t.shape[0] == batch else [t] * n for t in tensors]
+    return list(zip(*parts, strict=True))
+
+
+def _materialized_in_chunks(
+    layer: SynthesizerAttention, x: Tensor, v: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None
+) -> Tensor:
+    """The materialized path over chunks of the batch, concatenated: (B, H, T, d_h).
+
+    Exact for every kind: sample b's logits read only sample b (a batch-shared part such as R's is simply
+    recomputed per chunk). Decoding (``state`` given) is not chunked: its state holds the whole batch.
+    """
+    b, t = x.shape[:2]
+    size = _chunk_size(layer, t, start + t)
+    if state is not None or size >= b:
+        return layer._attend_materialized(x, v, start, state, key_padding_mask)
+    chunks = [
+        layer._attend_materialized(xc, vc, start, None, mc)
+        for xc, vc, mc in _batch_chunks(size, b, x, v, key_padding_mask)
+    ]
+    return torch.cat(chunks)  # (B, H, T, d_h)
 
 
 def _fold(v: Tensor) -> Tensor:
@@ -131,9 +176,10 @@ DECODE_PLAIN_MAX_NEW = 16
 #: Feature widths are padded to a multiple of this (zeros change no dot product).
 WIDTH_MULTIPLE = 8
 #: When padding would at least double the value width (e.g. ``D+V``: 129-wide features, 64-wide values), one
-#: GEMM over the concatenated features with materialized logits beats the fused kernel up to this length
-#: (measured on the 2-core CPU, B=16, H=8, d_model=512: D+V 1.38x / 1.58x of V's time at L=256 / 512 against
-#: 1.76x / 1.79x; at L=1024 2.17x against 1.79x).
+#: GEMM over the concatenated features with materialized logits (in batch chunks) beats the fused kernel up to
+#: this length (measured on the 2-core CPU, B=16, H=8, d_model=512, forward+backward: D+V 1.44x / 1.34x of V's
+#: time at L=256 / 512 against 1.76x / 1.79x fused; at L=1024 1.90x against 1.99x, within run-to-run noise, so
+#: the fused kernel keeps L > 512 for its O(L) memory).
 WIDE_FEATURES_MATERIALIZE_MAX_LEN = 512
 
 
@@ -171,9 +217,13 @@ def _features_sdpa(
     q, k = layer.synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
     drop = layer.dropout if layer.training else 0.0
     if _padded_width(q.shape[-1], v.shape[-1]) >= 2 * v.shape[-1] and s <= WIDE_FEATURES_MATERIALIZE_MAX_LEN:
-        logits = q @ k.transpose(-1, -2)  # (B, H, T, S): one GEMM for every part of the mixture
-        probs = masked_softmax(logits, disallowed(t, s, start, layer.causal, key_padding_mask, x.device))
-        return F.dropout(probs, drop, layer.training) @ v
+        mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
+        size = b if state is not None else _chunk_size(layer, t, s)
+        out = []
+        for qc, kc, vc, mc in _batch_chunks(size, b, q, k, v, mask):
+            logits = dot_logits(qc, kc)  # (chunk, H, T, S): one GEMM for every part of the mixture
+            out.append(F.dropout(masked_softmax(logits, mc), drop, layer.training) @ vc)
+        return torch.cat(out)  # (B, H, T, d_h)
     q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
     if key_padding_mask is None and (not layer.causal or t == 1):
         # a single new position attends to every cached one: nothing to mask
