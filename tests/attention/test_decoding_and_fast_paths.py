@@ -193,6 +193,21 @@ def test_shared_alignment_dropout_is_one_mask_for_the_batch():
     torch.testing.assert_close(y[0], y[2], atol=1e-12, rtol=0)
 
 
+def _assert_equals_plain_path(attn: SynthesizerAttention, x: torch.Tensor, mask, fast: torch.Tensor) -> None:
+    """``fast`` (attn's output on its fast path) and its gradients (input and parameters) equal the plain path's."""
+    attn.use_fast_paths = False
+    slow = attn(x, mask)
+    torch.testing.assert_close(fast, slow, atol=1e-10, rtol=0)
+    w = torch.randn_like(fast)
+    params = [p for p in attn.parameters() if p.requires_grad]
+    for a, b in zip(
+        torch.autograd.grad((fast * w).sum(), [x, *params]),
+        torch.autograd.grad((slow * w).sum(), [x, *params]),
+        strict=True,
+    ):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+
+
 @pytest.mark.parametrize("branch", ["fused", "wide-materialized"])
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
 @pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
@@ -211,17 +226,7 @@ def test_both_feature_branches_equal_materialized(kind, causal, padded, branch, 
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN) if padded else None
     fast = attn(x, mask)
-    attn.use_fast_paths = False
-    slow = attn(x, mask)
-    torch.testing.assert_close(fast, slow, atol=1e-10, rtol=0)
-    w = torch.randn_like(fast)
-    params = [p for p in attn.parameters() if p.requires_grad]
-    for a, b in zip(
-        torch.autograd.grad((fast * w).sum(), [x, *params]),
-        torch.autograd.grad((slow * w).sum(), [x, *params]),
-        strict=True,
-    ):
-        torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+    _assert_equals_plain_path(attn, x, mask, fast)
 
 
 @pytest.mark.parametrize("chunk", [1, 2], ids=["chunk1", "chunk2"])
@@ -241,14 +246,4 @@ def test_batch_chunks_equal_materialized(kind, causal, padded, chunk, monkeypatc
     mask = padding(3, MAX_LEN) if padded else None
     fast = attn(x, mask)
     assert calls == ([chunk] if attn.synth.input_dependent else []), "the chunked path was not taken"
-    attn.use_fast_paths = False
-    slow = attn(x, mask)
-    torch.testing.assert_close(fast, slow, atol=1e-10, rtol=0)
-    w = torch.randn_like(fast)
-    params = [p for p in attn.parameters() if p.requires_grad]
-    for a, b in zip(
-        torch.autograd.grad((fast * w).sum(), [x, *params]),
-        torch.autograd.grad((slow * w).sum(), [x, *params]),
-        strict=True,
-    ):
-        torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+    _assert_equals_plain_path(attn, x, mask, fast)
