@@ -27,7 +27,8 @@ sample's logits depend on that sample alone, so the result is the same, but each
 logits, probabilities and their gradients stay small enough for the CPU's caches instead of streaming a
 (B, H, L, L) tensor through memory once per operation. Measured on the 2-core CPU (benchmarks/attention.py,
 B=16, H=8, d_model=512, forward+backward, time as a fraction of V's): at L=512 FD 1.74 -> 0.75, R+V 1.67 -> 1.09,
-D+V 1.70 -> 1.34; at L=1024, where one sample's logits already fill a chunk, FD 2.67 -> 1.29 and R+V stays 1.9.
+D+V 1.70 -> 1.34; at L=1024, where one sample's logits already exceed a chunk, FD 2.67 -> 1.3-1.55 (two
+runs) and R+V stays at about 1.9-2.1.
 """
 
 from __future__ import annotations
