@@ -100,8 +100,13 @@ def attend(
 CHUNK_ELEMENTS = 1 << 22
 
 
-def _chunk_size(layer: SynthesizerAttention, t: int, s: int) -> int:
-    """Samples per chunk so that a chunk's (chunk, H, T, S) logits hold about ``CHUNK_ELEMENTS``."""
+def _chunk_size(layer: SynthesizerAttention, batch: int, t: int, s: int, state: dict | None) -> int:
+    """Samples per chunk so that a chunk's (chunk, H, T, S) logits hold about ``CHUNK_ELEMENTS``.
+
+    Decoding (``state`` given) is not chunked: its state holds the whole batch.
+    """
+    if state is not None:
+        return batch
     return max(1, CHUNK_ELEMENTS // (layer.n_heads * t * s))
 
 
@@ -118,11 +123,11 @@ def _materialized_in_chunks(
     """The materialized path over chunks of the batch, concatenated: (B, H, T, d_h).
 
     Exact for every kind: sample b's logits read only sample b (a batch-shared part such as R's is simply
-    recomputed per chunk). Decoding (``state`` given) is not chunked: its state holds the whole batch.
+    recomputed per chunk).
     """
     b, t = x.shape[:2]
-    size = _chunk_size(layer, t, start + t)
-    if state is not None or size >= b:
+    size = _chunk_size(layer, b, t, start + t, state)
+    if size >= b:
         return layer._attend_materialized(x, v, start, state, key_padding_mask)
     chunks = [
         layer._attend_materialized(xc, vc, start, None, mc)
@@ -219,12 +224,11 @@ def _features_sdpa(
     drop = layer.dropout if layer.training else 0.0
     if _padded_width(q.shape[-1], v.shape[-1]) >= 2 * v.shape[-1] and s <= WIDE_FEATURES_MATERIALIZE_MAX_LEN:
         mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
-        size = b if state is not None else _chunk_size(layer, t, s)
         out = []
-        for qc, kc, vc, mc in _batch_chunks(size, b, q, k, v, mask):
+        for qc, kc, vc, mc in _batch_chunks(_chunk_size(layer, b, t, s, state), b, q, k, v, mask):
             logits = dot_logits(qc, kc)  # (chunk, H, T, S): one GEMM for every part of the mixture
             out.append(F.dropout(masked_softmax(logits, mc), drop, layer.training) @ vc)
-        return torch.cat(out)  # (B, H, T, d_h)
+        return out[0] if len(out) == 1 else torch.cat(out)  # (B, H, T, d_h); one chunk needs no copy
     q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
     if key_padding_mask is None and (not layer.causal or t == 1):
         # a single new position attends to every cached one: nothing to mask
