@@ -14,9 +14,11 @@ ALL_KINDS = registered_kinds() + MIXTURES
 D_MODEL, HEADS, MAX_LEN = 8, 2, 8
 
 
-def build(kind: str, causal: bool = False, dtype=torch.float64, seed: int = 0, **options) -> SynthesizerAttention:
+def build(
+    kind: str, causal: bool = False, dtype=torch.float64, seed: int = 0, heads: int = HEADS, **options
+) -> SynthesizerAttention:
     torch.manual_seed(seed)
-    attn = SynthesizerAttention(D_MODEL, HEADS, MAX_LEN, kind=kind, causal=causal, **options).to(dtype)
+    attn = SynthesizerAttention(D_MODEL, heads, MAX_LEN, kind=kind, causal=causal, **options).to(dtype)
     with torch.no_grad():  # move every mixture weight off 1/N so alpha is exercised
         for name, p in attn.named_parameters():
             if name.endswith("alpha_logits"):

@@ -208,42 +208,63 @@ def _assert_equals_plain_path(attn: SynthesizerAttention, x: torch.Tensor, mask,
         torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
 
 
-@pytest.mark.parametrize("branch", ["fused", "wide-materialized"])
+@pytest.mark.parametrize("branch", ["fused", "materialized"])
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
 @pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
 @pytest.mark.parametrize("kind", ALL_KINDS)
 def test_both_feature_branches_equal_materialized(kind, causal, padded, branch, monkeypatch):
-    """The feature-form path has two branches (fused SDPA; one GEMM over wide features): force each one."""
+    """The feature-form path has two branches (fused SDPA; one GEMM over the features, materialized): force each."""
     attn = build(kind, causal=causal)
     if not attn.synth.has_features:
         pytest.skip(f"{kind} has no feature form")
+    monkeypatch.setattr(fast_paths, "_materialize_features", lambda *a: branch != "fused")
     if branch == "fused":
-        monkeypatch.setattr(fast_paths, "WIDE_FEATURES_MATERIALIZE_MAX_LEN", 0)
         monkeypatch.setattr(fast_paths, "WIDTH_MULTIPLE", 1)
-    else:
-        monkeypatch.setattr(fast_paths, "WIDE_FEATURES_MATERIALIZE_MAX_LEN", 10**9)
-        monkeypatch.setattr(fast_paths, "WIDTH_MULTIPLE", 4 * D_MODEL)
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN) if padded else None
     fast = attn(x, mask)
     _assert_equals_plain_path(attn, x, mask, fast)
 
 
-@pytest.mark.parametrize("chunk", [1, 2], ids=["chunk1", "chunk2"])
+@pytest.mark.parametrize("size", [(1, 4), (2, 4), (1, 1), (2, 3)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
 @pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
 @pytest.mark.parametrize("kind", ALL_KINDS)
-def test_batch_chunks_equal_materialized(kind, causal, padded, chunk, monkeypatch):
-    """Materialized logits computed a few samples at a time (3 samples: chunks of 1, or 2 + 1) change nothing."""
-    monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", chunk * HEADS * MAX_LEN * MAX_LEN)
-    monkeypatch.setattr(fast_paths, "WIDE_FEATURES_MATERIALIZE_MAX_LEN", 10**9)  # D+V and the like: chunked too
-    monkeypatch.setattr(fast_paths, "WIDTH_MULTIPLE", 4 * D_MODEL)
+def test_blocks_equal_materialized(kind, causal, padded, size, monkeypatch):
+    """Materialized logits computed a block of (samples, heads) at a time change nothing: 3 samples, 4 heads, in
+    blocks of whole samples (1 or 2 + 1), of single heads, and of uneven 2 x 3 blocks."""
+    monkeypatch.setattr(fast_paths, "_materialize_features", lambda *a: True)  # feature kinds: blocks too
+    monkeypatch.setattr(fast_paths, "_block_size", lambda *a: size)
     calls = []
-    split = fast_paths._batch_chunks
-    monkeypatch.setattr(fast_paths, "_batch_chunks", lambda *a: calls.append(a[0]) or split(*a))
-    attn = build(kind, causal=causal)
+    run = fast_paths._materialized_blocks
+    monkeypatch.setattr(fast_paths, "_materialized_blocks", lambda *a: calls.append(a[-1]) or run(*a))
+    attn = build(kind, causal=causal, heads=4)
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN) if padded else None
     fast = attn(x, mask)
-    assert calls == ([chunk] if attn.synth.input_dependent else []), "the chunked path was not taken"
+    assert calls == ([size] if attn.synth.input_dependent else []), "the blocked path was not taken"
     _assert_equals_plain_path(attn, x, mask, fast)
+
+
+class _Layer:
+    n_heads = 8
+
+
+@pytest.mark.parametrize(
+    ("batch", "length", "state", "expected"),
+    [
+        (16, 256, None, (4, 8)),  # 4 samples of 8 x 256 x 256 logits = 2^21
+        (16, 512, None, (1, 8)),
+        (16, 1024, None, (1, 2)),  # one sample exceeds a block: 2 of its 8 heads
+        (16, 3000, None, (1, 1)),  # one head exceeds it: still one head
+        (3, 1024, {}, (3, 8)),  # decoding: one block
+    ],
+)
+def test_block_size(batch, length, state, expected):
+    assert fast_paths._block_size(_Layer(), batch, length, length, state) == expected
+
+
+def test_block_size_divides_the_heads(monkeypatch):
+    """With room for 3 of 8 heads, blocks of 2 heads (equal blocks), not 3 + 3 + 2."""
+    monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", 3 * 100 * 100)
+    assert fast_paths._block_size(_Layer(), 4, 100, 100, None) == (1, 2)

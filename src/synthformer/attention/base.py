@@ -92,6 +92,29 @@ class SynthesizingFunction(nn.Module):
         """
         raise NotImplementedError(f"attention kind {self.name!r} has no feature form")
 
+    def logit_factors(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> tuple:
+        """The tensors the logits are built from, for computing them a block of samples and heads at a time.
+
+        Returns a tuple (nested tuples and None allowed) of tensors shaped (B or 1, H or 1, ...): batch on axis
+        0 and heads on axis 1, each of size 1 when shared. Contract (tested for every kind): cutting every
+        factor to samples ``I`` and heads ``J`` on those axes and calling :meth:`logits_from_factors` gives
+        ``logits(...)[I, J]``. This lets the shell process (few samples, few heads) blocks whose L x L logits
+        fit the CPU's caches. Default: the feature pair ``(q, k)`` when the kind has one, else the logits
+        themselves (correct for any kind, only without savings in computing them).
+        """
+        if self.has_features:
+            return self.features(x, start, state, key_padding_mask)
+        return (self.logits(x, start, state, key_padding_mask),)
+
+    def logits_from_factors(self, factors: tuple, keys: int) -> Tensor:
+        """Logits (b, h, T, keys) from (a block of) :meth:`logit_factors`' output."""
+        if self.has_features:
+            q, k = factors
+            return dot_logits(q, k)
+        return factors[0]
+
     def init_state(self, batch_size: int, device, dtype) -> dict:
         """Decoding state this function needs besides the values (empty for most kinds)."""
         return {}

@@ -14,21 +14,22 @@ materialized path ``dropout(softmax(mask(S(X)))) @ G(X)`` (tests compare them fo
    alignment (the same for every sample of the batch), since per-sample masks would destroy the sharing.
 2. **Feature form** (``V``, ``D``, ``FR`` with input-dependent parts, ``Bottleneck``, ``GLU`` and any mixture of
    them): logits are ``q @ k^T`` for features the kind provides (``D``: ``q = [relu(W1 x), 1]``,
-   ``k = [W2, b2]``; mixtures concatenate ``alpha_n q_n``), so the whole layer runs through PyTorch's fused
-   ``scaled_dot_product_attention`` with ``scale=1`` and never materializes L x L logits. The fused CPU
-   kernel needs one head width for q, k and v, so the features and values are zero-padded to a common width.
-   Where zero-padding would at least double the value width (``D+V``) and L <= 512, one GEMM over the
-   concatenated features with materialized logits is faster (``WIDE_FEATURES_MATERIALIZE_MAX_LEN``).
+   ``k = [W2, b2]``; mixtures concatenate ``alpha_n q_n``). Where q, k and v have one width (``V``) or the
+   length exceeds ``FEATURES_MATERIALIZE_MAX_LEN``, the layer runs through PyTorch's fused
+   ``scaled_dot_product_attention`` with ``scale=1`` and never materializes L x L logits (the fused CPU kernel
+   needs one head width, so differing widths are zero-padded). Otherwise one GEMM over the features with
+   materialized logits, in blocks (below), is faster.
 3. Otherwise (``R+V``, ``R+D``, ``FD``, the convolutions) the materialized path; also for decoding steps of a
    few positions, whose (T, S) logits are small (``DECODE_PLAIN_MAX_NEW``).
 
-The materialized branches of 2 and 3 run over the batch in chunks of a few samples (``CHUNK_ELEMENTS``): every
-sample's logits depend on that sample alone, so the result is the same, but each chunk's (chunk, H, L, L)
-logits, probabilities and their gradients stay small enough for the CPU's caches instead of streaming a
-(B, H, L, L) tensor through memory once per operation. Measured on the 2-core CPU (benchmarks/attention.py,
-B=16, H=8, d_model=512, forward+backward, time as a fraction of V's): at L=512 FD 1.74 -> 0.75, R+V 1.67 -> 1.09,
-D+V 1.70 -> 1.34; at L=1024, where one sample's logits already exceed a chunk, FD 2.67 -> 1.3-1.55 (two
-runs) and R+V stays at about 1.9-2.1.
+The materialized branches of 2 and 3 run in **blocks** of a few samples, or of one sample and a few heads
+(``CHUNK_ELEMENTS``): the logits of a sample's head depend on that sample's and head's factors alone
+(``SynthesizingFunction.logit_factors``), so the result is the same, but each block's logits, probabilities and
+their gradients stay in the CPU's caches instead of streaming a (B, H, L, L) tensor through memory once per
+operation. Measured on the 2-core CPU (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward, time
+as a fraction of V's): whole-sample chunks took FD at L=512 from 1.74 to 0.75 and R+V from 1.67 to 1.09; at
+L=1024, where one sample's logits exceed the cache, blocks of 2 heads took FD from 1.3-1.55 to 0.74-0.76 (with
+FD's outer product as a matmul) and R+V from 1.9-2.1 to 1.16-1.23.
 """
 
 from __future__ import annotations
@@ -91,49 +92,91 @@ def attend(
         return _shared_alignment(layer, x, v, key_padding_mask)
     if synth.has_features:
         return _features_sdpa(layer, x, v, start, state, key_padding_mask)
-    return _materialized_in_chunks(layer, x, v, start, state, key_padding_mask)
+    return _materialized(layer, x, v, start, state, key_padding_mask)
 
 
-#: The materialized paths process about this many logits at once (``chunk * H * T * S``, at least one whole
-#: sample): 16 MiB in fp32. In a prototype of the FD and R+V cores at L=512 (B=16, H=8), chunks of 1-2
-#: samples (8-16 MiB) were fastest and chunks of 4 already lost most of the gain.
-CHUNK_ELEMENTS = 1 << 22
+#: The materialized paths process about this many logits at once (``samples * heads * T * S``, at least one
+#: head of one sample): 8 MiB in fp32, so that a block's logits, probabilities and their gradient (3 x 8 MiB)
+#: fit the 32 MiB L3 cache. Measured (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward) against
+#: 16 MiB blocks: the same within noise at L=256 and 512; at L=1024 D+V 1.41 against 1.55 of V's time and R+V
+#: 1.16 against 1.23, and softmax's backward took 1.6 instead of 16-20 ms per block (profiler).
+CHUNK_ELEMENTS = 1 << 21
 
 
-def _chunk_size(layer: SynthesizerAttention, batch: int, t: int, s: int, state: dict | None) -> int:
-    """Samples per chunk so that a chunk's (chunk, H, T, S) logits hold about ``CHUNK_ELEMENTS``.
+def _block_size(layer: SynthesizerAttention, batch: int, t: int, s: int, state: dict | None) -> tuple[int, int]:
+    """(samples, heads) per block, so that a block's (samples, heads, T, S) logits hold about ``CHUNK_ELEMENTS``.
 
-    Decoding (``state`` given) is not chunked: its state holds the whole batch.
+    Whole samples while one fits, else one sample and the largest divisor of H that fits (equal blocks).
+    Decoding (``state`` given) is one block: its state holds the whole batch.
     """
+    heads = layer.n_heads
     if state is not None:
-        return batch
-    return max(1, CHUNK_ELEMENTS // (layer.n_heads * t * s))
+        return batch, heads
+    per_head = t * s
+    if heads * per_head <= CHUNK_ELEMENTS:
+        return max(1, CHUNK_ELEMENTS // (heads * per_head)), heads
+    fit = max(1, CHUNK_ELEMENTS // per_head)
+    return 1, max(h for h in range(1, fit + 1) if heads % h == 0)
 
 
-def _batch_chunks(size: int, batch: int, *tensors: Tensor | None) -> list[tuple]:
-    """Split each tensor of batch ``batch`` into chunks of ``size`` samples; batch-1 tensors and None repeat."""
-    n = -(-batch // size)
-    parts = [t.split(size) if t is not None and t.shape[0] == batch else [t] * n for t in tensors]
-    return list(zip(*parts, strict=True))
+def _grid(tree, batch: int, heads: int, size: tuple[int, int], n: tuple[int, int]):
+    """Each tensor of a nested tuple -> its blocks ``[i][j]`` (samples i, heads j).
+
+    Axis 0 is split when it has the batch's size and axis 1 when it has the heads' (shared axes of size 1 are
+    repeated). ``split`` keeps autograd cheap: one backward concatenation, not a zero-filled tensor per slice.
+    """
+    if isinstance(tree, tuple):
+        return tuple(_grid(t, batch, heads, size, n) for t in tree)
+    if tree is None:
+        return [[None] * n[1]] * n[0]
+    rows = tree.split(size[0]) if tree.shape[0] == batch else [tree] * n[0]
+    return [list(r.split(size[1], 1)) if r.shape[1] == heads else [r] * n[1] for r in rows]
 
 
-def _materialized_in_chunks(
+def _block(grid, i: int, j: int):
+    """Block (i, j) of a tree made by :func:`_grid`."""
+    if isinstance(grid, tuple):
+        return tuple(_block(g, i, j) for g in grid)
+    return grid[i][j]
+
+
+def _materialized_blocks(
+    layer: SynthesizerAttention,
+    factors: tuple,
+    combine,
+    v: Tensor,
+    mask: Tensor | None,
+    size: tuple[int, int],
+) -> Tensor:
+    """``dropout(softmax(mask(combine(factors)))) @ v`` one (samples, heads) block at a time: (B, H, T, d_h).
+
+    Exact: every block's logits read only the block's factors (the contract of ``logit_factors``).
+    Heads are the outer loop, so a batch-shared factor block (R's) gets its gradient summed while it is hot.
+    """
+    b, heads = v.shape[:2]
+    n = (-(-b // size[0]), -(-heads // size[1]))
+    drop = layer.dropout if layer.training else 0.0
+    grid = _grid((factors, v, mask), b, heads, size, n)
+    out = [[None] * n[1] for _ in range(n[0])]
+    for j in range(n[1]):
+        for i in range(n[0]):
+            fac, vb, mb = _block(grid, i, j)
+            probs = masked_softmax(combine(fac), mb)  # (samples, heads, T, S)
+            out[i][j] = F.dropout(probs, drop, layer.training) @ vb  # (samples, heads, T, d_h)
+    rows = [r[0] if n[1] == 1 else torch.cat(r, 1) for r in out]
+    return rows[0] if n[0] == 1 else torch.cat(rows)  # (B, H, T, d_h); one block needs no copy
+
+
+def _materialized(
     layer: SynthesizerAttention, x: Tensor, v: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None
 ) -> Tensor:
-    """The materialized path over chunks of the batch, concatenated: (B, H, T, d_h).
-
-    Exact for every kind: sample b's logits read only sample b (a batch-shared part such as R's is simply
-    recomputed per chunk).
-    """
+    """The materialized path in cache-sized blocks of samples and heads: (B, H, T, d_h)."""
     b, t = x.shape[:2]
-    size = _chunk_size(layer, b, t, start + t, state)
-    if size >= b:
-        return layer._attend_materialized(x, v, start, state, key_padding_mask)
-    chunks = [
-        layer._attend_materialized(xc, vc, start, None, mc)
-        for xc, vc, mc in _batch_chunks(size, b, x, v, key_padding_mask)
-    ]
-    return torch.cat(chunks)  # (B, H, T, d_h)
+    s = start + t
+    factors = layer.synth.logit_factors(x, start, state, key_padding_mask)
+    mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
+    size = _block_size(layer, b, t, s, state)
+    return _materialized_blocks(layer, factors, lambda f: layer.synth.logits_from_factors(f, s), v, mask, size)
 
 
 def _fold(v: Tensor) -> Tensor:
@@ -181,12 +224,20 @@ DECODE_PLAIN_MAX_NEW = 16
 
 #: Feature widths are padded to a multiple of this (zeros change no dot product).
 WIDTH_MULTIPLE = 8
-#: When padding would at least double the value width (e.g. ``D+V``: 129-wide features, 64-wide values), one
-#: GEMM over the concatenated features with materialized logits (in batch chunks) beats the fused kernel up to
-#: this length (measured on the 2-core CPU, B=16, H=8, d_model=512, forward+backward: D+V 1.44x / 1.34x of V's
-#: time at L=256 / 512 against 1.76x / 1.79x fused; at L=1024 1.90x against 1.99x, within run-to-run noise, so
-#: the fused kernel keeps L > 512 for its O(L) memory).
-WIDE_FEATURES_MATERIALIZE_MAX_LEN = 512
+#: Feature kinds whose q/k width differs from the values' (``D``: d_h + 1, ``D+V``: 2 d_h + 1, ``FR+V``,
+#: ``GLU``, ``Bottleneck``) run as one GEMM over the features with materialized logits, in cache-sized blocks,
+#: up to this length; the fused kernel would need all three zero-padded to one width. Measured on the 2-core CPU
+#: (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward, time as a fraction of V's, blocks against
+#: fused): D 0.84 / 0.86 / 0.88 against 0.87 / 0.91 / 1.00 at L = 256 / 512 / 1024; D+V 1.41 at all three
+#: against 1.76-1.80; FR+V, GLU, Bottleneck and FR+D also faster in blocks at 256 and 1024, causal too. At
+#: L=2048 (B=4) blocks still won for D+V (1.64 against 2.03), but from there on the fused kernel's O(L) memory
+#: is kept: the blocks save every (L, L) probability for the backward pass.
+FEATURES_MATERIALIZE_MAX_LEN = 1024
+
+
+def _materialize_features(e: int, dh: int, s: int) -> bool:
+    """Whether q/k features of width e against values of width d_h over s keys take the materialized blocks."""
+    return e != dh and s <= FEATURES_MATERIALIZE_MAX_LEN
 
 
 def _padded_width(e: int, dh: int) -> int:
@@ -222,13 +273,11 @@ def _features_sdpa(
     s = start + t
     q, k = layer.synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
     drop = layer.dropout if layer.training else 0.0
-    if _padded_width(q.shape[-1], v.shape[-1]) >= 2 * v.shape[-1] and s <= WIDE_FEATURES_MATERIALIZE_MAX_LEN:
+    if _materialize_features(q.shape[-1], v.shape[-1], s):
         mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
-        out = []
-        for qc, kc, vc, mc in _batch_chunks(_chunk_size(layer, b, t, s, state), b, q, k, v, mask):
-            logits = dot_logits(qc, kc)  # (chunk, H, T, S): one GEMM for every part of the mixture
-            out.append(F.dropout(masked_softmax(logits, mc), drop, layer.training) @ vc)
-        return out[0] if len(out) == 1 else torch.cat(out)  # (B, H, T, d_h); one chunk needs no copy
+        # one GEMM over the concatenated features for every part of a mixture
+        size = _block_size(layer, b, t, s, state)
+        return _materialized_blocks(layer, (q, k), lambda f: dot_logits(*f), v, mask, size)
     q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
     if key_padding_mask is None and (not layer.causal or t == 1):
         # a single new position attends to every cached one: nothing to mask

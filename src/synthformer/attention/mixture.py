@@ -37,22 +37,46 @@ class Mixture(SynthesizingFunction):
         """(H, N) mixture weights, each row summing to 1."""
         return torch.softmax(self.alpha_logits, dim=-1)
 
+    def logit_factors(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> tuple:
+        """Per part ``(weight, part factors)``, weight (1, H, 1, 1); None when alpha is already applied.
+
+        Alpha is applied here, once, where that is cheaper than on every block of logits: to a feature part's
+        narrow ``q`` (``alpha (q k^T) == (alpha q) k^T``) and to an input-independent part's logits (R's
+        (1, H, T, S) are shared by the batch, so one product serves every sample; its gradient is summed over
+        the samples before the product's backward runs, once).
+        """
+        alpha = self.alpha()
+        out = []
+        for n, part in enumerate(self.parts):
+            sub = None if state is None else state[str(n)]
+            weight = alpha[None, :, n, None, None]  # (1, H, 1, 1)
+            if part.has_features:
+                q, k = part.features(x, start, sub, key_padding_mask)
+                out.append((None, (weight * q, k)))
+            elif not part.input_dependent:
+                out.append((None, (weight * part.logits(x, start, sub, key_padding_mask),)))
+            else:
+                out.append((weight, part.logit_factors(x, start, sub, key_padding_mask)))
+        return tuple(out)
+
+    def logits_from_factors(self, factors: tuple, keys: int) -> Tensor:
+        total = None
+        for part, (weight, sub) in zip(self.parts, factors, strict=True):
+            if part.has_features:
+                term = dot_logits(*sub)  # (B|1, H, T, S)
+            elif weight is None:
+                term = sub[0]  # (1, H, T, S): weighted logits of an input-independent part
+            else:
+                term = weight * part.logits_from_factors(sub, keys)  # (B|1, H, T, S)
+            total = term if total is None else total + term
+        return total
+
     def logits(
         self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
     ) -> Tensor:
-        alpha = self.alpha()
-        total = None
-        for n, part in enumerate(self.parts):
-            sub = None if state is None else state[str(n)]
-            weight = alpha[:, n, None, None]  # (H, 1, 1)
-            if part.has_features:
-                # alpha (q k^T) == (alpha q) k^T: scaling the narrow q saves a pass over the L x L logits
-                q, k = part.features(x, start, sub, key_padding_mask)
-                term = dot_logits(weight * q, k)  # (B|1, H, T, S)
-            else:
-                term = weight * part.logits(x, start, sub, key_padding_mask)  # (B|1, H, T, S)
-            total = term if total is None else total + term
-        return total
+        return self.logits_from_factors(self.logit_factors(x, start, state, key_padding_mask), start + x.shape[1])
 
     def features(
         self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
