@@ -268,3 +268,18 @@ def test_block_size_divides_the_heads(monkeypatch):
     """With room for 3 of 8 heads, blocks of 2 heads (equal blocks), not 3 + 3 + 2."""
     monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", 3 * 100 * 100)
     assert fast_paths._block_size(_Layer(), 4, 100, 100, None) == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("e", "dh", "s", "grad", "expected"),
+    [
+        (65, 64, 1024, True, True),  # D training at L=1024: blocks
+        (65, 64, 1024, False, False),  # D inference at L=1024: fused
+        (65, 64, 512, False, True),
+        (64, 64, 256, True, False),  # one width (V): fused, no padding needed
+        (129, 64, 2048, True, False),  # beyond the limit: fused, O(L) memory
+    ],
+)
+def test_feature_branch_choice(e, dh, s, grad, expected):
+    with torch.set_grad_enabled(grad):
+        assert fast_paths._materialize_features(e, dh, s) is expected

@@ -99,7 +99,7 @@ def attend(
 #: head of one sample): 8 MiB in fp32, so that a block's logits, probabilities and their gradient (3 x 8 MiB)
 #: fit the 32 MiB L3 cache. Measured (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward) against
 #: 16 MiB blocks: the same within noise at L=256 and 512; at L=1024 D+V 1.41 against 1.55 of V's time and R+V
-#: 1.16 against 1.23, and softmax's backward took 1.6 instead of 16-20 ms per block (profiler).
+#: 1.16 against 1.23; in profiles softmax's backward took 10-20 ms per 16 MiB block, 1.6 ms per 8 MiB block.
 CHUNK_ELEMENTS = 1 << 21
 
 
@@ -226,18 +226,22 @@ DECODE_PLAIN_MAX_NEW = 16
 WIDTH_MULTIPLE = 8
 #: Feature kinds whose q/k width differs from the values' (``D``: d_h + 1, ``D+V``: 2 d_h + 1, ``FR+V``,
 #: ``GLU``, ``Bottleneck``) run as one GEMM over the features with materialized logits, in cache-sized blocks,
-#: up to this length; the fused kernel would need all three zero-padded to one width. Measured on the 2-core CPU
-#: (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward, time as a fraction of V's, blocks against
-#: fused): D 0.84 / 0.86 / 0.88 against 0.87 / 0.91 / 1.00 at L = 256 / 512 / 1024; D+V 1.41 at all three
-#: against 1.76-1.80; FR+V, GLU, Bottleneck and FR+D also faster in blocks at 256 and 1024, causal too. At
-#: L=2048 (B=4) blocks still won for D+V (1.64 against 2.03), but from there on the fused kernel's O(L) memory
-#: is kept: the blocks save every (L, L) probability for the backward pass.
+#: up to this length when gradients are recorded; the fused kernel would need all three zero-padded to one
+#: width. Measured on the 2-core CPU (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward, time as a
+#: fraction of V's, blocks against fused): D 0.84 / 0.86 / 0.88 against 0.87 / 0.91 / 1.00 at L = 256 / 512 /
+#: 1024; D+V 1.41 at all three against 1.76-1.80; FR+V, GLU, Bottleneck and FR+D also faster in blocks at 256
+#: and 1024, causal too. At L=2048 (B=4) blocks still won for D+V (1.64 against 2.03), but from there on the
+#: fused kernel's O(L) memory is kept: the blocks save every (L, L) probability for the backward pass.
 FEATURES_MATERIALIZE_MAX_LEN = 1024
+#: Without gradients (inference) the fused kernel has no backward pass to lose in, and at L=1024 it was faster
+#: in the forward pass (D 0.93 against 1.23 of V's time, GLU 0.97 against 1.30); blocks won up to L=512.
+FEATURES_MATERIALIZE_MAX_LEN_NO_GRAD = 512
 
 
 def _materialize_features(e: int, dh: int, s: int) -> bool:
     """Whether q/k features of width e against values of width d_h over s keys take the materialized blocks."""
-    return e != dh and s <= FEATURES_MATERIALIZE_MAX_LEN
+    limit = FEATURES_MATERIALIZE_MAX_LEN if torch.is_grad_enabled() else FEATURES_MATERIALIZE_MAX_LEN_NO_GRAD
+    return e != dh and s <= limit
 
 
 def _padded_width(e: int, dh: int) -> int:

@@ -68,4 +68,6 @@ def masked_softmax(logits: Tensor, mask: Tensor | None) -> Tensor:
     logits = logits.masked_fill(mask, torch.finfo(logits.dtype).min)
     probs = torch.softmax(logits, dim=-1)
     fully_masked = mask.all(dim=-1, keepdim=True)
-    return probs.masked_fill(fully_masked, 0.0)
+    # the mask is small (B|1, 1, T, S); skipping the fill when no row is fully masked (causal layers without
+    # padding) saves a pass over the L x L probabilities
+    return probs.masked_fill(fully_masked, 0.0) if bool(fully_masked.any()) else probs
