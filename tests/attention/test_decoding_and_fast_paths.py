@@ -234,10 +234,8 @@ def test_blocks_equal_materialized(kind, causal, padded, size, monkeypatch):
     """Materialized logits computed a block of (samples, heads) at a time change nothing: 3 samples, 4 heads, in
     blocks of whole samples (1 or 2 + 1), of single heads, and of uneven 2 x 3 blocks."""
     monkeypatch.setattr(fast_paths, "_materialize_features", lambda *a: True)  # feature kinds: blocks too
-    monkeypatch.setattr(fast_paths, "_block_size", lambda *a: size)
     calls = []
-    run = fast_paths._materialized_blocks
-    monkeypatch.setattr(fast_paths, "_materialized_blocks", lambda *a: calls.append(a[-1]) or run(*a))
+    monkeypatch.setattr(fast_paths, "_block_size", lambda *a: calls.append(size) or size)
     attn = build(kind, causal=causal, heads=4)
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN) if padded else None

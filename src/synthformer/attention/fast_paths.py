@@ -34,6 +34,7 @@ FD's outer product as a matmul) and R+V from 1.9-2.1 to 1.16-1.23.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
@@ -145,15 +146,22 @@ def _materialized_blocks(
     factors: tuple,
     combine,
     v: Tensor,
-    mask: Tensor | None,
-    size: tuple[int, int],
+    t: int,
+    start: int,
+    state: dict | None,
+    key_padding_mask: Tensor | None,
 ) -> Tensor:
     """``dropout(softmax(mask(combine(factors)))) @ v`` one (samples, heads) block at a time: (B, H, T, d_h).
 
-    Exact: every block's logits read only the block's factors (the contract of ``logit_factors``).
-    Heads are the outer loop, so a batch-shared factor block (R's) gets its gradient summed while it is hot.
+    ``combine`` maps a block of ``factors`` to its (samples, heads, T, S) logits, for the T queries at positions
+    ``start ..`` over S = start + T keys. Exact: every block's logits read only the block's factors (the contract
+    of ``logit_factors``). Heads are the outer loop, so a batch-shared factor block (R's) gets its gradient
+    summed while it is hot.
     """
     b, heads = v.shape[:2]
+    s = start + t
+    mask = disallowed(t, s, start, layer.causal, key_padding_mask, v.device)  # (B|1, 1, T, S) or None
+    size = _block_size(layer, b, t, s, state)
     n = (-(-b // size[0]), -(-heads // size[1]))
     drop = layer.dropout if layer.training else 0.0
     grid = _grid((factors, v, mask), b, heads, size, n)
@@ -171,12 +179,10 @@ def _materialized(
     layer: SynthesizerAttention, x: Tensor, v: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None
 ) -> Tensor:
     """The materialized path in cache-sized blocks of samples and heads: (B, H, T, d_h)."""
-    b, t = x.shape[:2]
-    s = start + t
+    t = x.shape[1]
     factors = layer.synth.logit_factors(x, start, state, key_padding_mask)
-    mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
-    size = _block_size(layer, b, t, s, state)
-    return _materialized_blocks(layer, factors, lambda f: layer.synth.logits_from_factors(f, s), v, mask, size)
+    combine = partial(layer.synth.logits_from_factors, keys=start + t)
+    return _materialized_blocks(layer, factors, combine, v, t, start, state, key_padding_mask)
 
 
 def _fold(v: Tensor) -> Tensor:
@@ -278,10 +284,8 @@ def _features_sdpa(
     q, k = layer.synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
     drop = layer.dropout if layer.training else 0.0
     if _materialize_features(q.shape[-1], v.shape[-1], s):
-        mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
         # one GEMM over the concatenated features for every part of a mixture
-        size = _block_size(layer, b, t, s, state)
-        return _materialized_blocks(layer, (q, k), lambda f: dot_logits(*f), v, mask, size)
+        return _materialized_blocks(layer, (q, k), lambda f: dot_logits(*f), v, t, start, state, key_padding_mask)
     q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
     if key_padding_mask is None and (not layer.causal or t == 1):
         # a single new position attends to every cached one: nothing to mask
