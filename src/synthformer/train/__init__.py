@@ -1,4 +1,5 @@
-"""Model-agnostic training engine: config, optimizers and schedules, checkpoints, the loop, metrics.
+"""Model-agnostic training engine: config, optimizers and schedules, checkpoints, run directories, the loop,
+metrics.
 
 Any module whose ``forward(**batch)`` returns ``{"loss": scalar, "logits": ...}`` can be trained::
 
@@ -27,12 +28,17 @@ from .config import (
 )
 from .loader import BatchStream, eval_batches
 from .optim import build_optimizer, build_scheduler, lr_multiplier, param_groups
+from .rundir import RunDir, RunError, RunExistsError, RunLock, is_main_process
 from .trainer import Trainer, count_tokens, seed_everything
 
 __all__ = [
     "BatchStream",
     "Checkpoint",
     "ConfigError",
+    "RunDir",
+    "RunError",
+    "RunExistsError",
+    "RunLock",
     "TrainConfig",
     "Trainer",
     "apply_overrides",
@@ -43,6 +49,7 @@ __all__ = [
     "dump_config",
     "eval_batches",
     "from_dict",
+    "is_main_process",
     "latest_checkpoint",
     "list_checkpoints",
     "load_checkpoint",

@@ -1,0 +1,383 @@
+"""The run directory: the names of its files, an earlier run in it, cleaning it, and locking it.
+
+Layout (the names every earlier version wrote, so their run directories keep working)::
+
+    RUN/config.yaml                     the run's configuration                           (trainer)
+    RUN/metrics.jsonl                   one JSON object per log / eval line               (trainer)
+    RUN/checkpoints/                    checkpoints (synthformer.train.checkpoint)        (trainer)
+    RUN/tensorboard/                    TensorBoard events, with train.tensorboard=true   (trainer)
+    RUN/synthformer_tokenizer.json      the tokenizer                                     (task pipeline)
+    RUN/model_config.json               the resolved model config                         (task pipeline)
+    RUN/labels.json                     classification: the class names in id order       (task pipeline)
+    RUN/eval_<split>.json               metrics written by ``synthformer eval``
+    RUN/eval_<split>_hypotheses.txt     seq2seq: the decoded outputs of that evaluation
+    RUN/.lock                           exists while a process trains into RUN (see :meth:`RunDir.lock`)
+
+``config.yaml`` is not part of an *earlier run* (a fresh run rewrites it) and :meth:`RunDir.clear` keeps it, as
+every earlier version did. Files that are not in this list are never reported, deleted or touched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .checkpoint import CHECKPOINTS_DIR, atomic_write_text, latest_checkpoint, list_checkpoints
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["RunDir", "RunError", "RunExistsError", "RunLock", "is_main_process"]
+
+logger = logging.getLogger(__name__)
+
+
+class RunError(ValueError):
+    """A run directory that cannot be used as asked (missing, not a run, would be overwritten, in use, ...)."""
+
+
+class RunExistsError(RunError, FileExistsError):
+    """The run directory holds an earlier run and neither resuming nor overwriting was asked for."""
+
+
+def is_main_process() -> bool:
+    """True unless this is a non-zero rank of a multi-process launch (torchrun / accelerate set ``RANK``)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+class RunDir:
+    """One run directory: the paths of its files, what an earlier run left there, cleaning and locking.
+
+    Args:
+        path: the directory (it need not exist yet; nothing is created until :meth:`lock`).
+    """
+
+    CONFIG = "config.yaml"
+    METRICS = "metrics.jsonl"
+    CHECKPOINTS = CHECKPOINTS_DIR
+    TENSORBOARD = "tensorboard"
+    TOKENIZER = "synthformer_tokenizer.json"
+    MODEL_CONFIG = "model_config.json"
+    LABELS = "labels.json"
+    LOCK = ".lock"
+    #: Written by training (the trainer's own files): what ``training_only=True`` looks at and deletes.
+    TRAINING_FILES: tuple[str, ...] = (CHECKPOINTS, METRICS, TENSORBOARD)
+    #: Written next to the training files by the task pipeline.
+    ARTIFACT_FILES: tuple[str, ...] = (TOKENIZER, MODEL_CONFIG, LABELS)
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    # -- paths ---------------------------------------------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        """``RUN/config.yaml``."""
+        return self.path / self.CONFIG
+
+    @property
+    def metrics_path(self) -> Path:
+        """``RUN/metrics.jsonl``."""
+        return self.path / self.METRICS
+
+    @property
+    def checkpoints_path(self) -> Path:
+        """``RUN/checkpoints``."""
+        return self.path / self.CHECKPOINTS
+
+    @property
+    def tensorboard_path(self) -> Path:
+        """``RUN/tensorboard``."""
+        return self.path / self.TENSORBOARD
+
+    @property
+    def tokenizer_path(self) -> Path:
+        """``RUN/synthformer_tokenizer.json``."""
+        return self.path / self.TOKENIZER
+
+    @property
+    def model_config_path(self) -> Path:
+        """``RUN/model_config.json``."""
+        return self.path / self.MODEL_CONFIG
+
+    @property
+    def labels_path(self) -> Path:
+        """``RUN/labels.json``."""
+        return self.path / self.LABELS
+
+    def eval_path(self, split: str) -> Path:
+        """``RUN/eval_<split>.json``: the metrics of ``synthformer eval`` on ``split``."""
+        return self.path / f"eval_{_split_name(split)}.json"
+
+    def hypotheses_path(self, split: str) -> Path:
+        """``RUN/eval_<split>_hypotheses.txt``: the decoded outputs of that evaluation (seq2seq)."""
+        return self.path / f"eval_{_split_name(split)}_hypotheses.txt"
+
+    def eval_files(self) -> list[Path]:
+        """The evaluation results in the directory (``eval_*.json``, ``eval_*_hypotheses.txt``), sorted."""
+        if not self.path.is_dir():
+            return []
+        found = {p for pattern in ("eval_*.json", "eval_*_hypotheses.txt") for p in self.path.glob(pattern)}
+        return sorted(p for p in found if p.is_file())
+
+    # -- checkpoints ---------------------------------------------------------------------------------------------
+    def latest_checkpoint(self) -> Path | None:
+        """The newest complete checkpoint (``checkpoints/latest`` or, if stale, the newest one), or None."""
+        return latest_checkpoint(self.path)
+
+    def list_checkpoints(self) -> list[Path]:
+        """The complete checkpoints, oldest first."""
+        return list_checkpoints(self.path)
+
+    # -- an earlier run ------------------------------------------------------------------------------------------
+    def earlier_run(self, *, training_only: bool = False) -> list[str]:
+        """What in the directory belongs to an earlier run; empty if nothing (safe to start a fresh run).
+
+        Counted: a non-empty ``checkpoints/`` (hidden temporaries aside), a non-empty ``metrics.jsonl``, and
+        unless ``training_only``, the tokenizer, model config, labels and evaluation results. ``config.yaml`` and
+        ``tensorboard/`` alone are not a run (nothing is lost when a fresh run rewrites them).
+
+        Args:
+            training_only: look only at what training writes (the trainer's check: the files a task pipeline
+                wrote for the same run just before training are not an earlier run).
+        """
+        if not self.path.is_dir():
+            return []
+        found = []
+        root = self.checkpoints_path
+        if root.is_dir() and any(not p.name.startswith(".") for p in root.iterdir()):
+            n = len(self.list_checkpoints())
+            found.append(f"{self.CHECKPOINTS}/ ({n} checkpoint{'s' if n != 1 else ''})")
+        if self.metrics_path.is_file() and self.metrics_path.stat().st_size > 0:
+            found.append(self.METRICS)
+        if not training_only:
+            found += [name for name in self.ARTIFACT_FILES if (self.path / name).is_file()]
+            found += [p.name for p in self.eval_files()]
+        return found
+
+    def check(self, resume: bool = False, overwrite: bool = False, *, training_only: bool = False) -> list[str]:
+        """Refuse to touch an earlier run unless asked; return what an earlier run left (see :meth:`earlier_run`).
+
+        Raises:
+            RunError: ``resume`` and ``overwrite`` together, or a file where the directory should be.
+            RunExistsError: an earlier run without ``resume`` or ``overwrite`` (also a ``FileExistsError``).
+        """
+        if resume and overwrite:
+            raise RunError("--resume and --overwrite contradict each other; choose one")
+        self._check_not_a_file()
+        existing = self.earlier_run(training_only=training_only)
+        if existing and not (resume or overwrite):
+            what = "checkpoints, metrics and TensorBoard logs" if training_only else (
+                "checkpoints, metrics, TensorBoard logs, tokenizer, model config, labels and eval results")
+            raise RunExistsError(
+                f"{self.path} already holds a run ({', '.join(existing)}); pass --resume (resume=True) to continue "
+                f"it, --overwrite (overwrite=True) to start it over (deletes its {what}), or choose another run "
+                "directory (--run-dir)"
+            )
+        return existing
+
+    def clear(self, *, training_only: bool = False) -> None:
+        """Delete every file of an earlier run (with ``training_only``, only what training writes).
+
+        Deleted: ``checkpoints/``, ``tensorboard/``, ``metrics.jsonl`` and, unless ``training_only``, the
+        tokenizer, model config, labels and evaluation results. ``config.yaml``, the lock and any other file stay.
+        """
+        if not self.path.is_dir():
+            return
+        logger.warning("deleting the earlier run's files in %s", self.path)
+        shutil.rmtree(self.checkpoints_path, ignore_errors=True)
+        shutil.rmtree(self.tensorboard_path, ignore_errors=True)
+        self.metrics_path.unlink(missing_ok=True)
+        if not training_only:
+            for name in self.ARTIFACT_FILES:
+                (self.path / name).unlink(missing_ok=True)
+            for path in self.eval_files():
+                path.unlink(missing_ok=True)
+
+    # -- metrics -------------------------------------------------------------------------------------------------
+    def append_metrics(self, record: Mapping[str, Any]) -> None:
+        """Append ``record`` to ``metrics.jsonl`` as one JSON line."""
+        with open(self.metrics_path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+    def truncate_metrics(self, step: int) -> None:
+        """Drop the metric lines logged after ``step`` (by a run killed after its last checkpoint), atomically."""
+        path = self.metrics_path
+        if not path.is_file():
+            return
+        kept = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                if json.loads(line).get("step", 0) > step:
+                    continue
+            except (json.JSONDecodeError, AttributeError):
+                continue  # a line cut short by the crash
+            kept.append(line)
+        atomic_write_text(path, "".join(f"{line}\n" for line in kept))
+
+    def _check_not_a_file(self) -> None:
+        if self.path.exists() and not self.path.is_dir():
+            raise RunError(f"run directory {self.path} exists and is not a directory")
+
+    # -- locking -------------------------------------------------------------------------------------------------
+    def lock(self, *, enabled: bool | None = None) -> RunLock:
+        """Take the directory for this process (created if missing) until the returned lock is released.
+
+        Use it as ``with run_dir.lock(): ...`` or keep the :class:`RunLock` and call ``release()``. The lock is an
+        exclusive ``fcntl.lockf`` lock on ``RUN/.lock``: a second process fails at once, and the kernel drops the
+        lock of a process that dies (a killed run leaves a ``.lock`` file that blocks nothing). The lock is
+        re-entrant within a process (a pipeline and the trainer it starts may both take it). Where ``fcntl`` is
+        missing (Windows) or the file system refuses locks, nothing is locked and a warning is logged.
+
+        Args:
+            enabled: lock (True) or return a lock that holds nothing (False); default: only on the main process
+                of a multi-process launch (:func:`is_main_process`), since ranks of one run share the directory.
+
+        Raises:
+            RunError: another process holds the directory, or the path is a file.
+        """
+        if not (is_main_process() if enabled is None else enabled):
+            return RunLock(self.path, None)
+        self._check_not_a_file()
+        key = os.path.realpath(self.path)
+        with _HELD_GUARD:
+            held = _HELD.get(key)
+            if held is None:
+                held = _Held(*_acquire(self.path))
+                _HELD[key] = held
+            held.count += 1
+        return RunLock(self.path, key)
+
+    def locked_by_this_process(self) -> bool:
+        """True while this process holds the directory's lock."""
+        with _HELD_GUARD:
+            return os.path.realpath(self.path) in _HELD
+
+
+class RunLock:
+    """A hold on a run directory, from :meth:`RunDir.lock`; released by ``release()`` or by leaving ``with``."""
+
+    def __init__(self, path: Path, key: str | None) -> None:
+        self.path = path
+        self._key = key
+
+    @property
+    def held(self) -> bool:
+        """True until released (False from the start for a lock that holds nothing)."""
+        return self._key is not None
+
+    def release(self) -> None:
+        """Give the hold back (idempotent); the last hold of the process unlocks the directory."""
+        key, self._key = self._key, None
+        if key is None:
+            return
+        with _HELD_GUARD:
+            held = _HELD[key]
+            held.count -= 1
+            if held.count == 0:
+                del _HELD[key]
+                _unlock(self.path, held)
+
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+@dataclass
+class _Held:
+    fd: int | None  # None: nothing could be locked (no fcntl, or a file system without locks)
+    created_dir: bool
+    count: int = 0
+
+
+_HELD: dict[str, _Held] = {}
+_HELD_GUARD = threading.Lock()
+
+
+def _acquire(run_dir: Path) -> tuple[int | None, bool]:
+    """Lock ``run_dir/.lock``; return the descriptor (None if locking is unavailable) and whether the directory
+    was created here."""
+    created = not run_dir.exists()
+    path = run_dir / RunDir.LOCK
+    if fcntl is None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        logger.warning("cannot lock %s on this platform (no fcntl): nothing stops a second process from using it",
+                       run_dir)
+        return None, created
+    while True:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the directory was removed by a process releasing it: make it again
+            continue
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            holder = _read_holder(fd)
+            os.close(fd)
+            if isinstance(err, (BlockingIOError, PermissionError)):  # EAGAIN / EACCES: held elsewhere
+                raise RunError(
+                    f"run directory {run_dir} is in use by another process{holder}; wait for it to finish (or stop "
+                    "it), or choose another run directory"
+                ) from None
+            logger.warning("cannot lock %s (%s): nothing stops a second process from using it", path, err)
+            return None, created
+        # The holder we raced with may have deleted the file while releasing: only the file now there counts.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
+            return fd, created
+        os.close(fd)
+
+
+def _read_holder(fd: int) -> str:
+    """`` (pid N on HOST)`` from the lock file of another process, or an empty string."""
+    try:
+        parts = os.read(fd, 256).decode("utf-8", "replace").split()
+    except OSError:
+        return ""
+    return f" (pid {parts[0]} on {parts[1]})" if len(parts) == 2 and parts[0].isdigit() else ""
+
+
+def _unlock(run_dir: Path, held: _Held) -> None:
+    """Remove the lock file (while still holding it), unlock, and remove the directory if it was made empty."""
+    if held.fd is not None:
+        try:
+            (run_dir / RunDir.LOCK).unlink(missing_ok=True)
+        except OSError as err:  # left behind, it blocks nothing: the lock goes with the descriptor
+            logger.debug("could not remove %s: %s", run_dir / RunDir.LOCK, err)
+        os.close(held.fd)  # closing drops the lock
+    if held.created_dir:
+        try:
+            run_dir.rmdir()  # only if nothing was written: a run that failed before writing leaves no trace
+        except OSError:
+            pass
+
+
+def _split_name(split: str) -> str:
+    if not split or "/" in split or os.sep in split or split.startswith("."):
+        raise RunError(f"invalid split name {split!r}: expected a plain name such as 'valid' or 'test'")
+    return split
