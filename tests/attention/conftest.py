@@ -14,6 +14,22 @@ ALL_KINDS = registered_kinds() + MIXTURES
 D_MODEL, HEADS, MAX_LEN = 8, 2, 8
 
 
+def kinds_where(flag: str) -> list[str]:
+    """The kinds of ``ALL_KINDS`` whose built synthesizing function has ``flag`` set (e.g. ``"token_local"``).
+
+    For parametrizing a property over the kinds it applies to, so no test instance is generated only to skip.
+    Built under a forked RNG: collecting the tests leaves the global seed state as it was.
+    """
+    with torch.random.fork_rng(devices=[]):
+        return [k for k in ALL_KINDS if getattr(SynthesizerAttention(D_MODEL, HEADS, MAX_LEN, kind=k).synth, flag)]
+
+
+#: kinds whose logit row i is computed from token i alone (D, FD, Bottleneck, GLU)
+TOKEN_LOCAL_KINDS = kinds_where("token_local")
+#: kinds with a low-rank feature form of their logits (the fused SDPA paths)
+FEATURE_KINDS = kinds_where("has_features")
+
+
 def build(
     kind: str, causal: bool = False, dtype=torch.float64, seed: int = 0, heads: int = HEADS, **options
 ) -> SynthesizerAttention:

@@ -1,4 +1,8 @@
-"""The token-mixer contract: registry, parameter counts, option and input validation."""
+"""The token-mixer contract for the baselines: registration, parameter counts, option and input validation.
+
+The checks shared with every attention kind (one loop over the whole registry) are in
+``test_registry_contract.py``.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,19 @@ import re
 import pytest
 import torch
 
-from synthformer.mixers import TOKEN_MIXERS, DynamicConv, LightConv, Linformer
+from synthformer.attention import build_mixer, get_mixer, is_whole_mixer, registered_kinds, registered_mixers
+from synthformer.mixers import DynamicConv, LightConv, Linformer
 
 from .conftest import ALL_CLASSES, CONV_CLASSES
 
 
-def test_registry():
-    assert TOKEN_MIXERS == {"LightConv": LightConv, "DynamicConv": DynamicConv, "Linformer": Linformer}
+def test_the_baselines_register_themselves_by_name_and_alias():
+    assert registered_mixers() == ["LightConv", "DynamicConv", "Linformer"]
+    assert not set(registered_mixers()) & set(registered_kinds())
+    for name, cls in (("LightConv", LightConv), ("DynamicConv", DynamicConv), ("Linformer", Linformer)):
+        assert get_mixer(name) is cls and get_mixer(name.upper()) is cls and is_whole_mixer(name.lower())
+        assert type(build_mixer(f" {name.lower()} ", 8, 2, 16)) is cls
+    assert get_mixer("light_conv") is LightConv and get_mixer("Dynamic_Conv") is DynamicConv
 
 
 @pytest.mark.parametrize(
@@ -29,18 +39,18 @@ def test_registry():
         (Linformer, {"k": 8, "share_kv": True, "share_heads": False}),
     ],
 )
-def test_num_params_formula(cls, options):
+def test_num_params(cls, options):
     d_model, n_heads, max_len = 48, 4, 40
     m = cls(d_model, n_heads, max_len, **options)
     counted = sum(p.numel() for p in m.parameters() if p.requires_grad)
-    assert cls.num_params_formula(d_model, n_heads, max_len, **options) == counted
+    assert cls.num_params(d_model, n_heads, max_len, **options) == counted
 
 
-def test_num_params_formula_values():
+def test_num_params_values():
     # Written out for d=512, H=8, K=3, max_len=512, k=32 so a wrong formula cannot agree with a wrong module.
-    assert LightConv.num_params_formula(512, 8, 512) == 3 * 512 * 512 + 3 * 512 + 8 * 3
-    assert DynamicConv.num_params_formula(512, 8, 512) == 3 * 512 * 512 + 3 * 512 + 513 * 24
-    assert Linformer.num_params_formula(512, 8, 512) == 4 * (512 * 512 + 512) + 2 * 32 * 512
+    assert LightConv.num_params(512, 8, 512) == 3 * 512 * 512 + 3 * 512 + 8 * 3
+    assert DynamicConv.num_params(512, 8, 512) == 3 * 512 * 512 + 3 * 512 + 513 * 24
+    assert Linformer.num_params(512, 8, 512) == 4 * (512 * 512 + 512) + 2 * 32 * 512
 
 
 @pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
@@ -56,7 +66,7 @@ def test_unknown_option_names_it_and_lists_valid(cls):
     )
     assert all(name in msg for name in valid)
     with pytest.raises(TypeError, match="kernal_size"):
-        cls.num_params_formula(8, 2, 16, kernal_size=3)
+        cls.num_params(8, 2, 16, kernal_size=3)
 
 
 @pytest.mark.parametrize("cls", ALL_CLASSES, ids=lambda c: c.__name__)
@@ -89,8 +99,10 @@ def test_bad_mask(cls):
     x = torch.randn(2, 5, 8)
     with pytest.raises(ValueError, match=re.escape("(2, 5)")):
         m(x, key_padding_mask=torch.zeros(2, 4, dtype=torch.bool))
-    with pytest.raises(ValueError, match="bool"):
+    with pytest.raises(TypeError, match="bool"):  # a fault of the mask's type, as in the attention shell
         m(x, key_padding_mask=torch.zeros(2, 5))
+    with pytest.raises(TypeError, match="bool"):
+        m(x, key_padding_mask=[[False] * 5] * 2)
 
 
 @pytest.mark.parametrize("cls", CONV_CLASSES, ids=lambda c: c.__name__)

@@ -1,4 +1,6 @@
-"""Synthetic attention: every synthesizing function of the paper behind one attention shell."""
+"""Synthetic attention: every synthesizing function of the paper behind one attention shell, and the registry
+and contract (:mod:`.contract`) that every token mixer, the baselines of :mod:`synthformer.mixers` included,
+follows."""
 
 # isort: off
 # Importing the families registers their kinds, in the paper's order (Table 1, then appendix A.2).
@@ -6,24 +8,41 @@ from . import vanilla, random_synthesizer, dense, appendix  # noqa: F401
 
 # isort: on
 from .base import SynthesizingFunction
-from .factory import available_mixers, build_mixer
+from .contract import DecodingCache, TokenMixer
+from .factory import available_mixers, build_mixer, resolve_mixer
 from .masking import masked_softmax
 from .mixture import Mixture
-from .registry import canonical_kind, get_kind, parse_kind, register, registered_kinds, unregister
+from .registry import (
+    canonical_kind,
+    get_kind,
+    get_mixer,
+    is_whole_mixer,
+    parse_kind,
+    register,
+    registered_kinds,
+    registered_mixers,
+    unregister,
+)
 from .shell import AttentionCache, SynthesizerAttention
 
 __all__ = [
     "AttentionCache",
+    "DecodingCache",
     "Mixture",
-    "available_mixers",
-    "build_mixer",
     "SynthesizerAttention",
     "SynthesizingFunction",
+    "TokenMixer",
+    "available_mixers",
+    "build_mixer",
     "canonical_kind",
     "get_kind",
+    "get_mixer",
+    "is_whole_mixer",
     "masked_softmax",
     "parse_kind",
     "register",
     "registered_kinds",
+    "registered_mixers",
+    "resolve_mixer",
     "unregister",
 ]

@@ -7,21 +7,36 @@ was on).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
 
-def check_padding_mask(key_padding_mask: Tensor | None, batch: int, keys: int) -> Tensor | None:
-    """Validate a key padding mask of shape (B, S), bool, True at padding; return it or None."""
+def check_padding_mask(key_padding_mask: Any, batch: int, keys: int, owner: str = "") -> Tensor | None:
+    """Validate a key padding mask of shape (B, S), bool, True at padding; return it or None.
+
+    Used by every token mixer (the attention shell and the baselines), so the same fault raises the same
+    exception everywhere: ``TypeError`` when the mask is not a bool tensor (a fault of its type), then
+    ``ValueError`` when its shape is not ``(batch, keys)``. In incremental decoding ``keys`` counts the cached
+    positions and the new ones.
+
+    Args:
+        key_padding_mask: the mask to check, or None.
+        batch: B, the batch size of the input.
+        keys: S, the number of key positions the mask must cover.
+        owner: the mixer's name, prefixed to the messages when given.
+    """
     if key_padding_mask is None:
         return None
-    if key_padding_mask.dtype != torch.bool:
-        raise TypeError(
-            f"key_padding_mask must be a bool tensor (True marks padding), got dtype {key_padding_mask.dtype}"
-        )
+    prefix = f"{owner}: " if owner else ""
+    if not isinstance(key_padding_mask, Tensor) or key_padding_mask.dtype != torch.bool:
+        got = f"dtype {key_padding_mask.dtype}" if isinstance(key_padding_mask, Tensor) else type(key_padding_mask)
+        raise TypeError(f"{prefix}key_padding_mask must be a bool tensor (True marks padding), got {got}")
     if tuple(key_padding_mask.shape) != (batch, keys):
         raise ValueError(
-            f"key_padding_mask must have shape (batch, keys) = ({batch}, {keys}), got {tuple(key_padding_mask.shape)}"
+            f"{prefix}key_padding_mask must have shape (batch, keys) = ({batch}, {keys}) (keys: every position so "
+            f"far, cached ones included), got {tuple(key_padding_mask.shape)}"
         )
     return key_padding_mask
 

@@ -1,30 +1,24 @@
 """Baseline token mixers that are not synthetic attention: LightConv, DynamicConv (Wu et al., 2019) and
 Linformer (Wang et al., 2020).
 
-All follow the token-mixer contract of ``docs/CONTRACTS.md``:
-``Cls(d_model, n_heads, max_len, causal=False, dropout=0.0, **options)``,
-``forward(x (B, L, d_model), key_padding_mask=None, cache=None) -> (B, L, d_model)`` (or ``(y, cache)`` with a
-cache), ``init_cache(batch_size, device=None, dtype=None)``, and ``num_params_formula(d_model, n_heads, max_len,
-**options)``. ``TOKEN_MIXERS`` maps each kind's name to its class.
+Each satisfies :class:`synthformer.attention.TokenMixer` (the contract, in
+:mod:`synthformer.attention.contract`) and registers itself by name with
+:func:`synthformer.attention.register` when this package is imported (``import synthformer`` does), so
+``synthformer.attention.build_mixer("LightConv", ...)`` builds it like any attention kind.
 """
 
 from __future__ import annotations
 
-from torch import nn
-
-from ._conv import ConvCache, band_matrix, choose_impl, depthwise_conv_band, depthwise_conv_unfold
-from .dynamicconv import DynamicConv
+# isort: off
+# Importing a mixer's module registers it; this order (the papers' order) is the order of available_mixers().
 from .lightconv import LightConv
+from .dynamicconv import DynamicConv
 from .linformer import Linformer
 
-TOKEN_MIXERS: dict[str, type[nn.Module]] = {
-    "LightConv": LightConv,
-    "DynamicConv": DynamicConv,
-    "Linformer": Linformer,
-}
+# isort: on
+from ._conv import ConvCache, band_matrix, choose_impl, depthwise_conv_band, depthwise_conv_unfold
 
 __all__ = [
-    "TOKEN_MIXERS",
     "ConvCache",
     "DynamicConv",
     "LightConv",

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import FunctionCtx, once_differentiable
 
-from ._common import check_core_args, check_input, check_probability, resolve_options
+from ..attention.contract import check_core_args, check_input, check_probability, resolve_options
 
 __all__ = [
     "CONV_IMPLS",
@@ -44,7 +44,7 @@ CONV_IMPLS = ("auto", "unfold", "band")
 # LightConv's single (H, K) kernel folds the batch into H large GEMMs, DynamicConv's per-position kernels need
 # B H small ones, so in training the band path pays off much longer for LightConv. Measured on the project's
 # 2-core CPU (torch 2.13 CPU, fp32, 2 threads) at B=16, d_model=512, H=8 with
-#     python -m synthformer.mixers.crossover [--forward-only]
+#     python benchmarks/conv_crossover.py [--forward-only]
 # The machine was shared with other jobs and single runs moved the crossover by up to 2x, so these are the
 # medians of 4 runs, rounded down to a measured length. A training step (forward + backward of the convolution)
 # and inference (forward only) differ: the unfold forward is cheap, its backward less so.
@@ -280,8 +280,8 @@ class GLUConvMixer(nn.Module):
     and their extra options and parameters.
     """
 
-    # Options every convolutional mixer accepts; subclasses may extend this mapping.
-    OPTION_DEFAULTS: ClassVar[dict[str, Any]] = {
+    #: Options every convolutional mixer accepts (the contract's ``option_defaults``); subclasses may extend it.
+    option_defaults: ClassVar[dict[str, Any]] = {
         "kernel_size": 3,
         "weight_dropout": None,
         "weight_softmax": True,
@@ -324,7 +324,7 @@ class GLUConvMixer(nn.Module):
         """Validate the constructor arguments; return the options merged with their defaults."""
         owner = cls.__name__
         check_core_args(owner, d_model, n_heads, max_len, dropout)
-        opts = resolve_options(owner, options, cls.OPTION_DEFAULTS)
+        opts = resolve_options(owner, options, cls.option_defaults)
         k = opts["kernel_size"]
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"{owner}: kernel_size must be a positive int, got {k!r}")

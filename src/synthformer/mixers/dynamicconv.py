@@ -12,11 +12,13 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from ..attention.registry import register
 from ._conv import GLUConvMixer
 
 __all__ = ["DynamicConv"]
 
 
+@register("DynamicConv", aliases=("dynamic_conv",))
 class DynamicConv(GLUConvMixer):
     """Dynamic convolution token mixer.
 
@@ -67,10 +69,8 @@ class DynamicConv(GLUConvMixer):
         logits = logits.reshape(batch, length, self.n_heads, self.kernel_size)  # (B, L, H K) -> (B, L, H, K)
         return self._normalize(logits)
 
-    @staticmethod
-    def num_params_formula(
-        d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0, **options: Any
-    ) -> int:
+    @classmethod
+    def num_params(cls, d_model: int, n_heads: int, max_len: int, **options: Any) -> int:
         """Trainable parameters: ``3 d^2 + 3 d`` for the projections plus ``(d + 1) H K`` for the kernel predictor."""
-        opts = DynamicConv._resolve(d_model, n_heads, max_len, dropout, options)
-        return DynamicConv._projection_params(d_model) + (d_model + 1) * n_heads * opts["kernel_size"]
+        opts = cls._resolve(d_model, n_heads, max_len, 0.0, options)
+        return cls._projection_params(d_model) + (d_model + 1) * n_heads * opts["kernel_size"]

@@ -13,11 +13,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ..attention.registry import register
 from ._conv import GLUConvMixer
 
 __all__ = ["LightConv"]
 
 
+@register("LightConv", aliases=("light_conv", "lightweight_conv"))
 class LightConv(GLUConvMixer):
     """Lightweight convolution token mixer.
 
@@ -71,10 +73,8 @@ class LightConv(GLUConvMixer):
         """The normalized, dropped-out kernel (H, K); the same for every sample and position."""
         return self._normalize(self.weight)
 
-    @staticmethod
-    def num_params_formula(
-        d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0, **options: Any
-    ) -> int:
+    @classmethod
+    def num_params(cls, d_model: int, n_heads: int, max_len: int, **options: Any) -> int:
         """Trainable parameters: ``3 d^2 + 3 d`` for the projections plus ``H K`` for the kernel."""
-        opts = LightConv._resolve(d_model, n_heads, max_len, dropout, options)
-        return LightConv._projection_params(d_model) + n_heads * opts["kernel_size"]
+        opts = cls._resolve(d_model, n_heads, max_len, 0.0, options)
+        return cls._projection_params(d_model) + n_heads * opts["kernel_size"]

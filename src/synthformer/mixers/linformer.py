@@ -13,11 +13,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._common import check_core_args, check_input, resolve_options
+from ..attention.contract import check_core_args, check_input, resolve_options
+from ..attention.registry import register
 
 __all__ = ["Linformer"]
 
 
+@register("Linformer")
 class Linformer(nn.Module):
     """Linformer token mixer (encoder-only).
 
@@ -49,7 +51,9 @@ class Linformer(nn.Module):
     unless share_kv, ``F`` (P, k, max_len), where P = 1 with share_heads else H.
     """
 
-    OPTION_DEFAULTS: ClassVar[dict[str, Any]] = {"k": 32, "share_kv": False, "share_heads": True}
+    option_defaults: ClassVar[dict[str, Any]] = {"k": 32, "share_kv": False, "share_heads": True}
+    #: Linformer is encoder-only: ``causal=True`` raises (see :func:`synthformer.attention.contract.supports_causal`).
+    supports_causal: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -94,7 +98,7 @@ class Linformer(nn.Module):
                 "Use it as an encoder mixer (causal=False)."
             )
         check_core_args(owner, d_model, n_heads, max_len, dropout)
-        opts = resolve_options(owner, options, cls.OPTION_DEFAULTS)
+        opts = resolve_options(owner, options, cls.option_defaults)
         k = opts["k"]
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"{owner}: k must be a positive int, got {k!r}")
@@ -171,12 +175,10 @@ class Linformer(nn.Module):
         y = attn.transpose(1, 2).reshape(batch, length, self.d_model)  # (B, H, L, d_h) -> (B, L, d)
         return self.out_proj(y)
 
-    @staticmethod
-    def num_params_formula(
-        d_model: int, n_heads: int, max_len: int, causal: bool = False, dropout: float = 0.0, **options: Any
-    ) -> int:
+    @classmethod
+    def num_params(cls, d_model: int, n_heads: int, max_len: int, **options: Any) -> int:
         """Trainable parameters: ``4 (d^2 + d)`` for the projections plus ``(1 or 2) P k max_len`` for E, F."""
-        opts = Linformer._resolve(d_model, n_heads, max_len, causal, dropout, options)
+        opts = cls._resolve(d_model, n_heads, max_len, False, 0.0, options)
         n_proj = 1 if opts["share_heads"] else n_heads
         n_mats = 1 if opts["share_kv"] else 2
         return 4 * (d_model * d_model + d_model) + n_mats * n_proj * opts["k"] * max_len
