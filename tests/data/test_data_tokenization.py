@@ -79,6 +79,29 @@ def test_save_load_equality(kind: str, sample_text: str, tmp_path) -> None:
     assert load_tokenizer(path) == tok  # the file itself also works
 
 
+def test_save_and_load_take_the_file_path(tmp_path) -> None:
+    tok = build_tokenizer("char", ["abc"])
+    path = tmp_path / "run" / "my_tokenizer.json"  # a run directory passes RunDir(run).tokenizer_path
+    assert tok.save(path) == path and sorted(p.name for p in path.parent.iterdir()) == ["my_tokenizer.json"]
+    assert load_tokenizer(path) == tok
+    assert tok.save(str(path)) == path  # overwrites its own file
+    with pytest.raises(FileNotFoundError, match="no tokenizer file at .*other.json"):
+        load_tokenizer(tmp_path / "run" / "other.json")
+    # a directory (existing, or a new name without .json) gets the default file name inside it
+    assert tok.save(tmp_path / "run").name == TOKENIZER_FILE == "synthformer_tokenizer.json"
+    assert load_tokenizer(tmp_path / "run") == tok
+
+
+def test_tokenization_module_keeps_its_names() -> None:
+    from synthformer.data import tokenization
+
+    names = ["SPECIAL_TOKENS", "TOKENIZER_FILE", "TOKENIZER_KINDS", "BPETokenizer", "ByteTokenizer", "CharTokenizer",
+             "FixedVocabTokenizer", "Tokenizer", "WordTokenizer", "build_tokenizer", "load_tokenizer",
+             "PAD", "UNK", "BOS", "EOS"]
+    assert [name for name in names if not hasattr(tokenization, name)] == []
+    assert tokenization.CharTokenizer is CharTokenizer and issubclass(tokenization.BPETokenizer, Tokenizer)
+
+
 def test_byte_tokenizer_layout() -> None:
     tok = build_tokenizer("byte", [])
     assert isinstance(tok, ByteTokenizer) and tok.vocab_size == 260

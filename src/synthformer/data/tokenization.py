@@ -17,25 +17,48 @@ token       id    use
 (byte-level BPE: any text). The ``word`` tokenizer splits on whitespace (and, by default, punctuation)
 and decodes with single spaces, so it does not round-trip whitespace.
 
-Tokenizers are saved as one JSON file (never pickle) in a directory, read back by
+Tokenizers are saved as one JSON file (never pickle) by :meth:`Tokenizer.save`, read back by
 :func:`load_tokenizer`, and built from training text by :func:`build_tokenizer`.
+
+Modules: :mod:`~synthformer.data.tokenizer_base` (the interface and the file format),
+:mod:`~synthformer.data.tokenizer_kinds` (the tokenizers), this one (building and loading; every name is
+importable from here and from :mod:`synthformer.data`).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
-from abc import ABC, abstractmethod
-from collections import Counter
-from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import Any
+
+from synthformer.data.tokenizer_base import (
+    BOS,
+    EOS,
+    FORMAT_VERSION,
+    PAD,
+    SPECIAL_TOKENS,
+    TOKENIZER_FILE,
+    UNK,
+    Tokenizer,
+    tokenizer_file,
+)
+from synthformer.data.tokenizer_kinds import (
+    BPETokenizer,
+    ByteTokenizer,
+    CharTokenizer,
+    FixedVocabTokenizer,
+    WordTokenizer,
+)
 
 __all__ = [
+    "BOS",
+    "EOS",
+    "PAD",
     "SPECIAL_TOKENS",
     "TOKENIZER_FILE",
     "TOKENIZER_KINDS",
+    "UNK",
     "BPETokenizer",
     "ByteTokenizer",
     "CharTokenizer",
@@ -46,477 +69,9 @@ __all__ = [
     "load_tokenizer",
 ]
 
-logger = logging.getLogger(__name__)
-
-PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
-#: The special tokens, in id order (``<pad>`` = 0, ``<unk>`` = 1, ``<bos>`` = 2, ``<eos>`` = 3).
-SPECIAL_TOKENS: tuple[str, ...] = (PAD, UNK, BOS, EOS)
-#: Name of the JSON file that :meth:`Tokenizer.save` writes and :func:`load_tokenizer` reads.
-TOKENIZER_FILE = "synthformer_tokenizer.json"
 #: The kinds :func:`build_tokenizer` can train from text.
 TOKENIZER_KINDS: tuple[str, ...] = ("char", "byte", "word", "bpe")
-_FORMAT_VERSION = 1
-_REPLACEMENT = "\ufffd"
 
-
-class Tokenizer(ABC):
-    """Common interface of every synthformer tokenizer.
-
-    Subclasses set ``kind`` and implement ``vocab_size``, ``encode``, ``decode``, ``id_to_token``,
-    ``token_to_id`` and the JSON state (``_state`` / ``_from_state``).
-    """
-
-    kind: ClassVar[str]
-    pad_id: ClassVar[int] = 0
-    unk_id: ClassVar[int] = 1
-    bos_id: ClassVar[int] = 2
-    eos_id: ClassVar[int] = 3
-
-    @property
-    @abstractmethod
-    def vocab_size(self) -> int:
-        """Number of ids, special tokens included; every id is in ``[0, vocab_size)``."""
-
-    @abstractmethod
-    def _encode(self, text: str) -> list[int]:
-        """Ids of ``text`` without special tokens."""
-
-    @abstractmethod
-    def _decode(self, ids: list[int]) -> str:
-        """Text of ``ids`` (specials already filtered as requested)."""
-
-    @abstractmethod
-    def id_to_token(self, token_id: int) -> str:
-        """The token string of one id (``IndexError`` if out of range)."""
-
-    @abstractmethod
-    def token_to_id(self, token: str) -> int | None:
-        """The id of one token string, or ``None`` if it is not in the vocabulary."""
-
-    @abstractmethod
-    def _state(self) -> dict[str, Any]:
-        """JSON-serialisable state that :meth:`_from_state` rebuilds the tokenizer from."""
-
-    @classmethod
-    @abstractmethod
-    def _from_state(cls, state: dict[str, Any]) -> Tokenizer:
-        """Inverse of :meth:`_state`."""
-
-    # -- shared behaviour ------------------------------------------------------------------------
-    def encode(self, text: str, add_bos: bool = False, add_eos: bool = False) -> list[int]:
-        """Token ids of ``text``, optionally framed by ``bos_id`` / ``eos_id``."""
-        ids = self._encode(text)
-        if add_bos:
-            ids.insert(0, self.bos_id)
-        if add_eos:
-            ids.append(self.eos_id)
-        return ids
-
-    def encode_batch(self, texts: Iterable[str], add_bos: bool = False,
-                     add_eos: bool = False) -> list[list[int]]:
-        """:meth:`encode` of each text (the ``tokenizers``-backed kinds encode in parallel)."""
-        return [self.encode(t, add_bos=add_bos, add_eos=add_eos) for t in texts]
-
-    def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
-        """Text of ``ids``; with ``skip_special_tokens`` the pad, bos and eos ids are dropped.
-
-        ``ids`` may be a list or a 1-D tensor (anything iterable over ints).
-        """
-        id_list = [int(i) for i in ids]
-        if skip_special_tokens:
-            skip = (self.pad_id, self.bos_id, self.eos_id)
-            id_list = [i for i in id_list if i not in skip]
-        return self._decode(id_list)
-
-    @property
-    def special_ids(self) -> tuple[int, int, int, int]:
-        """``(pad_id, unk_id, bos_id, eos_id)``."""
-        return (self.pad_id, self.unk_id, self.bos_id, self.eos_id)
-
-    def save(self, directory: str | os.PathLike[str]) -> Path:
-        """Write the tokenizer as JSON to ``directory/synthformer_tokenizer.json``; return that path."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / TOKENIZER_FILE
-        payload = {"format_version": _FORMAT_VERSION, "kind": self.kind, **self._state()}
-        path.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        logger.info("saved %s tokenizer (vocab %d) to %s", self.kind, self.vocab_size, path)
-        return path
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Tokenizer):
-            return NotImplemented
-        return self.kind == other.kind and self._state() == other._state()
-
-    def __hash__(self) -> int:
-        return hash((self.kind, self.vocab_size))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(vocab_size={self.vocab_size})"
-
-    def _check_id(self, token_id: int) -> None:
-        if not 0 <= token_id < self.vocab_size:
-            raise IndexError(f"token id {token_id} out of range [0, {self.vocab_size})")
-
-
-# ---------------------------------------------------------------------------------------------------
-class CharTokenizer(Tokenizer):
-    """One id per Unicode character of a fixed alphabet; other characters map to ``unk_id``.
-
-    Ids: the 4 specials, then the alphabet in code-point order. ``<unk>`` decodes to U+FFFD.
-
-    Args:
-        alphabet: the characters of the vocabulary (duplicates ignored).
-    """
-
-    kind = "char"
-
-    def __init__(self, alphabet: Iterable[str]) -> None:
-        chars = sorted(set(alphabet))
-        for ch in chars:
-            if len(ch) != 1:
-                raise ValueError(f"alphabet entries must be single characters, got {ch!r}")
-        self._chars: list[str] = chars
-        self._char_to_id = {ch: i + len(SPECIAL_TOKENS) for i, ch in enumerate(chars)}
-
-    @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int | None = None) -> CharTokenizer:
-        """Alphabet from ``texts``; with ``vocab_size``, keep the most frequent characters so the whole
-        vocabulary (specials included) has at most ``vocab_size`` ids (ties broken by code point)."""
-        counts: Counter[str] = Counter()
-        for text in texts:
-            counts.update(text)
-        chars = sorted(counts, key=lambda c: (-counts[c], c))
-        if vocab_size is not None:
-            if vocab_size <= len(SPECIAL_TOKENS):
-                raise ValueError(f"char vocab_size must exceed {len(SPECIAL_TOKENS)}, got {vocab_size}")
-            dropped = chars[vocab_size - len(SPECIAL_TOKENS) :]
-            if dropped:
-                n = sum(counts[c] for c in dropped)
-                logger.warning("char tokenizer: %d rare characters (%d occurrences) map to <unk>",
-                               len(dropped), n)
-            chars = chars[: vocab_size - len(SPECIAL_TOKENS)]
-        return cls(chars)
-
-    @property
-    def vocab_size(self) -> int:
-        return len(SPECIAL_TOKENS) + len(self._chars)
-
-    @property
-    def alphabet(self) -> list[str]:
-        """The characters of the vocabulary, in id order."""
-        return list(self._chars)
-
-    def _encode(self, text: str) -> list[int]:
-        get, unk = self._char_to_id.get, self.unk_id
-        return [get(ch, unk) for ch in text]
-
-    def _decode(self, ids: list[int]) -> str:
-        return "".join(_REPLACEMENT if i == self.unk_id else self.id_to_token(i) for i in ids)
-
-    def id_to_token(self, token_id: int) -> str:
-        self._check_id(token_id)
-        if token_id < len(SPECIAL_TOKENS):
-            return SPECIAL_TOKENS[token_id]
-        return self._chars[token_id - len(SPECIAL_TOKENS)]
-
-    def token_to_id(self, token: str) -> int | None:
-        if token in SPECIAL_TOKENS:
-            return SPECIAL_TOKENS.index(token)
-        return self._char_to_id.get(token)
-
-    def _state(self) -> dict[str, Any]:
-        return {"alphabet": self._chars}
-
-    @classmethod
-    def _from_state(cls, state: dict[str, Any]) -> CharTokenizer:
-        return cls(state["alphabet"])
-
-
-# ---------------------------------------------------------------------------------------------------
-class ByteTokenizer(Tokenizer):
-    """UTF-8 bytes: byte ``b`` has id ``b + 4``; vocabulary 260 (256 bytes + 4 specials).
-
-    ``encode`` also accepts ``bytes`` (for byte-level LM on data that is not valid UTF-8). ``decode``
-    replaces invalid UTF-8 (e.g. a multi-byte character cut by a block boundary) with U+FFFD;
-    :meth:`decode_bytes` returns the raw bytes.
-    """
-
-    kind = "byte"
-    offset: ClassVar[int] = len(SPECIAL_TOKENS)
-
-    @property
-    def vocab_size(self) -> int:
-        return 256 + self.offset
-
-    def encode(self, text: str | bytes, add_bos: bool = False, add_eos: bool = False) -> list[int]:
-        """Ids of the UTF-8 bytes of ``text`` (or of ``text`` itself if it is ``bytes``)."""
-        return super().encode(text, add_bos=add_bos, add_eos=add_eos)  # type: ignore[arg-type]
-
-    def _encode(self, text: str | bytes) -> list[int]:  # type: ignore[override]
-        raw = text if isinstance(text, bytes | bytearray) else text.encode("utf-8")
-        off = self.offset
-        return [b + off for b in raw]
-
-    def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The bytes of ``ids``; special ids are dropped."""
-        off = self.offset
-        return bytes(i - off for i in (int(j) for j in ids) if i >= off)
-
-    def _decode(self, ids: list[int]) -> str:
-        parts: list[str] = []
-        chunk: list[int] = []
-        for i in ids:
-            self._check_id(i)
-            if i >= self.offset:
-                chunk.append(i - self.offset)
-                continue
-            if chunk:
-                parts.append(bytes(chunk).decode("utf-8", errors="replace"))
-                chunk = []
-            parts.append(_REPLACEMENT if i == self.unk_id else SPECIAL_TOKENS[i])
-        if chunk:
-            parts.append(bytes(chunk).decode("utf-8", errors="replace"))
-        return "".join(parts)
-
-    def id_to_token(self, token_id: int) -> str:
-        self._check_id(token_id)
-        if token_id < self.offset:
-            return SPECIAL_TOKENS[token_id]
-        return f"<0x{token_id - self.offset:02X}>"
-
-    def token_to_id(self, token: str) -> int | None:
-        if token in SPECIAL_TOKENS:
-            return SPECIAL_TOKENS.index(token)
-        if len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
-            try:
-                return int(token[3:5], 16) + self.offset
-            except ValueError:
-                return None
-        return None
-
-    def _state(self) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def _from_state(cls, state: dict[str, Any]) -> ByteTokenizer:
-        return cls()
-
-
-# ---------------------------------------------------------------------------------------------------
-class _HFTokenizer(Tokenizer):
-    """Shared code of the tokenizers backed by the ``tokenizers`` library."""
-
-    def __init__(self, backend: Any) -> None:
-        for i, tok in enumerate(SPECIAL_TOKENS):
-            got = backend.token_to_id(tok)
-            if got != i:
-                raise ValueError(f"backend tokenizer must map {tok} to id {i}, got {got}")
-        self._backend = backend
-
-    @property
-    def backend(self) -> Any:
-        """The underlying ``tokenizers.Tokenizer``."""
-        return self._backend
-
-    @property
-    def vocab_size(self) -> int:
-        return int(self._backend.get_vocab_size(with_added_tokens=True))
-
-    def _encode(self, text: str) -> list[int]:
-        return list(self._backend.encode(text, add_special_tokens=False).ids)
-
-    def encode_batch(self, texts: Iterable[str], add_bos: bool = False,
-                     add_eos: bool = False) -> list[list[int]]:
-        encodings = self._backend.encode_batch(list(texts), add_special_tokens=False)
-        head, tail = [self.bos_id] * add_bos, [self.eos_id] * add_eos
-        return [head + list(e.ids) + tail for e in encodings]
-
-    def _decode(self, ids: list[int]) -> str:
-        for i in ids:
-            self._check_id(i)
-        # pad/bos/eos were filtered by ``decode`` as asked; <unk> must stay visible
-        return str(self._backend.decode(ids, skip_special_tokens=False))
-
-    def id_to_token(self, token_id: int) -> str:
-        self._check_id(token_id)
-        return str(self._backend.id_to_token(token_id))
-
-    def token_to_id(self, token: str) -> int | None:
-        return self._backend.token_to_id(token)
-
-    def _state(self) -> dict[str, Any]:
-        return {"backend": json.loads(self._backend.to_str())}
-
-    @classmethod
-    def _from_state(cls, state: dict[str, Any]) -> _HFTokenizer:
-        from tokenizers import Tokenizer as Backend
-
-        return cls(Backend.from_str(json.dumps(state["backend"])))
-
-
-class WordTokenizer(_HFTokenizer):
-    """Word-level vocabulary (``tokenizers`` ``WordLevel`` model), trained on text in memory.
-
-    ``split="words"`` (default) separates words from punctuation (``"bushes."`` -> ``bushes``, ``.``);
-    ``split="whitespace"`` splits on whitespace only (for pre-tokenized text such as SST-2). Decoding
-    joins tokens with single spaces; ``<unk>`` decodes as the string ``<unk>``.
-    """
-
-    kind = "word"
-
-    @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int | None = None, split: str = "words",
-              min_frequency: int = 1, lowercase: bool = False) -> WordTokenizer:
-        """Train on ``texts``; ``vocab_size`` caps the vocabulary (specials included), most frequent
-        words kept; ``None`` keeps every word seen at least ``min_frequency`` times."""
-        from tokenizers import Tokenizer as Backend
-        from tokenizers import models, normalizers, trainers
-
-        backend = Backend(models.WordLevel(unk_token=UNK))
-        backend.pre_tokenizer = _word_pre_tokenizer(split)
-        if lowercase:
-            backend.normalizer = normalizers.Lowercase()
-        trainer = trainers.WordLevelTrainer(
-            vocab_size=vocab_size if vocab_size is not None else 2**31 - 1,
-            min_frequency=min_frequency,
-            special_tokens=list(SPECIAL_TOKENS),
-            show_progress=False,
-        )
-        backend.train_from_iterator(texts, trainer=trainer)
-        logger.info("trained word tokenizer: %d words", backend.get_vocab_size())
-        return cls(backend)
-
-    @classmethod
-    def from_vocab(cls, words: Sequence[str], split: str = "whitespace") -> WordTokenizer:
-        """A word tokenizer with exactly ``words`` (after the specials), in the given order."""
-        from tokenizers import Tokenizer as Backend
-        from tokenizers import models
-
-        vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS)}
-        for w in words:
-            if w in vocab:
-                raise ValueError(f"duplicate or reserved word {w!r}")
-            vocab[w] = len(vocab)
-        backend = Backend(models.WordLevel(vocab=vocab, unk_token=UNK))
-        backend.pre_tokenizer = _word_pre_tokenizer(split)
-        backend.add_special_tokens(list(SPECIAL_TOKENS))
-        return cls(backend)
-
-
-def _word_pre_tokenizer(split: str) -> Any:
-    from tokenizers import pre_tokenizers
-
-    if split == "words":
-        return pre_tokenizers.Whitespace()
-    if split == "whitespace":
-        return pre_tokenizers.WhitespaceSplit()
-    raise ValueError(f"unknown word split {split!r}; valid: 'words', 'whitespace'")
-
-
-class BPETokenizer(_HFTokenizer):
-    """Byte-level BPE (GPT-2 style, ``tokenizers`` library) trained on text in memory.
-
-    Every byte is in the initial alphabet, so no input is ever ``<unk>`` and
-    ``decode(encode(x)) == x`` for every string.
-    """
-
-    kind = "bpe"
-    default_vocab_size: ClassVar[int] = 8000
-
-    @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int | None = None,
-              min_frequency: int = 2) -> BPETokenizer:
-        """Train on ``texts``; ``vocab_size`` (default 8000) includes the 4 specials and 256 bytes."""
-        from tokenizers import Tokenizer as Backend
-        from tokenizers import decoders, models, pre_tokenizers, trainers
-
-        size = cls.default_vocab_size if vocab_size is None else vocab_size
-        if size < 256 + len(SPECIAL_TOKENS):
-            raise ValueError(f"bpe vocab_size must be at least {256 + len(SPECIAL_TOKENS)}, got {size}")
-        backend = Backend(models.BPE(unk_token=UNK))
-        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        backend.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(
-            vocab_size=size,
-            min_frequency=min_frequency,
-            special_tokens=list(SPECIAL_TOKENS),
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        )
-        backend.train_from_iterator(_chunks(texts), trainer=trainer)
-        logger.info("trained bpe tokenizer: %d tokens", backend.get_vocab_size())
-        return cls(backend)
-
-
-def _chunks(texts: Iterable[str], size: int = 1 << 16) -> Iterable[str]:
-    """Cut very long texts (a whole LM corpus) into pieces the trainer can parallelise over.
-
-    Cuts are made at newlines where possible so that few pre-tokens are split.
-    """
-    for text in texts:
-        start = 0
-        while len(text) - start > size:
-            cut = text.rfind("\n", start, start + size)
-            cut = start + size if cut <= start else cut + 1
-            yield text[start:cut]
-            start = cut
-        yield text[start:]
-
-
-# ---------------------------------------------------------------------------------------------------
-class FixedVocabTokenizer(Tokenizer):
-    """Whitespace-separated tokens from a fixed list; tokens in ``ignore`` are dropped when encoding.
-
-    Used for synthetic tasks with a known vocabulary, e.g. ListOps (``ignore=("(", ")")`` reproduces
-    the Long Range Arena input pipeline). Decoding joins tokens with single spaces.
-    """
-
-    kind = "fixed"
-
-    def __init__(self, tokens: Sequence[str], ignore: Iterable[str] = ()) -> None:
-        self._tokens = list(tokens)
-        self._ignore = sorted(set(ignore))
-        self._to_id = {t: i for i, t in enumerate(SPECIAL_TOKENS)}
-        for t in self._tokens:
-            if t in self._to_id or not t or any(c.isspace() for c in t):
-                raise ValueError(f"invalid or duplicate token {t!r}")
-            self._to_id[t] = len(self._to_id)
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self._to_id)
-
-    @property
-    def tokens(self) -> list[str]:
-        """The non-special tokens, in id order."""
-        return list(self._tokens)
-
-    def _encode(self, text: str) -> list[int]:
-        ignore, get, unk = set(self._ignore), self._to_id.get, self.unk_id
-        return [get(t, unk) for t in text.split() if t not in ignore]
-
-    def _decode(self, ids: list[int]) -> str:
-        return " ".join(self.id_to_token(i) for i in ids)
-
-    def id_to_token(self, token_id: int) -> str:
-        self._check_id(token_id)
-        if token_id < len(SPECIAL_TOKENS):
-            return SPECIAL_TOKENS[token_id]
-        return self._tokens[token_id - len(SPECIAL_TOKENS)]
-
-    def token_to_id(self, token: str) -> int | None:
-        return self._to_id.get(token)
-
-    def _state(self) -> dict[str, Any]:
-        return {"tokens": self._tokens, "ignore": self._ignore}
-
-    @classmethod
-    def _from_state(cls, state: dict[str, Any]) -> FixedVocabTokenizer:
-        return cls(state["tokens"], state.get("ignore", ()))
-
-
-# ---------------------------------------------------------------------------------------------------
 _REGISTRY: dict[str, type[Tokenizer]] = {
     cls.kind: cls for cls in (CharTokenizer, ByteTokenizer, WordTokenizer, BPETokenizer, FixedVocabTokenizer)
 }
@@ -555,16 +110,15 @@ def build_tokenizer(kind: str, texts: Iterable[str], vocab_size: int | None = No
     return BPETokenizer.train(texts, vocab_size, **options)
 
 
-def load_tokenizer(directory: str | os.PathLike[str]) -> Tokenizer:
-    """Read a tokenizer written by :meth:`Tokenizer.save` (a directory, or the JSON file itself).
+def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
+    """Read a tokenizer written by :meth:`Tokenizer.save` from the file ``path`` (in a run directory:
+    ``RunDir(run).tokenizer_path``); a directory is read at ``path/TOKENIZER_FILE``.
 
     Raises:
         FileNotFoundError: no tokenizer file there.
         ValueError: the file is not a synthformer tokenizer or names an unknown kind.
     """
-    path = Path(directory)
-    if path.is_dir():
-        path = path / TOKENIZER_FILE
+    path = tokenizer_file(path)
     if not path.is_file():
         raise FileNotFoundError(f"no tokenizer file at {path}")
     try:
@@ -574,7 +128,7 @@ def load_tokenizer(directory: str | os.PathLike[str]) -> Tokenizer:
     if not isinstance(payload, dict) or "kind" not in payload:
         raise ValueError(f"{path}: not a synthformer tokenizer file (no 'kind')")
     version = payload.get("format_version")
-    if version != _FORMAT_VERSION:
+    if version != FORMAT_VERSION:
         raise ValueError(f"{path}: unsupported tokenizer format_version {version!r}")
     kind = payload["kind"]
     if kind not in _REGISTRY:

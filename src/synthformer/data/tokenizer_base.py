@@ -1,0 +1,148 @@
+"""The interface every synthformer tokenizer shares: the four special ids, encoding and decoding, JSON files.
+
+The tokenizers themselves are in :mod:`synthformer.data.tokenizer_kinds`; building, training and loading them in
+:mod:`synthformer.data.tokenization`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+__all__ = ["BOS", "EOS", "FORMAT_VERSION", "PAD", "REPLACEMENT_CHAR", "SPECIAL_TOKENS", "TOKENIZER_FILE", "UNK",
+           "Tokenizer", "tokenizer_file"]
+
+logger = logging.getLogger(__name__)
+
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
+#: The special tokens, in id order (``<pad>`` = 0, ``<unk>`` = 1, ``<bos>`` = 2, ``<eos>`` = 3).
+SPECIAL_TOKENS: tuple[str, ...] = (PAD, UNK, BOS, EOS)
+#: The file name :meth:`Tokenizer.save` and :func:`~synthformer.data.load_tokenizer` use when given a directory.
+#: Run directories name their files through ``synthformer.train.RunDir`` (``RunDir.TOKENIZER``, the same name:
+#: a test checks it); this default serves direct library use only.
+TOKENIZER_FILE = "synthformer_tokenizer.json"
+#: The ``format_version`` of the JSON files written and read.
+FORMAT_VERSION = 1
+#: What ``<unk>`` and undecodable bytes decode to.
+REPLACEMENT_CHAR = "\ufffd"
+
+
+def tokenizer_file(path: str | os.PathLike[str], *, for_writing: bool = False) -> Path:
+    """The tokenizer file that ``path`` names: ``path`` itself, or ``path/TOKENIZER_FILE`` for a directory.
+
+    An existing directory is a directory; with ``for_writing``, so is a new path whose name does not end in
+    ``.json`` (it is created).
+    """
+    path = Path(path)
+    if path.is_dir() or (for_writing and not path.exists() and path.suffix != ".json"):
+        return path / TOKENIZER_FILE
+    return path
+
+
+class Tokenizer(ABC):
+    """Common interface of every synthformer tokenizer.
+
+    Subclasses set ``kind`` and implement ``vocab_size``, ``encode``, ``decode``, ``id_to_token``,
+    ``token_to_id`` and the JSON state (``_state`` / ``_from_state``).
+    """
+
+    kind: ClassVar[str]
+    pad_id: ClassVar[int] = 0
+    unk_id: ClassVar[int] = 1
+    bos_id: ClassVar[int] = 2
+    eos_id: ClassVar[int] = 3
+
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int:
+        """Number of ids, special tokens included; every id is in ``[0, vocab_size)``."""
+
+    @abstractmethod
+    def _encode(self, text: str) -> list[int]:
+        """Ids of ``text`` without special tokens."""
+
+    @abstractmethod
+    def _decode(self, ids: list[int]) -> str:
+        """Text of ``ids`` (specials already filtered as requested)."""
+
+    @abstractmethod
+    def id_to_token(self, token_id: int) -> str:
+        """The token string of one id (``IndexError`` if out of range)."""
+
+    @abstractmethod
+    def token_to_id(self, token: str) -> int | None:
+        """The id of one token string, or ``None`` if it is not in the vocabulary."""
+
+    @abstractmethod
+    def _state(self) -> dict[str, Any]:
+        """JSON-serialisable state that :meth:`_from_state` rebuilds the tokenizer from."""
+
+    @classmethod
+    @abstractmethod
+    def _from_state(cls, state: dict[str, Any]) -> Tokenizer:
+        """Inverse of :meth:`_state`."""
+
+    # -- shared behaviour ------------------------------------------------------------------------
+    def encode(self, text: str, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        """Token ids of ``text``, optionally framed by ``bos_id`` / ``eos_id``."""
+        ids = self._encode(text)
+        if add_bos:
+            ids.insert(0, self.bos_id)
+        if add_eos:
+            ids.append(self.eos_id)
+        return ids
+
+    def encode_batch(self, texts: Iterable[str], add_bos: bool = False,
+                     add_eos: bool = False) -> list[list[int]]:
+        """:meth:`encode` of each text (the ``tokenizers``-backed kinds encode in parallel)."""
+        return [self.encode(t, add_bos=add_bos, add_eos=add_eos) for t in texts]
+
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
+        """Text of ``ids``; with ``skip_special_tokens`` the pad, bos and eos ids are dropped.
+
+        ``ids`` may be a list or a 1-D tensor (anything iterable over ints).
+        """
+        id_list = [int(i) for i in ids]
+        if skip_special_tokens:
+            skip = (self.pad_id, self.bos_id, self.eos_id)
+            id_list = [i for i in id_list if i not in skip]
+        return self._decode(id_list)
+
+    @property
+    def special_ids(self) -> tuple[int, int, int, int]:
+        """``(pad_id, unk_id, bos_id, eos_id)``."""
+        return (self.pad_id, self.unk_id, self.bos_id, self.eos_id)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the tokenizer as JSON (never pickle) to the file ``path``; return the file's path.
+
+        ``path`` names the file (in a run directory: ``RunDir(run).tokenizer_path``); its parent directories are
+        created. For direct library use a directory is accepted too: a path that is an existing directory, or
+        whose name does not end in ``.json``, gets :data:`TOKENIZER_FILE` inside it.
+        """
+        path = tokenizer_file(path, for_writing=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"format_version": FORMAT_VERSION, "kind": self.kind, **self._state()}
+        path.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        logger.info("saved %s tokenizer (vocab %d) to %s", self.kind, self.vocab_size, path)
+        return path
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Tokenizer):
+            return NotImplemented
+        return self.kind == other.kind and self._state() == other._state()
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.vocab_size))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size})"
+
+    def _check_id(self, token_id: int) -> None:
+        if not 0 <= token_id < self.vocab_size:
+            raise IndexError(f"token id {token_id} out of range [0, {self.vocab_size})")
