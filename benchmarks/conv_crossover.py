@@ -1,10 +1,11 @@
 """Measure where the band-matrix convolution stops beating the unfold one.
 
-Run ``python -m synthformer.mixers.crossover`` (about a minute on 2 cores). For every kernel width K and both
-kernel kinds (LightConv's (H, K) kernel, DynamicConv's (B, L, H, K) kernels) it times the convolution alone
-(the projections cost the same on both paths) for growing L, in a training step (forward + backward) by default
-or forward only with ``--forward-only``, and logs the crossover: the longest L at which the band formulation was
-faster (median over rounds of the band/unfold time ratio below 1; the times logged are the best rounds).
+Run ``python benchmarks/conv_crossover.py`` from the repository root (about a minute on 2 cores; ``--help``
+lists the options). For every kernel width K and both kernel kinds (LightConv's (H, K) kernel, DynamicConv's
+(B, L, H, K) kernels) it times the convolution alone (the projections cost the same on both paths) for growing
+L, in a training step (forward + backward) by default or forward only with ``--forward-only``, and logs the
+crossover: the longest L at which the band formulation was faster (median over rounds of the band/unfold time
+ratio below 1; the times logged are the best rounds).
 Those numbers are what ``synthformer.mixers._conv._BAND_MAX_LEN_TRAIN`` / ``_BAND_MAX_LEN_INFER`` hold.
 """
 
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from ._conv import depthwise_conv_band, depthwise_conv_unfold
+from synthformer.mixers import depthwise_conv_band, depthwise_conv_unfold
 
 logger = logging.getLogger(__name__)
 
