@@ -1,9 +1,7 @@
-"""Run directories and crash-safe checkpoints.
+"""Crash-safe checkpoints (the run directory around them, its other files and its lock: :mod:`.rundir`).
 
 Layout::
 
-    RUN/config.yaml                       the run's configuration
-    RUN/metrics.jsonl                     one JSON object per log / eval line
     RUN/checkpoints/step_000100/
         model.safetensors                 weights (tied tensors stored once, ties restored on load)
         optimizer.pt  scheduler.pt        state dicts (tensors and primitives only)
