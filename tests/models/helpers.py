@@ -21,7 +21,7 @@ def tiny_config(arch: str, **overrides) -> ModelConfig:
     if arch == "classifier":
         base["num_classes"] = 2
     base.update(overrides)
-    return ModelConfig(**base)
+    return ModelConfig.from_dict(base)  # the arch picks the config class
 
 
 def tiny_model(arch: str, seed: int = 0, **overrides) -> nn.Module:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from synthformer.attention import parse_kind
-from synthformer.models import list_presets
+from synthformer.models import config_class, list_presets
 from synthformer.tasks import (
     COMPARE_TASKS,
     compare_config,
@@ -35,22 +35,26 @@ def test_configs_folder_has_the_documented_files() -> None:
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_every_config_loads_and_resolves(path: Path) -> None:
     run = load_run_config(path)
-    preset = run.model.get("preset")
+    preset = run.model_section.get("preset")
     assert preset is None or preset in list_presets()
-    model = resolve_model_config(run, vocab_size=300, num_classes=3 if run.task.type == "classification" else None)
+    # RunConfig.model is typed: the config class of the task type's architecture
+    arch = run.task.task_type.arch
+    assert isinstance(run.model, config_class(arch)) and run.model.arch == arch
+    model = resolve_model_config(run, vocab_size=300, num_classes=3)
     assert model.arch == {"lm": "lm", "seq2seq": "seq2seq", "classification": "classifier"}[run.task.type]
     assert model.vocab_size == 300
-    for stack in ("encoder", "decoder"):
+    for stack in model.stacks:
         for kind in model.layer_kinds(stack):
             parse_kind(kind)  # raises for an unknown kind
     # the model is long enough for the task's sequences
     assert model.max_len >= run.task.max_len
     # what the config file says reaches the resolved model
-    for key, value in run.model.items():
+    for key, value in run.model_section.items():
         if key != "preset":
             assert getattr(model, key) == value, key
     # the saved form round-trips (the trainer writes it to RUN/config.yaml)
     assert from_dict(RunConfig, to_dict(run)) == run
+    assert to_dict(run)["model"] == run.model_section
 
 
 def test_compare_config_file_matches_the_builtin_default() -> None:

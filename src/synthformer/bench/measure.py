@@ -130,42 +130,18 @@ def tensor_bytes(objs: Iterable[Any]) -> int:
 
 
 # --------------------------------------------------------------------------- batches and steps
-def _random_ids(generator: torch.Generator, shape: tuple[int, ...], vocab_size: int, pad_id: int) -> Tensor:
-    # never draw the padding id: a random pad would switch the classifier and the encoder onto their masked
-    # (slower) paths, and a benchmark batch of real text has no padding inside full-length sequences
-    ids = torch.randint(0, vocab_size - 1, shape, generator=generator)
-    return ids + (ids >= pad_id).long()
-
-
 def random_batch(config: ModelConfig, batch_size: int, seq_len: int, seed: int = 0) -> dict[str, Tensor]:
-    """A batch of random tokens for ``config.arch`` with the keys of the model contract (``docs/CONTRACTS.md``).
+    """A batch of random tokens with the keys of the model contract (``docs/CONTRACTS.md``), drawn by the task type
+    that trains ``config``'s architecture (:meth:`synthformer.tasks.TaskType.random_batch`).
 
     Language model: ``input_ids``, ``labels`` (B, L). Classifier: ``input_ids`` (B, L), ``labels`` (B,).
     Encoder-decoder: ``src_ids``, ``tgt_ids``, ``labels`` (B, L) each (source and target of the same length).
     No token is the padding id, so nothing is masked.
     """
-    if config.vocab_size < 2:
-        raise ValueError(f"vocab_size must be at least 2 to draw non-padding tokens, got {config.vocab_size}")
+    from synthformer.tasks import task_type_for_arch
+
     g = torch.Generator().manual_seed(seed)
-    shape = (batch_size, seq_len)
-    if config.arch == "lm":
-        return {
-            "input_ids": _random_ids(g, shape, config.vocab_size, config.pad_id),
-            "labels": torch.randint(0, config.vocab_size, shape, generator=g),
-        }
-    if config.arch == "classifier":
-        return {
-            "input_ids": _random_ids(g, shape, config.vocab_size, config.pad_id),
-            "labels": torch.randint(0, int(config.num_classes), (batch_size,), generator=g),
-        }
-    if config.arch == "seq2seq":
-        tgt_vocab = config.target_vocab_size
-        return {
-            "src_ids": _random_ids(g, shape, config.vocab_size, config.pad_id),
-            "tgt_ids": torch.randint(0, tgt_vocab, shape, generator=g),
-            "labels": torch.randint(0, tgt_vocab, shape, generator=g),
-        }
-    raise ValueError(f"no benchmark batch for arch={config.arch!r}")
+    return task_type_for_arch(config.arch).random_batch(config, batch_size, seq_len, g)
 
 
 def batch_tokens(batch: dict[str, Tensor]) -> int:

@@ -137,7 +137,7 @@ def valid_row_names() -> list[str]:
 
 def has_decoder(config: ModelConfig) -> bool:
     """True if the preset has a causal decoder stack (language model, encoder-decoder)."""
-    return config.arch in ("lm", "seq2seq")
+    return bool(config.causal_stacks)
 
 
 def default_rows(config: ModelConfig) -> list[str]:
@@ -207,8 +207,7 @@ def row_config(base: ModelConfig, row: Row | str) -> ModelConfig:
             raise ValueError(f"unknown benchmark row {row!r}; valid rows: {', '.join(valid_row_names())}")
         row = ALL_ROWS[_LOOKUP[key]]
     changes: dict[str, Any] = {}
-    stacks = {"lm": ("decoder",), "classifier": ("encoder",), "seq2seq": ("encoder", "decoder")}[base.arch]
-    for stack in stacks:
+    for stack in base.stacks:
         changes[f"{stack}_kind"] = row.kind
         changes[f"{stack}_kind_options"] = _stack_options(row, base.stack_layers(stack))
     return dataclasses.replace(base, **changes)

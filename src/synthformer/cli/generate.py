@@ -83,15 +83,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = _inputs(args)
     outputs = generate_texts(loaded, inputs, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                              top_k=args.top_k, top_p=args.top_p, beam=args.beam, seed=args.seed)
-    task = loaded.config.task.type
+    task_type = loaded.config.task.task_type
     for i, out in enumerate(outputs):
-        if task == "lm":
-            # the prompt and its continuation, as one text; several samples are separated by a rule
-            if i:
-                print("\n" + "-" * 40)
-            print(out.input + out.output)
-        elif task == "classification":
-            print(f"{out.output}\t{out.score:.4f}")
-        else:
-            print(out.output)
+        print(task_type.format_generated(out, i))
     return 0

@@ -1,5 +1,5 @@
-"""Task models of synthformer: typed configs, Transformer blocks built on any token mixer, the language model,
-the encoder-decoder and the classifier, named presets.
+"""Task models of synthformer: one module per architecture (its config class, its model, its builder, registered
+by name), Transformer blocks built on any token mixer, named presets.
 
 Example::
 
@@ -7,49 +7,69 @@ Example::
     from synthformer.models import build_model, get_preset
 
     config = dataclasses.replace(get_preset("lm-small"), decoder_kind="R+V", vocab_size=100)
-    model = build_model(config)
+    model = build_model(config)                 # mixers from synthformer.attention.build_mixer
     out = model(input_ids=ids, labels=labels)  # {"loss": scalar, "logits": (B, L, 100)}
 """
 
-from .build import MODEL_CLASSES, build_model, num_parameters
+# isort: off
+# Importing the architecture modules registers them (the order of list_archs()).
+from .lm import LMConfig, TransformerLM, build_lm
+from .seq2seq import Seq2SeqConfig, Seq2SeqTransformer, build_seq2seq
+from .classifier import POOLINGS, ClassifierConfig, TransformerClassifier, build_classifier, pool
+
+# isort: on
 from .cache import DecoderCache, LayerCache, select_batch
-from .classifier import TransformerClassifier, pool
-from .config import ARCHS, CROSS_KINDS, FFN_TYPES, NORMS, POOLINGS, POSITIONS, ModelConfig
+from .config import FFN_TYPES, NORMS, POSITIONS, ModelConfig
 from .layers import ConvReluFFN, CrossAttention, Embeddings, ReluFFN, TransformerBlock
-from .lm import TransformerLM
 from .losses import IGNORE_INDEX, classification_loss, token_cross_entropy
 from .presets import get_preset, list_presets
-from .seq2seq import Seq2SeqTransformer
+from .registry import (
+    MixerFactory,
+    build_model,
+    config_class,
+    list_archs,
+    num_parameters,
+    register_arch,
+    unregister_arch,
+)
 from .stacks import Decoder, Encoder
 
 __all__ = [
-    "ARCHS",
-    "CROSS_KINDS",
     "FFN_TYPES",
     "IGNORE_INDEX",
-    "MODEL_CLASSES",
     "NORMS",
     "POOLINGS",
     "POSITIONS",
+    "ClassifierConfig",
     "ConvReluFFN",
     "CrossAttention",
     "Decoder",
     "DecoderCache",
     "Embeddings",
     "Encoder",
+    "LMConfig",
     "LayerCache",
+    "MixerFactory",
     "ModelConfig",
     "ReluFFN",
+    "Seq2SeqConfig",
     "Seq2SeqTransformer",
     "TransformerBlock",
     "TransformerClassifier",
     "TransformerLM",
+    "build_classifier",
+    "build_lm",
     "build_model",
+    "build_seq2seq",
     "classification_loss",
+    "config_class",
     "get_preset",
+    "list_archs",
     "list_presets",
     "num_parameters",
     "pool",
+    "register_arch",
     "select_batch",
     "token_cross_entropy",
+    "unregister_arch",
 ]

@@ -1,16 +1,55 @@
-"""``TransformerClassifier``: an encoder, pooling over the real (non-padding) positions, a linear head."""
+"""The encoder classifier: :class:`ClassifierConfig`, :class:`TransformerClassifier` (an encoder, pooling over the
+real (non-padding) positions, a linear head) and their builder."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
 
-from .config import ModelConfig
+from .config import ModelConfig, choice, is_int
 from .layers import Embeddings
 from .losses import classification_loss
+from .registry import MixerFactory, register_arch
 from .stacks import Encoder
 
-__all__ = ["TransformerClassifier", "pool"]
+__all__ = ["POOLINGS", "ClassifierConfig", "TransformerClassifier", "build_classifier", "pool"]
+
+POOLINGS: tuple[str, ...] = ("mean", "cls", "max")
+
+
+@dataclass
+class ClassifierConfig(ModelConfig):
+    """An encoder classifier (arch ``"classifier"``): the :class:`ModelConfig` settings plus
+
+    Attributes:
+        num_classes: number of classes, >= 2 (required).
+        encoder_kind: token mixer of the encoder self-attention: a name or one name per layer.
+        encoder_kind_options: options for the encoder's mixers, updating ``kind_options``.
+        pooling: ``"mean"`` or ``"max"`` over the non-padding positions, or ``"cls"`` (the first position; the
+            data must put a summary token, e.g. ``<bos>``, there).
+
+    The loss is plain cross-entropy (no label smoothing).
+    """
+
+    arch: ClassVar[str] = "classifier"
+    stacks: ClassVar[tuple[str, ...]] = ("encoder",)
+    # tie_embeddings was accepted and never read by the classifier before the split: dropped whatever its value
+    legacy_fields: ClassVar[dict[str, Any]] = dict(
+        tgt_vocab_size=None, n_decoder_layers=None, decoder_kind="V", cross_kind="V", decoder_kind_options=None,
+        label_smoothing=0.0, tie_embeddings=Ellipsis)
+
+    num_classes: int | None = None
+    encoder_kind: str | list[str] = "V"
+    encoder_kind_options: dict[str, Any] | list[dict[str, Any]] | None = None
+    pooling: str = "mean"
+
+    def validate_arch(self) -> None:
+        if not is_int(self.num_classes) or self.num_classes < 2:
+            raise ValueError(f"num_classes must be an integer >= 2 for arch='classifier', got {self.num_classes!r}")
+        choice("pooling", self.pooling, POOLINGS)
 
 
 def pool(h: Tensor, padding_mask: Tensor | None, how: str) -> Tensor:
@@ -45,13 +84,14 @@ class TransformerClassifier(nn.Module):
     mask them as keys, the ``conv_relu`` FFN zeroes them, pooling skips them.
     """
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ClassifierConfig, mixer_factory: MixerFactory | None = None) -> None:
         super().__init__()
-        if config.arch != "classifier":
-            raise ValueError(f"TransformerClassifier needs a config with arch='classifier', got arch={config.arch!r}")
+        if not isinstance(config, ClassifierConfig):
+            raise ValueError(f"TransformerClassifier needs a ClassifierConfig (arch='classifier'), got "
+                             f"arch={config.arch!r}")
         self.config = config
         self.embed = Embeddings(config.vocab_size, config.d_model, config.max_len, config.positions, config.dropout)
-        self.encoder = Encoder(config)
+        self.encoder = Encoder(config, mixer_factory)
         self.dropout = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.d_model, config.num_classes)
 
@@ -69,3 +109,9 @@ class TransformerClassifier(nn.Module):
         if labels is not None:
             out["loss"] = classification_loss(logits, labels)
         return out
+
+
+@register_arch(ClassifierConfig)
+def build_classifier(config: ClassifierConfig, mixer_factory: MixerFactory) -> TransformerClassifier:
+    """The classifier of ``config``, its encoder's mixers made by ``mixer_factory``."""
+    return TransformerClassifier(config, mixer_factory)

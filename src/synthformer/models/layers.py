@@ -7,6 +7,7 @@ H (heads), d_h (``d // H``), V (vocabulary).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -14,7 +15,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from synthformer.attention import build_mixer
-from synthformer.attention.masking import masked_softmax
+
+# the decoder's attention over the encoder memory is the attention package's cross layer (any cross-capable kind)
+from synthformer.attention.cross import SynthesizerCrossAttention as CrossAttention
 
 from .cache import LayerCache
 
@@ -159,89 +162,6 @@ def build_ffn(kind: str, d_model: int, d_ff: int, kernel_size: int, causal: bool
     raise ValueError(f"ffn must be 'relu' or 'conv_relu', got {kind!r}")
 
 
-class CrossAttention(nn.Module):
-    """Multi-head attention of the decoder over the encoder memory.
-
-    ``kind="V"`` is the Transformer's dot-product attention (the paper's setting) and runs through
-    ``F.scaled_dot_product_attention``. ``"R"`` and ``"D"`` are synthetic variants over source positions (the
-    paper's section 5 reports that synthetic cross-attention did not work; offered to reproduce that):
-    ``R`` is a trained (H, max_len, max_len) alignment (row = target position, column = source position, cropped
-    to (T, S)); ``D`` lets each target token predict its logits over the source positions,
-    ``W2 relu(W1 y_i + b1) + b2`` per head with W2 cropped to the first S outputs. The values
-    ``G(memory)`` and the output projection are shared by all three.
-
-    The memory's keys and values depend on the source only, so in decoding they are computed once
-    (:meth:`memory_kv`) and kept in the layer cache.
-
-    Shapes: ``forward(x (B, T, d), k (B, H, S, d_h) | None, v (B, H, S, d_h), memory_padding_mask (B, S) | None,
-    start=0) -> (B, T, d)``; ``start`` is the position of ``x[:, 0]`` (used by ``R``).
-    """
-
-    def __init__(self, d_model: int, n_heads: int, max_len: int, kind: str = "V", dropout: float = 0.0) -> None:
-        super().__init__()
-        if kind not in ("V", "R", "D"):
-            raise ValueError(f"cross-attention kind must be one of 'V', 'R', 'D', got {kind!r}")
-        self.kind, self.n_heads, self.head_dim, self.dropout = kind, n_heads, d_model // n_heads, dropout
-        self.max_len = max_len
-        self.value = nn.Linear(d_model, d_model)
-        self.out = nn.Linear(d_model, d_model)
-        if kind == "V":
-            self.query = nn.Linear(d_model, d_model)
-            self.key = nn.Linear(d_model, d_model)
-        elif kind == "R":
-            self.R = nn.Parameter(torch.randn(n_heads, max_len, max_len))  # (H, target pos, source pos)
-        else:  # "D"
-            self.w1 = nn.Linear(d_model, d_model)  # split into H hidden vectors of width d_h
-            bound = 1.0 / math.sqrt(self.head_dim)
-            self.W2 = nn.Parameter(torch.empty(n_heads, max_len, self.head_dim).uniform_(-bound, bound))
-            self.b2 = nn.Parameter(torch.empty(n_heads, max_len).uniform_(-bound, bound))
-
-    def _heads(self, t: Tensor) -> Tensor:
-        b, length, _ = t.shape
-        return t.view(b, length, self.n_heads, self.head_dim).transpose(1, 2)  # (B, L, d) -> (B, H, L, d_h)
-
-    def memory_kv(self, memory: Tensor) -> tuple[Tensor | None, Tensor]:
-        """Keys (``V`` only, else None) and values of the memory: (B, S, d) -> (B, H, S, d_h) each."""
-        if memory.shape[1] > self.max_len:
-            raise ValueError(f"source length {memory.shape[1]} exceeds max_len {self.max_len}")
-        k = self._heads(self.key(memory)) if self.kind == "V" else None
-        return k, self._heads(self.value(memory))
-
-    def forward(
-        self,
-        x: Tensor,
-        k: Tensor | None,
-        v: Tensor,
-        memory_padding_mask: Tensor | None = None,
-        start: int = 0,
-    ) -> Tensor:
-        b, t, d = x.shape
-        s = v.shape[2]
-        drop = self.dropout if self.training else 0.0
-        if self.kind == "V":
-            q = self._heads(self.query(x))  # (B, H, T, d_h)
-            mask = None
-            if memory_padding_mask is not None:
-                # additive float mask (B, 1, 1, S): keeps SDPA on its fused CPU kernel; half of the most negative
-                # float cannot overflow to -inf when added to a logit
-                mask = torch.zeros(b, 1, 1, s, dtype=q.dtype, device=q.device).masked_fill(
-                    memory_padding_mask[:, None, None, :], torch.finfo(q.dtype).min / 2
-                )
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=drop)  # (B, H, T, d_h)
-        else:
-            if start + t > self.max_len:
-                raise ValueError(f"target length {start + t} exceeds max_len {self.max_len}")
-            if self.kind == "R":
-                logits = self.R[None, :, start : start + t, :s]  # (1, H, T, S): row = target position
-            else:
-                hidden = F.relu(self._heads(self.w1(x)))  # (B, H, T, d_h), row i from target token i alone
-                logits = hidden @ self.W2[:, :s].transpose(-1, -2) + self.b2[:, None, :s]  # (B, H, T, S)
-            mask = None if memory_padding_mask is None else memory_padding_mask[:, None, None, :]  # (B, 1, 1, S)
-            probs = F.dropout(masked_softmax(logits, mask), drop, self.training)  # (B|1, H, T, S)
-            y = probs @ v  # (B|1, H, T, S) @ (B, H, S, d_h) -> (B, H, T, d_h)
-        return self.out(y.transpose(1, 2).reshape(b, t, d))  # (B, H, T, d_h) -> (B, T, H, d_h) -> (B, T, d)
-
-
 class TransformerBlock(nn.Module):
     """One Transformer layer: self-attention (any token mixer), optional cross-attention, feed-forward network;
     each sublayer wrapped in a residual connection with dropout and LayerNorm (pre or post).
@@ -258,6 +178,8 @@ class TransformerBlock(nn.Module):
         norm: ``"pre"`` or ``"post"``.
         cross_kind: None for no cross-attention, else its kind (``"V"``, ``"R"``, ``"D"``).
         kind_options: options for the self-attention mixer.
+        mixer_factory: builds the self-attention mixer from ``kind`` (``build_mixer``'s signature; default
+            :func:`synthformer.attention.build_mixer`): the architecture's builder hands it down.
 
     Shapes: ``forward(x (B, L, d), padding_mask (B, L) | None, memory_kv, memory_padding_mask (B, S) | None,
     cache=None) -> (B, L, d)``; with a :class:`LayerCache` x holds T new positions and the call returns
@@ -279,11 +201,13 @@ class TransformerBlock(nn.Module):
         norm: str = "pre",
         cross_kind: str | None = None,
         kind_options: dict[str, Any] | None = None,
+        mixer_factory: Callable[..., nn.Module] | None = None,
     ) -> None:
         super().__init__()
         self.pre_norm = norm == "pre"
         self.causal = causal
-        self.self_attn = build_mixer(kind, d_model, n_heads, max_len, causal, attention_dropout, **(kind_options or {}))
+        factory = mixer_factory if mixer_factory is not None else build_mixer
+        self.self_attn = factory(kind, d_model, n_heads, max_len, causal, attention_dropout, **(kind_options or {}))
         self.norm_self = nn.LayerNorm(d_model)
         self.cross_attn = None
         if cross_kind is not None:

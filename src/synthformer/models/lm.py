@@ -1,16 +1,50 @@
-"""``TransformerLM``: the decoder-only (causal) language model."""
+"""The decoder-only (causal) language model: :class:`LMConfig`, :class:`TransformerLM` and their builder."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
 from .cache import DecoderCache
-from .config import ModelConfig
+from .config import ModelConfig, rate
 from .layers import Embeddings
 from .losses import token_cross_entropy
+from .registry import MixerFactory, register_arch
 from .stacks import Decoder
 
-__all__ = ["TransformerLM"]
+__all__ = ["LMConfig", "TransformerLM", "build_lm"]
+
+
+@dataclass
+class LMConfig(ModelConfig):
+    """A decoder-only language model (arch ``"lm"``): the :class:`ModelConfig` settings plus
+
+    Attributes:
+        decoder_kind: token mixer of the causal self-attention: a name or one name per layer.
+        decoder_kind_options: options for the decoder's mixers, updating ``kind_options``: a dict, or one dict per
+            layer.
+        tie_embeddings: the output projection shares the embedding matrix.
+        label_smoothing: label smoothing of the token cross-entropy.
+    """
+
+    arch: ClassVar[str] = "lm"
+    stacks: ClassVar[tuple[str, ...]] = ("decoder",)
+    causal_stacks: ClassVar[tuple[str, ...]] = ("decoder",)
+    legacy_fields: ClassVar[dict[str, Any]] = dict(
+        tgt_vocab_size=None, num_classes=None, n_decoder_layers=None, encoder_kind="V", cross_kind="V",
+        encoder_kind_options=None, pooling="mean")
+
+    decoder_kind: str | list[str] = "V"
+    decoder_kind_options: dict[str, Any] | list[dict[str, Any]] | None = None
+    tie_embeddings: bool = True
+    label_smoothing: float = 0.0
+
+    def validate_arch(self) -> None:
+        rate("label_smoothing", self.label_smoothing)
+        if not isinstance(self.tie_embeddings, bool):
+            raise ValueError(f"tie_embeddings must be a bool, got {self.tie_embeddings!r}")
 
 
 class TransformerLM(nn.Module):
@@ -28,13 +62,13 @@ class TransformerLM(nn.Module):
     with the next T >= 1 tokens; the logits equal the full forward's at the same positions.
     """
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: LMConfig, mixer_factory: MixerFactory | None = None) -> None:
         super().__init__()
-        if config.arch != "lm":
-            raise ValueError(f"TransformerLM needs a config with arch='lm', got arch={config.arch!r}")
+        if not isinstance(config, LMConfig):
+            raise ValueError(f"TransformerLM needs an LMConfig (arch='lm'), got arch={config.arch!r}")
         self.config = config
         self.embed = Embeddings(config.vocab_size, config.d_model, config.max_len, config.positions, config.dropout)
-        self.decoder = Decoder(config, cross=False)
+        self.decoder = Decoder(config, cross=False, mixer_factory=mixer_factory)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_embeddings:
             self.lm_head.weight = self.embed.token.weight  # one tensor: (V, d) is both lookup and projection
@@ -65,3 +99,9 @@ class TransformerLM(nn.Module):
         x = self.embed(input_ids, start=cache.length)  # (B, T, d)
         h, cache = self.decoder.step(x, cache)
         return self.lm_head(h), cache
+
+
+@register_arch(LMConfig)
+def build_lm(config: LMConfig, mixer_factory: MixerFactory) -> TransformerLM:
+    """The language model of ``config``, its layers' mixers made by ``mixer_factory``."""
+    return TransformerLM(config, mixer_factory)

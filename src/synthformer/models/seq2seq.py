@@ -1,16 +1,88 @@
-"""``Seq2SeqTransformer``: the encoder-decoder model (machine translation, summarization, ...)."""
+"""The encoder-decoder (machine translation, summarization, ...): :class:`Seq2SeqConfig`,
+:class:`Seq2SeqTransformer` and their builder."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
 from .cache import DecoderCache
-from .config import ModelConfig
+from .config import ModelConfig, positive_int, rate
 from .layers import Embeddings
 from .losses import token_cross_entropy
+from .registry import MixerFactory, register_arch
 from .stacks import Decoder, Encoder
 
-__all__ = ["Seq2SeqTransformer"]
+__all__ = ["Seq2SeqConfig", "Seq2SeqTransformer", "build_seq2seq"]
+
+
+@dataclass
+class Seq2SeqConfig(ModelConfig):
+    """An encoder-decoder (arch ``"seq2seq"``): the :class:`ModelConfig` settings (``n_layers`` is the encoder's
+    depth) plus
+
+    Attributes:
+        tgt_vocab_size: target vocabulary; None shares ``vocab_size``, and then the encoder and decoder share one
+            embedding table.
+        n_decoder_layers: decoder layers; None means ``n_layers``.
+        encoder_kind: token mixer of the encoder self-attention: a name or one name per layer.
+        decoder_kind: token mixer of the decoder's causal self-attention.
+        cross_kind: the decoder's attention over the encoder output, built from the same registry and shell as
+            self-attention: ``"V"`` (dot product, the paper's setting and the default; its section 5 found
+            synthetic cross-attention worse) or any kind whose logits can be formed over source positions
+            (:func:`synthformer.attention.cross_kinds`).
+        encoder_kind_options, decoder_kind_options: options for one stack's mixers, updating ``kind_options``.
+        tie_embeddings: the output projection shares the (target) embedding matrix.
+        label_smoothing: label smoothing of the token cross-entropy (0.1 for MT in the paper).
+    """
+
+    arch: ClassVar[str] = "seq2seq"
+    stacks: ClassVar[tuple[str, ...]] = ("encoder", "decoder")
+    causal_stacks: ClassVar[tuple[str, ...]] = ("decoder",)
+    legacy_fields: ClassVar[dict[str, Any]] = dict(num_classes=None, pooling="mean")
+
+    tgt_vocab_size: int | None = None
+    n_decoder_layers: int | None = None
+    encoder_kind: str | list[str] = "V"
+    decoder_kind: str | list[str] = "V"
+    cross_kind: str = "V"
+    encoder_kind_options: dict[str, Any] | list[dict[str, Any]] | None = None
+    decoder_kind_options: dict[str, Any] | list[dict[str, Any]] | None = None
+    tie_embeddings: bool = True
+    label_smoothing: float = 0.0
+
+    def validate_arch(self) -> None:
+        from synthformer.attention import check_cross_kind
+
+        rate("label_smoothing", self.label_smoothing)
+        if not isinstance(self.tie_embeddings, bool):
+            raise ValueError(f"tie_embeddings must be a bool, got {self.tie_embeddings!r}")
+        if self.tgt_vocab_size is not None:
+            positive_int("tgt_vocab_size", self.tgt_vocab_size)
+        if self.n_decoder_layers is not None:
+            positive_int("n_decoder_layers", self.n_decoder_layers)
+        if not isinstance(self.cross_kind, str):
+            raise ValueError(f"cross_kind must be a kind name such as 'V', got {self.cross_kind!r}")
+        try:
+            check_cross_kind(self.cross_kind)
+        except ValueError as err:
+            raise ValueError(f"cross_kind={self.cross_kind!r}: {err}") from None
+
+    @property
+    def target_vocab_size(self) -> int:
+        """The vocabulary the decoder predicts (``tgt_vocab_size`` when set, else ``vocab_size``)."""
+        return self.tgt_vocab_size if self.tgt_vocab_size is not None else self.vocab_size
+
+    @property
+    def decoder_layers(self) -> int:
+        """Number of decoder layers (``n_decoder_layers`` if set, else ``n_layers``)."""
+        return self.n_decoder_layers if self.n_decoder_layers is not None else self.n_layers
+
+    def stack_layers(self, stack: str) -> int:
+        self._check_stack(stack)
+        return self.decoder_layers if stack == "decoder" else self.n_layers
 
 
 class Seq2SeqTransformer(nn.Module):
@@ -31,10 +103,10 @@ class Seq2SeqTransformer(nn.Module):
     ``logits, cache = model.decode_step(tgt_ids_new (B, T), cache)``.
     """
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: Seq2SeqConfig, mixer_factory: MixerFactory | None = None) -> None:
         super().__init__()
-        if config.arch != "seq2seq":
-            raise ValueError(f"Seq2SeqTransformer needs a config with arch='seq2seq', got arch={config.arch!r}")
+        if not isinstance(config, Seq2SeqConfig):
+            raise ValueError(f"Seq2SeqTransformer needs a Seq2SeqConfig (arch='seq2seq'), got arch={config.arch!r}")
         self.config = config
         emb = (config.d_model, config.max_len, config.positions, config.dropout)
         self.src_embed = Embeddings(config.vocab_size, *emb)
@@ -43,8 +115,8 @@ class Seq2SeqTransformer(nn.Module):
             self.tgt_embed = self.src_embed
         else:
             self.tgt_embed = Embeddings(config.tgt_vocab_size, *emb)
-        self.encoder = Encoder(config)
-        self.decoder = Decoder(config, cross=True)
+        self.encoder = Encoder(config, mixer_factory)
+        self.decoder = Decoder(config, cross=True, mixer_factory=mixer_factory)
         self.lm_head = nn.Linear(config.d_model, config.target_vocab_size, bias=False)
         if config.tie_embeddings:
             self.lm_head.weight = self.tgt_embed.token.weight  # (V_tgt, d): lookup and projection share storage
@@ -100,3 +172,9 @@ class Seq2SeqTransformer(nn.Module):
         x = self.tgt_embed(tgt_ids, start=cache.length)  # (B, T, d)
         h, cache = self.decoder.step(x, cache)
         return self.lm_head(h), cache
+
+
+@register_arch(Seq2SeqConfig)
+def build_seq2seq(config: Seq2SeqConfig, mixer_factory: MixerFactory) -> Seq2SeqTransformer:
+    """The encoder-decoder of ``config``, its self-attention mixers made by ``mixer_factory``."""
+    return Seq2SeqTransformer(config, mixer_factory)

@@ -14,13 +14,15 @@ from torch import Tensor, nn
 from .cache import DecoderCache
 from .config import ModelConfig
 from .layers import TransformerBlock
+from .registry import MixerFactory
 
 __all__ = ["Decoder", "Encoder"]
 
 logger = logging.getLogger(__name__)
 
 
-def _blocks(config: ModelConfig, stack: str, causal: bool, cross_kind: str | None) -> nn.ModuleList:
+def _blocks(config: ModelConfig, stack: str, causal: bool, cross_kind: str | None,
+            mixer_factory: MixerFactory | None) -> nn.ModuleList:
     kinds, options = config.layer_kinds(stack), config.layer_options(stack)
     return nn.ModuleList(
         TransformerBlock(
@@ -37,6 +39,7 @@ def _blocks(config: ModelConfig, stack: str, causal: bool, cross_kind: str | Non
             norm=config.norm,
             cross_kind=cross_kind,
             kind_options=opts,
+            mixer_factory=mixer_factory,
         )
         for kind, opts in zip(kinds, options, strict=True)
     )
@@ -48,9 +51,9 @@ class Encoder(nn.Module):
     Shapes: ``forward(x (B, L, d) embedded input, padding_mask (B, L) bool | None) -> (B, L, d)``.
     """
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, mixer_factory: MixerFactory | None = None) -> None:
         super().__init__()
-        self.layers = _blocks(config, "encoder", causal=False, cross_kind=None)
+        self.layers = _blocks(config, "encoder", causal=False, cross_kind=None, mixer_factory=mixer_factory)
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm == "pre" else nn.Identity()
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
@@ -69,10 +72,11 @@ class Decoder(nn.Module):
     positions; the outputs equal those of the full forward at the same positions.
     """
 
-    def __init__(self, config: ModelConfig, cross: bool) -> None:
+    def __init__(self, config: ModelConfig, cross: bool, mixer_factory: MixerFactory | None = None) -> None:
         super().__init__()
         self.cross = cross
-        self.layers = _blocks(config, "decoder", causal=True, cross_kind=config.cross_kind if cross else None)
+        cross_kind = config.cross_kind if cross else None  # only an encoder-decoder config has one
+        self.layers = _blocks(config, "decoder", causal=True, cross_kind=cross_kind, mixer_factory=mixer_factory)
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm == "pre" else nn.Identity()
 
     @property

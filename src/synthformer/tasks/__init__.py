@@ -14,6 +14,26 @@ Example::
     print(result.metrics["eval_bits_per_character"])
 """
 
+# isort: off
+# The registry first, then the built-in task types and generators (importing them registers them).
+from .registry import (
+    GenerateOptions,
+    Generated,
+    Generator,
+    TaskType,
+    get_generator,
+    get_task_type,
+    list_generators,
+    list_task_types,
+    register_generator,
+    register_task_type,
+    task_type_for_arch,
+    unregister_generator,
+    unregister_task_type,
+)
+from . import types, generators  # noqa: F401
+
+# isort: on
 from .compare import (
     COMPARE_TASKS,
     DEFAULT_KINDS,
@@ -24,20 +44,10 @@ from .compare import (
     run_comparison,
     with_kind,
 )
-from .config import (
-    ARCH_OF_TASK,
-    EVAL_METRICS,
-    GENERATORS,
-    TASK_TYPES,
-    EvalConfig,
-    RunConfig,
-    TaskConfig,
-    default_metrics,
-    load_run_config,
-    resolve_model_config,
-)
-from .evaluation import evaluate_split, majority_baseline, make_eval_fn, unigram_bits_per_token
-from .generation import Generated, generate_texts
+from .config import EvalConfig, RunConfig, TaskConfig, load_run_config, resolve_model_config
+from .evaluation import evaluate_split, make_eval_fn
+from .generation import generate_texts
+from .generators.pystdlib import load_pystdlib, stdlib_source_files
 from .pipeline import (
     EvalReport,
     LoadedRun,
@@ -52,37 +62,40 @@ from .pipeline import (
     prepare_data,
     train_run,
 )
-from .pystdlib import load_pystdlib, stdlib_source_files
 from .sources import RawData, load_raw_data
+from .types.classification import majority_baseline
+from .types.lm import unigram_bits_per_token
 
 __all__ = [
-    "ARCH_OF_TASK",
     "COMPARE_TASKS",
     "DEFAULT_KINDS",
-    "EVAL_METRICS",
-    "GENERATORS",
-    "TASK_TYPES",
     "ComparisonResult",
     "ComparisonRow",
     "EvalConfig",
     "EvalReport",
+    "GenerateOptions",
     "Generated",
+    "Generator",
     "LoadedRun",
     "RawData",
     "RunConfig",
     "RunError",
     "TaskConfig",
     "TaskData",
+    "TaskType",
     "TrainResult",
     "build_task_model",
     "check_run_dir",
     "compare_config",
     "default_eval_split",
-    "default_metrics",
     "evaluate_run",
     "evaluate_split",
     "format_table",
     "generate_texts",
+    "get_generator",
+    "get_task_type",
+    "list_generators",
+    "list_task_types",
     "load_pystdlib",
     "load_raw_data",
     "load_run",
@@ -90,10 +103,15 @@ __all__ = [
     "majority_baseline",
     "make_eval_fn",
     "prepare_data",
+    "register_generator",
+    "register_task_type",
     "resolve_model_config",
     "run_comparison",
     "stdlib_source_files",
+    "task_type_for_arch",
     "train_run",
     "unigram_bits_per_token",
+    "unregister_generator",
+    "unregister_task_type",
     "with_kind",
 ]

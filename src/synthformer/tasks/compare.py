@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from synthformer.models import config_class
 from synthformer.train import ConfigError, apply_overrides, from_dict, to_dict
 
 from .config import RunConfig
-from .evaluation import majority_baseline, unigram_bits_per_token
-from .pipeline import TaskData, TrainResult, check_run_dir, prepare_data, train_run
+from .pipeline import TrainResult, check_run_dir, prepare_data, train_run
 
 __all__ = [
     "COMPARE_TASKS",
@@ -76,7 +76,9 @@ COMPARE_TASKS: dict[str, dict[str, Any]] = {
             "generator_options": {"num_train": 20000, "num_valid": 1000, "num_test": 0},
             "max_len": 100,
         },
-        "model": {**_SMALL_MODEL, "encoder_kind": "V", "pooling": "mean"},
+        # the classifier has no output embedding to tie
+        "model": {**{k: v for k, v in _SMALL_MODEL.items() if k != "tie_embeddings"}, "encoder_kind": "V",
+                  "pooling": "mean"},
         "train": {
             "steps": 1500, "batch_size": 32, "lr": 1.0e-3, "warmup_steps": 50, "schedule": "cosine", "min_lr": 1.0e-4,
             "weight_decay": 0.01, "eval_every": 0, "save_every": 0, "log_every": 50, "max_checkpoints": 1, "seed": 0,
@@ -94,13 +96,11 @@ def compare_config(task: str = "pystdlib", overrides: Sequence[str] = ()) -> Run
 
 
 def with_kind(run: RunConfig, kind: str) -> RunConfig:
-    """``run`` with the self-attention of every stack set to ``kind`` (the decoder of an LM, the encoder of a
-    classifier, both of an encoder-decoder; cross-attention stays as configured)."""
-    keys = {"lm": ("decoder_kind",), "classification": ("encoder_kind",),
-            "seq2seq": ("encoder_kind", "decoder_kind")}[run.task.type]
-    model = {**run.model, **dict.fromkeys(keys, kind)}
-    # dataclasses.replace re-runs the checks, so an unknown kind fails here, before any training
-    return dataclasses.replace(run, model=model)
+    """``run`` with the self-attention of every stack of its architecture set to ``kind`` (the decoder of an LM,
+    the encoder of a classifier, both of an encoder-decoder; cross-attention stays as configured)."""
+    stacks = config_class(run.task.task_type.arch).stacks
+    # a new RunConfig re-runs the checks, so an unknown kind fails here, before any training
+    return run.with_model(**{f"{stack}_kind": kind for stack in stacks})
 
 
 @dataclass
@@ -139,29 +139,9 @@ class ComparisonResult:
                 "out_dir": self.out_dir, "total_seconds": self.total_seconds, "settings": self.settings}
 
 
-def _baseline(run: RunConfig, data: TaskData) -> tuple[str, float]:
-    if run.task.type == "lm":
-        train_ids = data.datasets["train"].tokens
-        valid_ids = data.datasets["valid"].tokens[1:]  # the tokens the model predicts
-        bits = unigram_bits_per_token(train_ids, valid_ids, data.tokenizer.vocab_size)
-        if run.task.tokenizer_kind not in ("char", "byte"):
-            bits /= data.chars_per_token.get("valid", 1.0)
-        return "unigram bits/char", bits
-    if run.task.type == "classification":
-        train = [str(ex[1]) for ex in data.raw.splits["train"]]
-        valid = [str(ex[1]) for ex in data.raw.splits["valid"]]
-        return "majority-class accuracy", majority_baseline(train, valid)
-    return "none", math.nan
-
-
 def _row(kind: str, run: RunConfig, result: TrainResult) -> ComparisonRow:
     m = result.metrics
-    if run.task.type == "lm":
-        metric = "bits_per_byte" if run.task.tokenizer_kind == "byte" else "bits_per_character"
-    elif run.task.type == "classification":
-        metric = "accuracy"
-    else:
-        metric = "bleu"
+    metric = run.task.task_type.comparison_metric(run.task)
     return ComparisonRow(
         kind=kind, parameters=result.parameters, steps=result.steps,
         valid_loss=float(m.get("eval_loss", math.nan)), metric=metric,
@@ -194,7 +174,7 @@ def run_comparison(base: RunConfig, kinds: Sequence[str] = DEFAULT_KINDS, out_di
     for kind in kinds:
         check_run_dir(dirs[kind], overwrite=overwrite)
     data = prepare_data(base, splits=("train", "valid"))
-    baseline_name, baseline_value = _baseline(base, data)
+    baseline_name, baseline_value = base.task.task_type.baseline(base, data)
     logger.info("%s: %.4f", baseline_name, baseline_value)
     rows = []
     for i, kind in enumerate(kinds):

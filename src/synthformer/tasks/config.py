@@ -34,58 +34,36 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from synthformer.data import ALGORITHMIC_TASKS, CLASSIFICATION_FORMATS, OVERFLOW_POLICIES, TOKENIZER_KINDS
-from synthformer.models import ModelConfig, get_preset, list_presets
-from synthformer.train import ConfigError, TrainConfig, load_config
+from synthformer.data import OVERFLOW_POLICIES, TOKENIZER_KINDS
+from synthformer.models import ModelConfig, config_class, get_preset, list_presets
+from synthformer.train import ConfigError, TrainConfig, load_config, to_dict
+
+from .registry import TaskType, get_generator, get_task_type, list_generators, list_task_types
 
 __all__ = [
-    "ARCH_OF_TASK",
-    "EVAL_METRICS",
-    "GENERATORS",
-    "TASK_TYPES",
     "EvalConfig",
     "RunConfig",
     "TaskConfig",
-    "default_metrics",
     "load_run_config",
     "resolve_model_config",
 ]
 
 logger = logging.getLogger(__name__)
 
-TASK_TYPES: tuple[str, ...] = ("lm", "seq2seq", "classification")
-#: task type -> ``ModelConfig.arch``.
-ARCH_OF_TASK: dict[str, str] = {"lm": "lm", "seq2seq": "seq2seq", "classification": "classifier"}
-#: Built-in data generators (no download) and the task type each one feeds. ``algorithmic:<name>`` takes one of
-#: :data:`synthformer.data.ALGORITHMIC_TASKS` as its name.
-GENERATORS: dict[str, str] = {"pystdlib": "lm", "listops": "classification", "algorithmic": "seq2seq"}
-#: Metrics each task type can report.
-EVAL_METRICS: dict[str, tuple[str, ...]] = {
-    "lm": ("loss", "perplexity", "bits_per_character", "bits_per_byte"),
-    "seq2seq": ("loss", "perplexity", "bleu", "chrf", "rouge", "exact_match"),
-    "classification": ("loss", "accuracy"),
-}
-#: File formats per task type (``None`` in ``task.format`` infers it, see :class:`TaskConfig`).
-FILE_FORMATS: dict[str, tuple[str, ...]] = {
-    "lm": ("text",),
-    "seq2seq": ("parallel", "tsv", "jsonl", "csv"),
-    "classification": (*CLASSIFICATION_FORMATS, "listops_tsv"),
-}
-# ModelConfig fields the task decides; setting them in ``model`` would be silently wrong, so it is an error.
+# ModelConfig fields every task decides; setting them in ``model`` would be silently wrong, so it is an error.
+# (Each task type adds its own: ``TaskType.derived_model_fields``.)
 _DERIVED_MODEL_FIELDS: dict[str, str] = {
     "arch": "it follows task.type",
     "vocab_size": "it comes from the tokenizer (set task.vocab_size to size the tokenizer)",
-    "tgt_vocab_size": "source and target share one tokenizer",
-    "num_classes": "it comes from the training labels",
     "pad_id": "it comes from the tokenizer",
     "bos_id": "it comes from the tokenizer",
     "eos_id": "it comes from the tokenizer",
 }
-_MODEL_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ModelConfig))
 # A placeholder vocabulary for checking a model section before any tokenizer exists (byte-sized).
 _CHECK_VOCAB = 260
 
@@ -127,7 +105,9 @@ class TaskConfig:
       ``min_len``, ``max_len``, ``seed``).
     """
 
-    type: Literal["lm", "seq2seq", "classification"] = "lm"
+    type: str = "lm"
+    """The task type: a name registered in :mod:`synthformer.tasks.registry` (``lm``, ``seq2seq``,
+    ``classification``, ...)."""
     # -- data: files
     train: str | None = None
     """Training file (or path prefix for ``parallel`` seq2seq data)."""
@@ -178,16 +158,17 @@ class TaskConfig:
     """What to do with longer examples: ``truncate``, ``skip`` or ``error``."""
     stride: int | None = None
     """LM: step between training blocks (``None``: ``max_len``, no overlap)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Settings of the task type itself (``TaskType.option_defaults``; the built-in types have none)."""
 
     def __post_init__(self) -> None:
-        if self.type not in TASK_TYPES:
-            raise ConfigError(f"type: expected one of {list(TASK_TYPES)}, got {self.type!r}")
+        task_type = self.task_type  # an unknown type fails here, naming the valid ones
         sources = [name for name, value in (("train", self.train), ("generator", self.generator),
                                             ("hf_name", self.hf_name)) if value is not None]
         if len(sources) != 1:
             given = ", ".join(sources) if sources else "none"
             raise ConfigError(
-                f"train: give exactly one data source: 'train' (files), 'generator' ({', '.join(GENERATORS)}) "
+                f"train: give exactly one data source: 'train' (files), 'generator' ({', '.join(list_generators())}) "
                 f"or 'hf_name' (a Hugging Face data set); given: {given}"
             )
         for name in ("valid_fraction", "test_fraction"):
@@ -203,15 +184,25 @@ class TaskConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name}: expected an integer >= 1, got {value!r}")
-        if self.max_target_len is not None and self.type != "seq2seq":
-            raise ConfigError(f"max_target_len: only used by type 'seq2seq', got type {self.type!r}")
-        if self.stride is not None and self.type != "lm":
-            raise ConfigError(f"stride: only used by type 'lm', got type {self.type!r}")
         self._check_generator()
-        self._check_files()
+        self._check_reads(task_type)
+        self._check_files(task_type)
         self._check_tokenizer()
+        unknown = sorted(set(self.options) - set(task_type.option_defaults))
+        if unknown:
+            raise ConfigError(f"options: unknown option(s) {unknown} for task type {self.type!r}; valid: "
+                              f"{', '.join(sorted(task_type.option_defaults)) or 'none'}")
+        task_type.check_config(self)
 
-    # -- checks ---------------------------------------------------------------------------------------------
+    # -- the registered parts -------------------------------------------------------------------------------
+    @property
+    def task_type(self) -> TaskType:
+        """The registered :class:`~synthformer.tasks.registry.TaskType` of ``type``."""
+        try:
+            return get_task_type(self.type)
+        except ConfigError as err:
+            raise ConfigError(f"type: {err}") from None
+
     @property
     def generator_name(self) -> str | None:
         """The generator without its argument (``algorithmic:reverse`` -> ``algorithmic``)."""
@@ -224,30 +215,43 @@ class TaskConfig:
             return None
         return self.generator.split(":", 1)[1]
 
+    @property
+    def task_options(self) -> dict[str, Any]:
+        """``options`` over the task type's defaults."""
+        return {**self.task_type.option_defaults, **self.options}
+
+    # -- checks ---------------------------------------------------------------------------------------------
     def _check_generator(self) -> None:
         if self.generator is None:
             if self.generator_options:
                 raise ConfigError("generator_options: set only together with 'generator'")
             return
-        name, arg = self.generator_name, self.generator_arg
-        if name not in GENERATORS:
-            close = difflib.get_close_matches(name or "", list(GENERATORS), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ConfigError(f"generator: unknown generator {self.generator!r}{hint}; valid: pystdlib, listops, "
-                              f"{', '.join('algorithmic:' + t for t in ALGORITHMIC_TASKS)}")
-        if name == "algorithmic":
-            if arg not in ALGORITHMIC_TASKS:
-                raise ConfigError(f"generator: {self.generator!r} needs one of "
-                                  f"{', '.join('algorithmic:' + t for t in ALGORITHMIC_TASKS)}")
-        elif arg is not None:
-            raise ConfigError(f"generator: {name!r} takes no ':' argument, got {self.generator!r}")
-        if GENERATORS[name] != self.type:
-            raise ConfigError(f"generator: {self.generator!r} makes a {GENERATORS[name]!r} task, but type is "
+        try:
+            gen, _ = get_generator(self.generator)
+        except ConfigError as err:
+            raise ConfigError(f"generator: {err}") from None
+        if gen.task_type != self.type:
+            raise ConfigError(f"generator: {self.generator!r} makes a {gen.task_type!r} task, but type is "
                               f"{self.type!r}")
 
-    def _check_files(self) -> None:
+    def _check_reads(self, task_type: TaskType) -> None:
+        """A field only some task types (or generators) read, set where nothing reads it, is an error."""
+        types = [get_task_type(n) for n in list_task_types()]
+        readers = {name: [t.name for t in types if name in t.reads] for t in types for name in t.reads}
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        for name, types in readers.items():
+            if getattr(self, name) == defaults[name]:
+                continue
+            if self.generator is not None:
+                if name not in get_generator(self.generator)[0].reads:
+                    raise ConfigError(f"{name}: not used by the generator {self.generator!r}")
+            elif name not in task_type.reads:
+                raise ConfigError(f"{name}: only used by type {' or '.join(repr(t) for t in types)}, got type "
+                                  f"{self.type!r}")
+
+    def _check_files(self, task_type: TaskType) -> None:
         if self.format is not None:
-            valid = FILE_FORMATS[self.type]
+            valid = task_type.formats
             if self.format not in valid:
                 raise ConfigError(f"format: expected one of {list(valid)} for type {self.type!r}, got {self.format!r}")
             if self.train is None:
@@ -256,12 +260,6 @@ class TaskConfig:
             key = "valid" if self.valid is not None else "test"
             raise ConfigError(f"{key}: split files need a 'train' file too (the data source is "
                               f"{'generator' if self.generator else 'hf_name'})")
-        if self.type == "seq2seq" and self.train is not None and self.file_format == "parallel":
-            if not self.source_lang or not self.target_lang:
-                raise ConfigError("source_lang: 'parallel' seq2seq files need source_lang and target_lang "
-                                  f"(files {self.train}.SOURCE_LANG and {self.train}.TARGET_LANG)")
-        if self.test_fraction and self.type != "lm" and self.generator is None:
-            raise ConfigError("test_fraction: only used by LM text (seq2seq and classification take a 'test' file)")
         if self.hf_name is not None:
             unknown = sorted(set(self.hf_splits) - {"train", "valid", "test"})
             if unknown or "train" not in self.hf_splits:
@@ -271,7 +269,7 @@ class TaskConfig:
     def _check_tokenizer(self) -> None:
         if self.tokenizer is None:
             return
-        if self.generator_name in ("listops", "algorithmic"):
+        if self.generator is not None and get_generator(self.generator)[0].fixed_vocabulary:
             raise ConfigError(f"tokenizer: the generator {self.generator!r} has its own fixed vocabulary; "
                               f"leave tokenizer unset (null), got {self.tokenizer!r}")
         if self.tokenizer not in TOKENIZER_KINDS:
@@ -282,37 +280,35 @@ class TaskConfig:
     # -- derived --------------------------------------------------------------------------------------------
     @property
     def file_format(self) -> str | None:
-        """``format``, or the one inferred from the training file's name (``None`` without files)."""
+        """``format``, or the one the task type infers from the training file's name (``None`` without files)."""
         if self.train is None:
             return None
         if self.format is not None:
             return self.format
-        suffix = Path(self.train).suffix.lower()
-        if self.type == "lm":
-            return "text"
-        if self.type == "seq2seq":
-            return {".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv"}.get(suffix, "parallel")
-        inferred = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}.get(suffix)
-        if inferred is None:
-            raise ConfigError(f"format: cannot infer the format of {self.train!r} from its suffix; set task.format to "
-                              f"one of {list(FILE_FORMATS['classification'])}")
-        return inferred
+        return self.task_type.infer_format(self.train)
 
     @property
     def tokenizer_kind(self) -> str:
-        """The tokenizer actually used: ``tokenizer``, or the default for the task and data source."""
+        """The tokenizer actually used: ``tokenizer``, else the generator's, else the task type's default."""
         if self.tokenizer is not None:
             return self.tokenizer
-        if self.generator_name == "listops":
-            return "fixed"
-        if self.generator_name == "algorithmic":
-            return "char"
-        return {"lm": "char", "seq2seq": "bpe", "classification": "word"}[self.type]
+        if self.generator is not None:
+            kind = get_generator(self.generator)[0].tokenizer_kind
+            if kind is not None:
+                return kind
+        return self.task_type.default_tokenizer
 
     @property
     def target_len(self) -> int:
         """seq2seq: the longest decoder sequence (``max_target_len`` or ``max_len``)."""
         return self.max_target_len if self.max_target_len is not None else self.max_len
+
+    @property
+    def has_test_split(self) -> bool:
+        """Whether the data source gives a test split."""
+        if self.generator is not None:
+            return get_generator(self.generator)[0].has_test_split(self)
+        return self.task_type.has_test_split(self)
 
 
 @dataclass
@@ -357,44 +353,63 @@ class EvalConfig:
 class RunConfig:
     """One experiment: ``task``, ``model``, ``train`` and ``eval`` sections (see the module docstring).
 
-    ``model`` is a mapping: an optional ``preset`` (see :func:`synthformer.models.list_presets`) and any
-    :class:`~synthformer.models.ModelConfig` field, checked here (unknown keys, bad values, unknown attention
-    kinds) with a placeholder vocabulary; :func:`resolve_model_config` builds the real one once the tokenizer
-    exists.
+    ``model`` is given as a mapping (an optional ``preset``, see :func:`synthformer.models.list_presets`, and
+    settings of the task type's architecture) and becomes, on creation, the typed config of that architecture
+    (:class:`~synthformer.models.LMConfig`, :class:`~synthformer.models.Seq2SeqConfig`,
+    :class:`~synthformer.models.ClassifierConfig`, ...), checked with a placeholder vocabulary; the fields the
+    task decides (vocabulary, classes, special ids, ``max_len`` unless set) are filled in by
+    :func:`resolve_model_config` once the tokenizer exists. :attr:`model_section` keeps the mapping as given, which
+    is what the saved ``config.yaml`` holds.
     """
 
     task: TaskConfig
-    model: dict[str, Any] = field(default_factory=dict)
+    model: Any = field(default_factory=dict)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:
+        if isinstance(self.model, ModelConfig):
+            # dataclasses.replace(run, ...) hands the typed config back: it remembers the section it came from
+            section = getattr(self.model, "_run_section", None)
+            if section is None:  # a typed config given directly: its settings, less what the task decides
+                derived = {**_DERIVED_MODEL_FIELDS, **self.task.task_type.derived_model_fields}
+                section = {k: v for k, v in self.model.to_dict().items() if k not in derived}
+            self.model = section
+        if not isinstance(self.model, Mapping):
+            raise ConfigError(f"model: expected a mapping of model settings, got {self.model!r}")
+        self.model_section: dict[str, Any] = dict(self.model)
         self._check_model_keys()
-        # Resolving now catches bad model values and unknown attention kinds at load time, with the key named.
-        resolve_model_config(self, vocab_size=_CHECK_VOCAB, num_classes=2 if self.task.type == "classification"
-                             else None)
+        # Building the typed config now catches bad model values and unknown attention kinds at load time.
+        self.model = _model_config(self, self.model_section, vocab_size=_CHECK_VOCAB,
+                                   num_classes=2, special_ids=(0, 2, 3))
+        self.model._run_section = self.model_section
         self._check_metrics()
         if self.train.eval_every and self.eval.split == "test":
             logger.warning("eval.split=test: the test split is evaluated during training")
 
     def _check_model_keys(self) -> None:
-        for key, value in self.model.items():
+        task_type = self.task.task_type
+        cls = config_class(task_type.arch)
+        derived = {**_DERIVED_MODEL_FIELDS, **task_type.derived_model_fields}
+        fields = cls.field_names()
+        for key, value in self.model_section.items():
             if key == "preset":
                 if value is not None and value not in list_presets():
                     raise ConfigError(f"model.preset: unknown preset {value!r}; available: {', '.join(list_presets())}")
                 continue
-            if key in _DERIVED_MODEL_FIELDS:
-                raise ConfigError(f"model.{key}: do not set it here: {_DERIVED_MODEL_FIELDS[key]}")
-            if key not in _MODEL_FIELDS:
-                valid = sorted(["preset", *(f for f in _MODEL_FIELDS if f not in _DERIVED_MODEL_FIELDS)])
+            if key in derived:
+                raise ConfigError(f"model.{key}: do not set it here: {derived[key]}")
+            if key not in fields:
+                valid = sorted(["preset", *(f for f in fields if f not in derived)])
                 close = difflib.get_close_matches(str(key), valid, n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise ConfigError(f"unknown key 'model.{key}'{hint}; valid keys at 'model': {', '.join(valid)}")
+                raise ConfigError(f"unknown key 'model.{key}'{hint}; valid keys at 'model' for type "
+                                  f"{self.task.type!r} (arch {cls.arch!r}): {', '.join(valid)}")
 
     def _check_metrics(self) -> None:
         if self.eval.metrics is None:
             return
-        valid = EVAL_METRICS[self.task.type]
+        valid = self.task.task_type.metrics
         for name in self.eval.metrics:
             if name not in valid:
                 raise ConfigError(f"eval.metrics: {name!r} is not a metric of type {self.task.type!r}; valid: "
@@ -402,47 +417,40 @@ class RunConfig:
 
     @property
     def metrics(self) -> list[str]:
-        """The metrics to report (``eval.metrics`` or the task's defaults)."""
+        """The metrics to report (``eval.metrics``, else the generator's or the task type's defaults)."""
         if self.eval.metrics is not None:
             return list(self.eval.metrics)
-        return default_metrics(self.task.type, self.task.tokenizer_kind, self.task.generator_name)
+        if self.task.generator is not None:
+            own = get_generator(self.task.generator)[0].default_metrics(self.task)
+            if own is not None:
+                return own
+        return self.task.task_type.default_metrics(self.task)
+
+    def with_model(self, **changes: Any) -> RunConfig:
+        """A copy with ``model`` settings changed (checked like a loaded config)."""
+        return dataclasses.replace(self, model={**self.model_section, **changes})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as plain data, the model section as given (what ``config.yaml`` holds)."""
+        return {"task": to_dict(self.task), "model": dict(self.model_section), "train": to_dict(self.train),
+                "eval": to_dict(self.eval)}
 
 
-def default_metrics(task_type: str, tokenizer_kind: str, generator: str | None = None) -> list[str]:
-    """The metrics a task reports when ``eval.metrics`` is not set.
-
-    Algorithmic tasks have one right answer of a single "word" (a digit string), where BLEU is all or nothing:
-    they report exact match and chrF instead.
-    """
-    if task_type == "lm":
-        return ["loss", "perplexity", "bits_per_byte" if tokenizer_kind == "byte" else "bits_per_character"]
-    if task_type == "seq2seq":
-        return ["loss", "exact_match", "chrf"] if generator == "algorithmic" else ["loss", "bleu", "chrf"]
-    return ["loss", "accuracy"]
-
-
-def resolve_model_config(run: RunConfig, vocab_size: int, num_classes: int | None = None,
-                         special_ids: tuple[int, int, int] = (0, 2, 3)) -> ModelConfig:
-    """The :class:`ModelConfig` of ``run``: the preset (or the defaults), the ``model`` fields, then what the task
-    decides: ``arch``, ``vocab_size``, ``num_classes``, the special ids ``(pad, bos, eos)`` and ``max_len``
-    (the task's longest sequence unless ``model.max_len`` is set, which must then be long enough).
-
-    Raises:
-        ConfigError: naming the ``model`` key at fault.
-    """
-    fields = dict(run.model)
+def _model_config(run: RunConfig, section: Mapping[str, Any], vocab_size: int, num_classes: int | None,
+                  special_ids: tuple[int, int, int]) -> ModelConfig:
+    fields = dict(section)
     preset = fields.pop("preset", None)
-    arch = ARCH_OF_TASK[run.task.type]
+    task_type = run.task.task_type
+    cls = config_class(task_type.arch)
     if preset is not None:
         base = get_preset(preset)
-        if base.arch != arch:
+        if not isinstance(base, cls):
             raise ConfigError(f"model.preset: preset {preset!r} is an arch={base.arch!r} model, but task.type "
-                              f"{run.task.type!r} needs arch={arch!r}")
+                              f"{run.task.type!r} needs arch={cls.arch!r}")
         data = base.to_dict()
     else:
-        data = {f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-                for f in dataclasses.fields(ModelConfig)}
-    need = run.task.max_len if run.task.type != "seq2seq" else max(run.task.max_len, run.task.target_len)
+        data = {"arch": cls.arch}
+    need = task_type.max_positions(run.task)
     if "max_len" in fields:
         if not isinstance(fields["max_len"], int) or fields["max_len"] < need:
             raise ConfigError(f"model.max_len: must be an integer >= {need} (the task's longest sequence, from "
@@ -451,12 +459,25 @@ def resolve_model_config(run: RunConfig, vocab_size: int, num_classes: int | Non
         fields["max_len"] = need
     pad_id, bos_id, eos_id = special_ids
     data.update(fields)
-    data.update(arch=arch, vocab_size=vocab_size, tgt_vocab_size=None, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id,
-                num_classes=num_classes if arch == "classifier" else None)
+    data.update(vocab_size=vocab_size, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
+    data.update(task_type.model_fields(num_classes))
     try:
-        return ModelConfig.from_dict(data)
+        return cls.from_dict(data)
     except (ValueError, TypeError) as err:
         raise ConfigError(f"model: {err}") from None
+
+
+def resolve_model_config(run: RunConfig, vocab_size: int, num_classes: int | None = None,
+                         special_ids: tuple[int, int, int] = (0, 2, 3)) -> ModelConfig:
+    """The typed model config of ``run`` for the data: the preset (or the architecture's defaults), the ``model``
+    settings, then what the task decides: ``vocab_size``, the special ids ``(pad, bos, eos)``, the task type's own
+    fields (the number of classes, ...) and ``max_len`` (the task's longest sequence unless ``model.max_len`` is
+    set, which must then be long enough).
+
+    Raises:
+        ConfigError: naming the ``model`` key at fault.
+    """
+    return _model_config(run, run.model_section, vocab_size, num_classes, special_ids)
 
 
 def load_run_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:

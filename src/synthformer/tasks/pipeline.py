@@ -25,29 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
-from synthformer.data import (
-    ClassificationDataset,
-    DataError,
-    LMBlockDataset,
-    Seq2SeqDataset,
-    Tokenizer,
-    algorithmic_tokenizer,
-    build_tokenizer,
-    listops_tokenizer,
-    load_label_set,
-    load_tokenizer,
-    save_label_set,
-)
+from synthformer.data import DataError, Tokenizer, build_tokenizer, load_label_set, load_tokenizer, save_label_set
 from synthformer.data.tokenization import TOKENIZER_FILE
 from synthformer.models import ModelConfig, build_model, num_parameters
 from synthformer.train import ConfigError, Trainer, latest_checkpoint, load_model_weights, seed_everything, to_dict
 from synthformer.train.checkpoint import CHECKPOINTS_DIR
 
 from .config import RunConfig, load_run_config, resolve_model_config
-from .evaluation import evaluate_split, make_eval_fn, token_counter_for
+from .evaluation import evaluate_split, make_eval_fn
+from .registry import get_generator
 from .sources import RawData, load_raw_data
 
 __all__ = [
@@ -100,12 +88,12 @@ class TaskData:
 
 
 def build_task_tokenizer(run: RunConfig, raw: RawData) -> Tokenizer:
-    """The run's tokenizer: the generator's fixed vocabulary, or one trained on the training split."""
+    """The run's tokenizer: the generator's own vocabulary, or one trained on the training split."""
     task = run.task
-    if task.generator_name == "listops":
-        return listops_tokenizer()
-    if task.generator_name == "algorithmic":
-        return algorithmic_tokenizer()
+    if task.generator is not None:
+        gen = get_generator(task.generator)[0]
+        if gen.fixed_vocabulary:
+            return gen.tokenizer()
     kind = task.tokenizer_kind
     try:
         return build_tokenizer(kind, raw.training_texts(), task.vocab_size, **task.tokenizer_options)
@@ -116,32 +104,21 @@ def build_task_tokenizer(run: RunConfig, raw: RawData) -> Tokenizer:
 
 def build_datasets(run: RunConfig, raw: RawData, tokenizer: Tokenizer, model_config: ModelConfig | None = None,
                    splits: tuple[str, ...] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
-    """Tokenized datasets of ``splits`` (default: all the task has) and, for LM, characters per token."""
-    task = run.task
+    """Tokenized datasets of ``splits`` (default: all the task has), built by the task type, and the characters
+    per token of the splits where the task type reports them."""
+    task_type = run.task.task_type
     names = [s for s in (splits or tuple(raw.splits)) if s in raw.splits]
     datasets: dict[str, Any] = {}
     ratio: dict[str, float] = {}
     for name in names:
-        split = raw.splits[name]
         try:
-            if task.type == "lm":
-                ids = torch.tensor(tokenizer.encode(split), dtype=torch.long)  # (N,) the whole split
-                ratio[name] = len(split) / max(ids.numel(), 1)
-                # training blocks may overlap (stride); evaluation blocks never do, so each token counts once
-                stride = task.stride if name == "train" else None
-                datasets[name] = LMBlockDataset(ids, task.max_len, stride=stride)
-            elif task.type == "seq2seq":
-                datasets[name] = Seq2SeqDataset(split, tokenizer, max_src_len=task.max_len,
-                                                max_tgt_len=task.target_len, overflow=task.overflow)
-            else:
-                cls_token = model_config is not None and model_config.pooling == "cls"
-                # pooling "cls" reads position 0: put <bos> there as the summary token
-                datasets[name] = ClassificationDataset(split, tokenizer, raw.label_set or [], max_len=task.max_len,
-                                                       overflow=task.overflow, add_bos=cls_token)
+            datasets[name], chars = task_type.build_dataset(run, raw, name, tokenizer, model_config)
         except DataError:
             raise
         except ValueError as err:
             raise DataError(f"{name} split", None, str(err)) from None
+        if chars is not None:
+            ratio[name] = chars
         if len(datasets[name]) == 0:
             raise DataError(f"{name} split", None, "no example left after tokenization (all skipped for length?)")
     return datasets, ratio
@@ -313,7 +290,7 @@ def train_run(run: RunConfig, run_dir: str | Path, *, resume: bool = False, over
                           f"{', '.join(data.raw.splits)})")
     model, model_config = build_task_model(run, data)
     if resuming and (run_dir / MODEL_CONFIG_FILE).is_file():
-        saved_model = json.loads((run_dir / MODEL_CONFIG_FILE).read_text(encoding="utf-8"))
+        saved_model = _read_model_config(run_dir).to_dict()  # a config of an earlier version: in today's terms
         diffs = _config_differences(saved_model, model_config.to_dict())
         if diffs:
             raise RunError(f"cannot resume {run_dir}: the model differs from the saved one ({'; '.join(diffs)}); "
@@ -329,11 +306,11 @@ def train_run(run: RunConfig, run_dir: str | Path, *, resume: bool = False, over
     params = num_parameters(model)
     logger.info("model: %s, %s trainable parameters", type(model).__name__, f"{params:,}")
 
-    eval_fn = make_eval_fn(run, data, model_config, split=run.eval.split, during_training=True)
+    eval_fn = make_eval_fn(run, data, split=run.eval.split, during_training=True)
     train_set = data.datasets["train"]
     trainer = Trainer(
         model, train_set, run.train, run_dir, eval_fn=eval_fn, resume=resume, overwrite=overwrite,
-        collate_fn=train_set.collate, run_config=run, token_counter=token_counter_for(run.task.type),
+        collate_fn=train_set.collate, run_config=run, token_counter=run.task.task_type.count_tokens,
         progress=progress,
     )
     if on_trainer is not None:
@@ -401,10 +378,7 @@ def load_run(run_dir: str | Path) -> LoadedRun:
                        "or resume it with 'synthformer train CONFIG --run-dir DIR --resume'")
     config = load_run_config(run_dir / CONFIG_FILE)
     tokenizer = load_tokenizer(run_dir)
-    try:
-        model_config = ModelConfig.from_dict(json.loads((run_dir / MODEL_CONFIG_FILE).read_text(encoding="utf-8")))
-    except (ValueError, TypeError) as err:
-        raise RunError(f"{run_dir / MODEL_CONFIG_FILE}: not a valid model config ({err})") from None
+    model_config = _read_model_config(run_dir)
     label_set = load_label_set(run_dir / LABELS_FILE) if (run_dir / LABELS_FILE).is_file() else None
     model = build_model(model_config)
     load_model_weights(ckpt, model)
@@ -413,17 +387,18 @@ def load_run(run_dir: str | Path) -> LoadedRun:
     return LoadedRun(run_dir, config, tokenizer, model, model_config, ckpt, step, label_set)
 
 
+def _read_model_config(run_dir: Path) -> ModelConfig:
+    """The saved model config of a run (one written by an earlier version included)."""
+    path = run_dir / MODEL_CONFIG_FILE
+    try:
+        return ModelConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as err:
+        raise RunError(f"{path}: not a valid model config ({err})") from None
+
+
 def default_eval_split(run: RunConfig) -> str:
     """The split ``synthformer eval`` scores by default: test when the task has one, else valid."""
-    task = run.task
-    has_test = (
-        task.test is not None
-        or (task.type == "lm" and task.train is not None and task.test_fraction > 0)
-        or (task.generator_name == "pystdlib" and task.test_fraction > 0)
-        or (task.generator_name in ("listops", "algorithmic") and task.generator_options.get("num_test", 500) > 0)
-        or (task.hf_name is not None and "test" in task.hf_splits)
-    )
-    return "test" if has_test else "valid"
+    return "test" if run.task.has_test_split else "valid"
 
 
 @dataclass
@@ -465,8 +440,7 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, *, beam: int | N
         "metrics": metrics,
         "seconds": time.perf_counter() - start,
     }
-    if run.task.type == "seq2seq":
-        report.update(beam=beam, length_penalty=run.eval.length_penalty)
+    report.update(run.task.task_type.report_extras(run, beam))
     path = loaded.run_dir / f"eval_{split}.json"
     path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if hypotheses:

@@ -123,7 +123,13 @@ class TrainConfig:
 
 
 def to_dict(obj: Any) -> Any:
-    """Convert a dataclass tree to plain dicts/lists/scalars (tuples become lists, so YAML can dump it)."""
+    """Convert a dataclass tree to plain dicts/lists/scalars (tuples become lists, so YAML can dump it).
+
+    A dataclass with a ``to_dict()`` method of its own (a run config keeps its model section as given) is
+    converted by that method."""
+    own = getattr(obj, "to_dict", None)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and callable(own):
+        return to_dict(own())
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, Mapping):

@@ -20,8 +20,15 @@ import sysconfig
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["PyStdlibCorpus", "load_pystdlib", "stdlib_root", "stdlib_source_files"]
+from ..registry import Generator, register_generator
+from ..sources import RawData
+
+if TYPE_CHECKING:
+    from ..config import TaskConfig
+
+__all__ = ["PyStdlibCorpus", "PyStdlibGenerator", "load_pystdlib", "stdlib_root", "stdlib_source_files"]
 
 logger = logging.getLogger(__name__)
 
@@ -110,3 +117,27 @@ def load_pystdlib(valid_fraction: float = 0.05, test_fraction: float = 0.0, max_
             texts[split] = texts[split][:limit]
     logger.info("pystdlib: %s", ", ".join(f"{s} {len(files[s])} files / {len(texts[s]):,} chars" for s in texts))
     return PyStdlibCorpus(texts["train"], texts["valid"], texts["test"], files)
+
+
+@register_generator
+class PyStdlibGenerator(Generator):
+    """``generator: pystdlib``: a character LM over the running Python's standard library sources, split by file
+    (``valid_fraction``, 0.05 when left at 0, and ``test_fraction`` of the files; options ``max_train_chars``,
+    ``max_eval_chars``)."""
+
+    name = "pystdlib"
+    task_type = "lm"
+    option_defaults = {"max_train_chars": None, "max_eval_chars": None}
+    reads = frozenset({"test_fraction"})
+
+    def load(self, task: TaskConfig) -> RawData:
+        opts = self.options(task)
+        corpus = load_pystdlib(task.valid_fraction or 0.05, task.test_fraction, opts["max_train_chars"],
+                               opts["max_eval_chars"])
+        splits = {"train": corpus.train, "valid": corpus.valid}
+        if corpus.test:
+            splits["test"] = corpus.test
+        return RawData("lm", splits, info={"files": {s: len(f) for s, f in corpus.files.items()}})
+
+    def has_test_split(self, task: TaskConfig) -> bool:
+        return task.test_fraction > 0

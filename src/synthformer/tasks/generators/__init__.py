@@ -1,0 +1,10 @@
+"""The built-in data generators (no files, no network), one module each; importing registers them."""
+
+# isort: off
+from .pystdlib import PyStdlibGenerator, load_pystdlib, stdlib_source_files
+from .listops import ListOpsGenerator
+from .algorithmic import AlgorithmicGenerator
+
+# isort: on
+
+__all__ = ["AlgorithmicGenerator", "ListOpsGenerator", "PyStdlibGenerator", "load_pystdlib", "stdlib_source_files"]

@@ -1,0 +1,195 @@
+"""Task type ``classification``: an encoder classifier from text to one label.
+
+Files, by ``task.format`` (inferred from the suffix): ``jsonl``, ``csv``, ``tsv`` (``text_field`` /
+``label_field``), ``label_text`` (``label text`` lines, SST-2) or ``listops_tsv`` (the LRA ListOps files); also a
+Hugging Face data set or the ``listops`` generator. The classes are the training split's labels (sorted
+numerically when all are integers); a valid or test label never seen in training is an error. Metrics: loss and
+accuracy. Baseline: the majority class. Generation predicts the label of each input text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor, nn
+
+from synthformer.data import (
+    CLASSIFICATION_FORMATS,
+    ClassificationDataset,
+    DataError,
+    load_hf_dataset,
+    read_classification,
+    read_listops_tsv,
+)
+from synthformer.train import ConfigError
+
+from ..evaluation import batches, device_of, to_device
+from ..registry import Generated, GenerateOptions, TaskType, random_ids, register_task_type
+from ..sources import RawData, finish_example_splits, read_file_splits
+
+if TYPE_CHECKING:
+    from synthformer.data import Tokenizer
+    from synthformer.models import ModelConfig
+
+    from ..config import RunConfig, TaskConfig
+    from ..pipeline import LoadedRun, TaskData
+
+__all__ = ["Classification", "classification_metrics", "label_set_of", "majority_baseline", "predict_classes"]
+
+
+@torch.no_grad()
+def classification_metrics(model: nn.Module, dataset: Any, names: list[str], batch_size: int,
+                           max_batches: int = 0) -> dict[str, Any]:
+    """Loss (nats/example) and accuracy of a classifier on ``dataset``."""
+    device = device_of(model)
+    total, correct, count = 0.0, 0, 0
+    for batch in batches(dataset, batch_size, max_batches):
+        batch = to_device(batch, device)
+        logits = model(**batch)["logits"].float()  # (B, C)
+        labels = batch["labels"]
+        total += float(torch.nn.functional.cross_entropy(logits, labels, reduction="sum"))
+        correct += int((logits.argmax(dim=-1) == labels).sum())
+        count += labels.numel()
+    out: dict[str, Any] = {}
+    if "loss" in names:
+        out["loss"] = total / max(count, 1)
+    if "accuracy" in names:
+        out["accuracy"] = correct / count if count else math.nan
+    out["examples"] = count
+    return out
+
+
+@torch.no_grad()
+def predict_classes(model: nn.Module, dataset: Any, batch_size: int) -> tuple[list[int], list[float]]:
+    """Predicted class ids and their probabilities, in dataset order."""
+    device = device_of(model)
+    preds: list[int] = []
+    probs: list[float] = []
+    for batch in batches(dataset, batch_size):
+        p = model(**to_device(batch, device))["logits"].float().softmax(dim=-1)  # (B, C)
+        best, idx = p.max(dim=-1)
+        preds += idx.tolist()
+        probs += best.tolist()
+    return preds, probs
+
+
+def majority_baseline(train_labels: list[str], eval_labels: list[str]) -> float:
+    """Accuracy of always predicting the training split's most frequent class."""
+    if not eval_labels:
+        return math.nan
+    majority = Counter(train_labels).most_common(1)[0][0]
+    return sum(label == majority for label in eval_labels) / len(eval_labels)
+
+
+def label_set_of(labels: list[str]) -> list[str]:
+    """Sorted distinct labels: numerically when all are integers (so "2" < "10"), else as strings."""
+    distinct = set(labels)
+    try:
+        return sorted(distinct, key=int)
+    except ValueError:
+        return sorted(distinct)
+
+
+def _read_examples(task: TaskConfig, path: str) -> list[Any]:
+    fmt = task.file_format
+    if fmt == "listops_tsv":
+        return [(ex.source, str(ex.target)) for ex in read_listops_tsv(path)]
+    return read_classification(path, format=fmt, text_field=task.text_field, label_field=task.label_field,
+                               empty_lines=task.empty_lines)
+
+
+@register_task_type
+class Classification(TaskType):
+    """``task.type: classification`` (see the module docstring)."""
+
+    name = "classification"
+    arch = "classifier"
+    metrics = ("loss", "accuracy")
+    formats = (*CLASSIFICATION_FORMATS, "listops_tsv")
+    suffix_formats = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+    default_tokenizer = "word"
+    derived_model_fields = {"num_classes": "it comes from the training labels"}
+
+    def infer_format(self, path: str) -> str:
+        from pathlib import Path
+
+        inferred = self.suffix_formats.get(Path(path).suffix.lower())
+        if inferred is None:
+            raise ConfigError(f"format: cannot infer the format of {path!r} from its suffix; set task.format to "
+                              f"one of {list(self.formats)}")
+        return inferred
+
+    def model_fields(self, num_classes: int | None) -> dict[str, Any]:
+        return {"num_classes": num_classes}
+
+    # -- data -------------------------------------------------------------------------------------------
+    def read(self, task: TaskConfig) -> RawData:
+        if task.hf_name is not None:
+            splits = {ours: load_hf_dataset(task.hf_name, theirs, str(task.text_field), str(task.label_field),
+                                            config=task.hf_config, empty=task.empty_lines, **task.hf_options)
+                      for ours, theirs in task.hf_splits.items()}
+        else:
+            splits = read_file_splits(task, _read_examples)
+        return RawData(self.name, splits)
+
+    def finish(self, task: TaskConfig, raw: RawData) -> RawData:
+        splits = raw.splits
+        finish_example_splits(task, splits)
+        if raw.label_set is None:
+            raw.label_set = label_set_of([str(ex[1]) for ex in splits["train"]])
+        known = set(raw.label_set)
+        for name in ("valid", "test"):
+            for i, ex in enumerate(splits.get(name, [])):
+                if str(ex[1]) not in known:
+                    where = getattr(ex, "line", None)
+                    raise DataError(f"{name} split", where if where is not None else i + 1,
+                                    f"label {ex[1]!r} never occurs in the training split (labels: {raw.label_set})")
+        return raw
+
+    def training_texts(self, raw: RawData) -> list[str]:
+        return [ex[0] for ex in raw.splits["train"]]
+
+    def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
+                      model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        # pooling "cls" reads position 0: put <bos> there as the summary token
+        cls_token = model_config is not None and getattr(model_config, "pooling", None) == "cls"
+        return ClassificationDataset(raw.splits[split], tokenizer, raw.label_set or [], max_len=run.task.max_len,
+                                     overflow=run.task.overflow, add_bos=cls_token), None
+
+    def count_tokens(self, batch: Mapping[str, Tensor]) -> Tensor:
+        return (~batch["padding_mask"]).sum()  # input tokens: a classifier predicts no token
+
+    # -- evaluation and generation ----------------------------------------------------------------------
+    def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
+                 batch_size: int, max_batches: int, beam: int | None,
+                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+        return classification_metrics(model, data.datasets[split], names, batch_size, max_batches), []
+
+    def comparison_metric(self, task: TaskConfig) -> str:
+        return "accuracy"
+
+    def baseline(self, run: RunConfig, data: TaskData) -> tuple[str, float]:
+        train = [str(ex[1]) for ex in data.raw.splits["train"]]
+        valid = [str(ex[1]) for ex in data.raw.splits["valid"]]
+        return "majority-class accuracy", majority_baseline(train, valid)
+
+    def generate(self, loaded: LoadedRun, inputs: list[str], options: GenerateOptions) -> list[Generated]:
+        """The predicted label of each text, with its probability as the score."""
+        labels = loaded.label_set or []
+        dataset = ClassificationDataset([(t, labels[0]) for t in inputs], loaded.tokenizer, labels,
+                                        max_len=loaded.config.task.max_len, overflow="truncate",
+                                        add_bos=getattr(loaded.model_config, "pooling", None) == "cls")
+        preds, probs = predict_classes(loaded.model, dataset, options.batch_size)
+        return [Generated(t, labels[p], q) for t, p, q in zip(inputs, preds, probs, strict=True)]
+
+    def format_generated(self, output: Generated, index: int) -> str:
+        return f"{output.output}\t{output.score:.4f}"
+
+    def random_batch(self, config: ModelConfig, batch_size: int, seq_len: int,
+                     generator: torch.Generator) -> dict[str, Tensor]:
+        return {"input_ids": random_ids(generator, (batch_size, seq_len), config.vocab_size, config.pad_id),
+                "labels": torch.randint(0, int(config.num_classes), (batch_size,), generator=generator)}

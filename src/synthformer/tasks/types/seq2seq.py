@@ -1,0 +1,162 @@
+"""Task type ``seq2seq``: an encoder-decoder from source text to target text (translation, summarization, ...).
+
+Files, by ``task.format`` (inferred from the training file's suffix, else ``parallel``): ``parallel``:
+``train`` etc. are path prefixes read as ``PREFIX.source_lang`` and ``PREFIX.target_lang`` (line-aligned, e.g.
+Multi30k's ``train.de`` / ``train.en``); ``tsv``: two tab-separated columns; ``jsonl`` / ``csv``:
+``source_field`` and ``target_field`` of each record (CNN/DailyMail's ``article`` / ``highlights``). Also a
+Hugging Face data set, or the ``algorithmic:<name>`` generator. Metrics: loss and perplexity with teacher
+forcing; BLEU, chrF (sacrebleu, with signatures), ROUGE and exact match on decoded output (beam search with the
+GNMT length penalty). Source and target share one tokenizer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor, nn
+
+from synthformer.data import (
+    Seq2SeqDataset,
+    TranslationPair,
+    load_hf_pairs,
+    read_classification,
+    read_parallel,
+    read_parallel_tsv,
+)
+from synthformer.train import ConfigError
+
+from ..registry import Generated, GenerateOptions, TaskType, random_ids, register_task_type
+from ..sources import RawData, finish_example_splits, read_file_splits
+from .seq2seq_decoding import DECODED_METRICS, decode_seq2seq, seq2seq_metrics
+
+if TYPE_CHECKING:
+    from synthformer.data import Tokenizer
+    from synthformer.models import ModelConfig
+
+    from ..config import RunConfig, TaskConfig
+    from ..pipeline import LoadedRun, TaskData
+
+__all__ = ["SequenceToSequence"]
+
+logger = logging.getLogger(__name__)
+
+
+def _read_pairs(task: TaskConfig, path: str) -> list[TranslationPair]:
+    fmt = task.file_format
+    if fmt == "parallel":
+        return read_parallel(f"{path}.{task.source_lang}", f"{path}.{task.target_lang}",
+                             empty_lines=task.empty_lines)
+    if fmt == "tsv":
+        return read_parallel_tsv(path, empty_lines=task.empty_lines)
+    # jsonl / csv records: the classification reader checks fields and lines; its "label" is our target text.
+    records = read_classification(path, format=fmt, text_field=task.source_field, label_field=task.target_field,
+                                  empty_lines=task.empty_lines)
+    return [TranslationPair(r.text.strip(), r.label, r.line) for r in records]
+
+
+@register_task_type
+class SequenceToSequence(TaskType):
+    """``task.type: seq2seq`` (see the module docstring)."""
+
+    name = "seq2seq"
+    arch = "seq2seq"
+    metrics = ("loss", "perplexity", "bleu", "chrf", "rouge", "exact_match")
+    formats = ("parallel", "tsv", "jsonl", "csv")
+    suffix_formats = {".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv"}
+    default_tokenizer = "bpe"
+    reads = frozenset({"max_target_len"})
+    derived_model_fields = {"tgt_vocab_size": "source and target share one tokenizer"}
+
+    def check_config(self, task: TaskConfig) -> None:
+        if task.train is not None and task.file_format == "parallel" and not (task.source_lang and task.target_lang):
+            raise ConfigError("source_lang: 'parallel' seq2seq files need source_lang and target_lang "
+                              f"(files {task.train}.SOURCE_LANG and {task.train}.TARGET_LANG)")
+
+    def default_metrics(self, task: TaskConfig) -> list[str]:
+        return ["loss", "bleu", "chrf"]
+
+    def max_positions(self, task: TaskConfig) -> int:
+        return max(task.max_len, task.target_len)
+
+    def model_fields(self, num_classes: int | None) -> dict[str, Any]:
+        return {"tgt_vocab_size": None}
+
+    # -- data -------------------------------------------------------------------------------------------
+    def read(self, task: TaskConfig) -> RawData:
+        if task.hf_name is not None:
+            splits = {ours: load_hf_pairs(task.hf_name, theirs, task.source_field, task.target_field,
+                                          config=task.hf_config, empty=task.empty_lines, **task.hf_options)
+                      for ours, theirs in task.hf_splits.items()}
+        else:
+            splits = read_file_splits(task, _read_pairs)
+        return RawData(self.name, splits)
+
+    def finish(self, task: TaskConfig, raw: RawData) -> RawData:
+        finish_example_splits(task, raw.splits)
+        return raw
+
+    def training_texts(self, raw: RawData) -> list[str]:
+        train = raw.splits["train"]
+        return [p[0] for p in train] + [p[1] for p in train]
+
+    def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
+                      model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        task = run.task
+        return Seq2SeqDataset(raw.splits[split], tokenizer, max_src_len=task.max_len, max_tgt_len=task.target_len,
+                              overflow=task.overflow), None
+
+    # -- evaluation -------------------------------------------------------------------------------------
+    def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
+                 batch_size: int, max_batches: int, beam: int | None,
+                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+        dataset = data.datasets[split]
+        pairs = data.raw.splits[split]
+        references = [pairs[i][1] for i in dataset.indices]  # skipped-for-length pairs excluded
+        max_new = min(run.eval.max_decode_len or run.task.target_len, model.config.max_len)
+        return seq2seq_metrics(model, dataset, references, data.tokenizer, names, batch_size=batch_size,
+                               max_batches=max_batches, beam=beam if beam is not None else run.eval.beam,
+                               length_penalty=run.eval.length_penalty, max_new_tokens=max_new,
+                               max_examples=max_examples)
+
+    def training_evaluation(self, run: RunConfig) -> tuple[list[str], int | None, int | None]:
+        names = run.metrics
+        if run.eval.train_decode_examples == 0:
+            names = [n for n in names if n not in DECODED_METRICS]
+        return names, 1, run.eval.train_decode_examples
+
+    def report_extras(self, run: RunConfig, beam: int) -> dict[str, Any]:
+        return {"beam": beam, "length_penalty": run.eval.length_penalty}
+
+    def comparison_metric(self, task: TaskConfig) -> str:
+        return "bleu"
+
+    # -- generation -------------------------------------------------------------------------------------
+    def generate(self, loaded: LoadedRun, inputs: list[str], options: GenerateOptions) -> list[Generated]:
+        """Decode each source with beam search (``options.beam``, default the run's ``eval.beam``; 1 is greedy)
+        and the run's length penalty."""
+        tok, cfg = loaded.tokenizer, loaded.config
+        beam = options.beam if options.beam is not None else cfg.eval.beam
+        limit = min(options.max_new_tokens or cfg.eval.max_decode_len or cfg.task.target_len,
+                    loaded.model_config.max_len)
+        src = []
+        for text in inputs:
+            ids = tok.encode(text, add_eos=True)  # the framing Seq2SeqDataset uses: source + <eos>
+            if len(ids) > cfg.task.max_len:
+                logger.warning("source of %d tokens truncated to the maximum source length %d", len(ids),
+                               cfg.task.max_len)
+                ids = ids[: cfg.task.max_len - 1] + [tok.eos_id]
+            src.append(torch.tensor(ids, dtype=torch.long))
+        ids = decode_seq2seq(loaded.model, src, beam=beam, length_penalty=cfg.eval.length_penalty,
+                             max_new_tokens=limit, batch_size=options.batch_size, pad_id=tok.pad_id,
+                             eos_id=tok.eos_id)
+        return [Generated(text, tok.decode(seq).strip(), None) for text, seq in zip(inputs, ids, strict=True)]
+
+    def random_batch(self, config: ModelConfig, batch_size: int, seq_len: int,
+                     generator: torch.Generator) -> dict[str, Tensor]:
+        shape = (batch_size, seq_len)
+        tgt_vocab = config.target_vocab_size
+        return {"src_ids": random_ids(generator, shape, config.vocab_size, config.pad_id),
+                "tgt_ids": torch.randint(0, tgt_vocab, shape, generator=generator),
+                "labels": torch.randint(0, tgt_vocab, shape, generator=generator)}
