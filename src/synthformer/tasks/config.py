@@ -2,10 +2,12 @@
 
 Sections:
 
-* ``task``: what is learned and from which data: the task type (``lm``, ``seq2seq``, ``classification``),
-  the data source (files, a built-in generator, or a Hugging Face data set), the tokenizer and the lengths.
-* ``model``: a preset name (``preset: lm-small``) and/or any :class:`~synthformer.models.ModelConfig` field.
-  The vocabulary size, the number of classes, the special ids and the architecture come from the task and the
+* ``task``: :class:`~synthformer.tasks.TaskConfig`, what is learned and from which data: the task type (a
+  registered name: ``lm``, ``seq2seq``, ``classification``, ...), the data source (files, a built-in generator,
+  or a Hugging Face data set), the tokenizer and the lengths.
+* ``model``: a preset name (``preset: lm-small``) and/or settings of the config class of the task type's
+  architecture (:class:`~synthformer.models.LMConfig`, ...); ``RunConfig.model`` is that typed config. The
+  vocabulary size, the number of classes, the special ids and the architecture come from the task and the
   tokenizer, never from this section, so they cannot disagree with the data.
 * ``train``: :class:`~synthformer.train.TrainConfig` (steps, batch size, learning rate, checkpoints, ...).
 * ``eval``: decoding and metric settings (beam 4 and length penalty 0.6 by default, as in the paper).
@@ -39,11 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from synthformer.data import OVERFLOW_POLICIES, TOKENIZER_KINDS
 from synthformer.models import ModelConfig, config_class, get_preset, list_presets
 from synthformer.train import ConfigError, TrainConfig, load_config, to_dict
 
-from .registry import TaskType, get_generator, get_task_type, list_generators, list_task_types
+from .registry import get_generator
+from .task_config import TaskConfig
 
 __all__ = [
     "EvalConfig",
@@ -66,249 +68,6 @@ _DERIVED_MODEL_FIELDS: dict[str, str] = {
 }
 # A placeholder vocabulary for checking a model section before any tokenizer exists (byte-sized).
 _CHECK_VOCAB = 260
-
-
-@dataclass
-class TaskConfig:
-    """What is learned and from which data.
-
-    Data source: exactly one of ``train`` (files), ``generator`` (built-in, no download) or ``hf_name``
-    (Hugging Face ``datasets``; needs the optional package and, for remote sets, the network).
-
-    File paths are relative to the working directory (the shipped configs assume the repository root); the run
-    directory's saved ``config.yaml`` holds them made absolute, so ``eval`` and ``generate`` work from anywhere.
-
-    Files, by task type and ``format`` (``None`` infers it):
-
-    * ``lm``: ``text``: one UTF-8 file per split (read as raw bytes for ``tokenizer: byte``). Without a
-      ``valid`` file the training file is cut contiguously: the last ``valid_fraction`` (+ ``test_fraction``)
-      of it become the valid (and test) split (tiny_shakespeare: 0.1; enwik8: 0.05 + 0.05).
-    * ``seq2seq``: ``parallel``: ``train`` etc. are path prefixes read as ``PREFIX.source_lang`` and
-      ``PREFIX.target_lang`` (line-aligned, e.g. Multi30k's ``train.de`` / ``train.en``); ``tsv``: two tab-separated
-      columns (source, target); ``jsonl`` / ``csv``: ``source_field`` and ``target_field`` of each record (e.g.
-      CNN/DailyMail's ``article`` / ``highlights``). Inferred from the suffix, else ``parallel``.
-    * ``classification``: ``jsonl``, ``csv``, ``tsv`` (``text_field`` / ``label_field``), ``label_text``
-      (``label text`` lines, SST-2) or ``listops_tsv`` (the LRA ListOps files). Inferred from the suffix.
-
-    Without a ``valid`` file (seq2seq, classification) a seeded random ``valid_fraction`` of the training
-    examples is held out.
-
-    Generators (``generator_options`` in brackets, all optional):
-
-    * ``pystdlib``: character LM over the ``.py`` files of the running Python's standard library, a file-level
-      deterministic split (``valid_fraction`` / ``test_fraction`` of the files, valid 0.05 when left at 0;
-      ``max_train_chars``, ``max_eval_chars``).
-    * ``listops``: Long Range Arena ListOps, 10 classes (``num_train``, ``num_valid``, ``num_test``, ``seed``,
-      and :func:`~synthformer.data.generate_listops`'s ``min_length``, ``max_length``, ``max_depth``,
-      ``max_args``, ...).
-    * ``algorithmic:<copy|reverse|sort|add>``: digit-string seq2seq (``num_train``, ``num_valid``, ``num_test``,
-      ``min_len``, ``max_len``, ``seed``).
-    """
-
-    type: str = "lm"
-    """The task type: a name registered in :mod:`synthformer.tasks.registry` (``lm``, ``seq2seq``,
-    ``classification``, ...)."""
-    # -- data: files
-    train: str | None = None
-    """Training file (or path prefix for ``parallel`` seq2seq data)."""
-    valid: str | None = None
-    test: str | None = None
-    format: str | None = None
-    source_lang: str | None = None
-    """``parallel`` seq2seq files: the source suffix (``de`` for ``train.de``)."""
-    target_lang: str | None = None
-    text_field: str | int = "text"
-    label_field: str | int = "label"
-    source_field: str = "source"
-    target_field: str = "target"
-    valid_fraction: float = 0.0
-    """Hold this fraction of the training data out as the valid split when no ``valid`` file is given."""
-    test_fraction: float = 0.0
-    """LM and pystdlib only: hold this fraction out as the test split when no ``test`` file is given."""
-    empty_lines: Literal["error", "skip"] = "error"
-    train_limit: int | None = None
-    """Use at most this many training examples (seq2seq, classification: a seeded random subset) or
-    characters (LM: the beginning)."""
-    eval_limit: int | None = None
-    """The same for the valid and test splits."""
-    # -- data: built-in generators
-    generator: str | None = None
-    generator_options: dict[str, Any] = field(default_factory=dict)
-    # -- data: Hugging Face datasets
-    hf_name: str | None = None
-    hf_config: str | None = None
-    hf_splits: dict[str, str] = field(default_factory=lambda: {"train": "train", "valid": "validation"})
-    """Our split name (train, valid, test) -> the data set's split expression."""
-    hf_options: dict[str, Any] = field(default_factory=dict)
-    """Passed to ``datasets.load_dataset`` (``data_files``, ``cache_dir``, ...)."""
-    # -- tokenizer
-    tokenizer: str | None = None
-    """``char``, ``byte``, ``word`` or ``bpe``, trained on the training split and saved in the run directory.
-    ``None``: the generator's own vocabulary, else ``char`` (lm), ``bpe`` (seq2seq), ``word`` (classification)."""
-    vocab_size: int | None = None
-    """Tokenizer size cap (specials included); ``None``: the kind's default."""
-    tokenizer_options: dict[str, Any] = field(default_factory=dict)
-    """Passed to the tokenizer's training (``split``, ``lowercase``, ``min_frequency``)."""
-    # -- lengths
-    max_len: int = 128
-    """LM: the context (block) length; seq2seq: the longest source; classification: the longest input."""
-    max_target_len: int | None = None
-    """seq2seq: the longest decoder sequence (target tokens + 1); ``None``: ``max_len``."""
-    overflow: str = "truncate"
-    """What to do with longer examples: ``truncate``, ``skip`` or ``error``."""
-    stride: int | None = None
-    """LM: step between training blocks (``None``: ``max_len``, no overlap)."""
-    options: dict[str, Any] = field(default_factory=dict)
-    """Settings of the task type itself (``TaskType.option_defaults``; the built-in types have none)."""
-
-    def __post_init__(self) -> None:
-        task_type = self.task_type  # an unknown type fails here, naming the valid ones
-        sources = [name for name, value in (("train", self.train), ("generator", self.generator),
-                                            ("hf_name", self.hf_name)) if value is not None]
-        if len(sources) != 1:
-            given = ", ".join(sources) if sources else "none"
-            raise ConfigError(
-                f"train: give exactly one data source: 'train' (files), 'generator' ({', '.join(list_generators())}) "
-                f"or 'hf_name' (a Hugging Face data set); given: {given}"
-            )
-        for name in ("valid_fraction", "test_fraction"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ConfigError(f"{name}: expected a value in [0, 1), got {value!r}")
-        if self.valid_fraction + self.test_fraction >= 1.0:
-            raise ConfigError(f"valid_fraction: valid_fraction + test_fraction must be < 1, got "
-                              f"{self.valid_fraction} + {self.test_fraction}")
-        if self.overflow not in OVERFLOW_POLICIES:
-            raise ConfigError(f"overflow: expected one of {list(OVERFLOW_POLICIES)}, got {self.overflow!r}")
-        for name in ("max_len", "max_target_len", "stride", "vocab_size", "train_limit", "eval_limit"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ConfigError(f"{name}: expected an integer >= 1, got {value!r}")
-        self._check_generator()
-        self._check_reads(task_type)
-        self._check_files(task_type)
-        self._check_tokenizer()
-        unknown = sorted(set(self.options) - set(task_type.option_defaults))
-        if unknown:
-            raise ConfigError(f"options: unknown option(s) {unknown} for task type {self.type!r}; valid: "
-                              f"{', '.join(sorted(task_type.option_defaults)) or 'none'}")
-        task_type.check_config(self)
-
-    # -- the registered parts -------------------------------------------------------------------------------
-    @property
-    def task_type(self) -> TaskType:
-        """The registered :class:`~synthformer.tasks.registry.TaskType` of ``type``."""
-        try:
-            return get_task_type(self.type)
-        except ConfigError as err:
-            raise ConfigError(f"type: {err}") from None
-
-    @property
-    def generator_name(self) -> str | None:
-        """The generator without its argument (``algorithmic:reverse`` -> ``algorithmic``)."""
-        return None if self.generator is None else self.generator.split(":", 1)[0]
-
-    @property
-    def generator_arg(self) -> str | None:
-        """The generator's argument (``algorithmic:reverse`` -> ``reverse``), if any."""
-        if self.generator is None or ":" not in self.generator:
-            return None
-        return self.generator.split(":", 1)[1]
-
-    @property
-    def task_options(self) -> dict[str, Any]:
-        """``options`` over the task type's defaults."""
-        return {**self.task_type.option_defaults, **self.options}
-
-    # -- checks ---------------------------------------------------------------------------------------------
-    def _check_generator(self) -> None:
-        if self.generator is None:
-            if self.generator_options:
-                raise ConfigError("generator_options: set only together with 'generator'")
-            return
-        try:
-            gen, _ = get_generator(self.generator)
-        except ConfigError as err:
-            raise ConfigError(f"generator: {err}") from None
-        if gen.task_type != self.type:
-            raise ConfigError(f"generator: {self.generator!r} makes a {gen.task_type!r} task, but type is "
-                              f"{self.type!r}")
-
-    def _check_reads(self, task_type: TaskType) -> None:
-        """A field only some task types (or generators) read, set where nothing reads it, is an error."""
-        types = [get_task_type(n) for n in list_task_types()]
-        readers = {name: [t.name for t in types if name in t.reads] for t in types for name in t.reads}
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        for name, types in readers.items():
-            if getattr(self, name) == defaults[name]:
-                continue
-            if self.generator is not None:
-                if name not in get_generator(self.generator)[0].reads:
-                    raise ConfigError(f"{name}: not used by the generator {self.generator!r}")
-            elif name not in task_type.reads:
-                raise ConfigError(f"{name}: only used by type {' or '.join(repr(t) for t in types)}, got type "
-                                  f"{self.type!r}")
-
-    def _check_files(self, task_type: TaskType) -> None:
-        if self.format is not None:
-            valid = task_type.formats
-            if self.format not in valid:
-                raise ConfigError(f"format: expected one of {list(valid)} for type {self.type!r}, got {self.format!r}")
-            if self.train is None:
-                raise ConfigError("format: only used with files ('train'); generators and HF sets have no format")
-        if self.train is None and (self.valid is not None or self.test is not None):
-            key = "valid" if self.valid is not None else "test"
-            raise ConfigError(f"{key}: split files need a 'train' file too (the data source is "
-                              f"{'generator' if self.generator else 'hf_name'})")
-        if self.hf_name is not None:
-            unknown = sorted(set(self.hf_splits) - {"train", "valid", "test"})
-            if unknown or "train" not in self.hf_splits:
-                raise ConfigError(f"hf_splits: keys must be train (required), valid, test; got "
-                                  f"{sorted(self.hf_splits)}")
-
-    def _check_tokenizer(self) -> None:
-        if self.tokenizer is None:
-            return
-        if self.generator is not None and get_generator(self.generator)[0].fixed_vocabulary:
-            raise ConfigError(f"tokenizer: the generator {self.generator!r} has its own fixed vocabulary; "
-                              f"leave tokenizer unset (null), got {self.tokenizer!r}")
-        if self.tokenizer not in TOKENIZER_KINDS:
-            raise ConfigError(f"tokenizer: expected one of {list(TOKENIZER_KINDS)}, got {self.tokenizer!r}")
-        if self.tokenizer == "byte" and self.vocab_size not in (None, 260):
-            raise ConfigError(f"vocab_size: the byte tokenizer has exactly 260 ids, got {self.vocab_size!r}")
-
-    # -- derived --------------------------------------------------------------------------------------------
-    @property
-    def file_format(self) -> str | None:
-        """``format``, or the one the task type infers from the training file's name (``None`` without files)."""
-        if self.train is None:
-            return None
-        if self.format is not None:
-            return self.format
-        return self.task_type.infer_format(self.train)
-
-    @property
-    def tokenizer_kind(self) -> str:
-        """The tokenizer actually used: ``tokenizer``, else the generator's, else the task type's default."""
-        if self.tokenizer is not None:
-            return self.tokenizer
-        if self.generator is not None:
-            kind = get_generator(self.generator)[0].tokenizer_kind
-            if kind is not None:
-                return kind
-        return self.task_type.default_tokenizer
-
-    @property
-    def target_len(self) -> int:
-        """seq2seq: the longest decoder sequence (``max_target_len`` or ``max_len``)."""
-        return self.max_target_len if self.max_target_len is not None else self.max_len
-
-    @property
-    def has_test_split(self) -> bool:
-        """Whether the data source gives a test split."""
-        if self.generator is not None:
-            return get_generator(self.generator)[0].has_test_split(self)
-        return self.task_type.has_test_split(self)
 
 
 @dataclass
