@@ -142,6 +142,28 @@ def test_lock_only_on_the_main_process(tmp_path, monkeypatch):
         assert lock.held
 
 
+@needs_fcntl
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_neither_holds_nor_releases_the_parents_lock(tmp_path):
+    rd = RunDir(tmp_path)
+    with rd.lock() as lock:
+        pid = os.fork()
+        if pid == 0:  # the child, as a data loader worker would be
+            code = 3
+            try:
+                lock.release()  # must neither unlock nor delete the parent's lock
+                code = 1 if rd.locked_by_this_process() or not (tmp_path / ".lock").is_file() else 2
+                RunDir(tmp_path).lock()  # the parent holds it: this must fail
+            except RunError:
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert (tmp_path / ".lock").is_file() and rd.locked_by_this_process()
+    assert not (tmp_path / ".lock").exists()
+
+
 HOLDER = textwrap.dedent("""
     import sys, time
     from synthformer.train import RunDir

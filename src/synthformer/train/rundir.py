@@ -26,7 +26,7 @@ import shutil
 import socket
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -258,6 +258,9 @@ class RunDir:
         key = os.path.realpath(self.path)
         with _HELD_GUARD:
             held = _HELD.get(key)
+            if held is not None and held.pid != os.getpid():  # inherited by fork: the lock is the parent's
+                del _HELD[key]
+                held = None
             if held is None:
                 held = _Held(*_acquire(self.path))
                 _HELD[key] = held
@@ -267,7 +270,8 @@ class RunDir:
     def locked_by_this_process(self) -> bool:
         """True while this process holds the directory's lock."""
         with _HELD_GUARD:
-            return os.path.realpath(self.path) in _HELD
+            held = _HELD.get(os.path.realpath(self.path))
+            return held is not None and held.pid == os.getpid()
 
 
 class RunLock:
@@ -288,7 +292,9 @@ class RunLock:
         if key is None:
             return
         with _HELD_GUARD:
-            held = _HELD[key]
+            held = _HELD.get(key)
+            if held is None or held.pid != os.getpid():
+                return  # a forked child (a data loader worker) never unlocks its parent's directory
             held.count -= 1
             if held.count == 0:
                 del _HELD[key]
@@ -307,6 +313,7 @@ class _Held:
     fd: int | None  # None: nothing could be locked (no fcntl, or a file system without locks)
     created_dir: bool
     count: int = 0
+    pid: int = field(default_factory=os.getpid)
 
 
 _HELD: dict[str, _Held] = {}
