@@ -62,6 +62,8 @@ class Conv(SynthesizingFunction):
     """
 
     reads_context = True
+    #: a window of neighbouring *query* tokens would need target-side decoding state in the cross layer
+    supports_cross = False
     option_defaults = {"conv_width": 3}
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
@@ -102,6 +104,8 @@ class ConvReluConv(SynthesizingFunction):
     """
 
     reads_context = True
+    #: a window of neighbouring *query* tokens would need target-side decoding state in the cross layer
+    supports_cross = False
     option_defaults = {"conv_width": 3}
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):

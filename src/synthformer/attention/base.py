@@ -9,6 +9,14 @@ Conventions shared by all kinds:
 * ``d`` below is ``d_model``, ``H`` the number of heads, ``d_h = d / H`` the head width, ``l`` = ``max_len``.
 * Parameters that depend on length are sized for ``max_len`` and cropped to the batch's positions
   (paper section 3.1, "On parameters depending on sequence length").
+* Cross-attention (the decoder's attention over an encoder memory; ``SynthesizerCrossAttention`` in
+  :mod:`~synthformer.attention.cross`) reuses the same kinds, built with ``cross=True``. Its queries are the
+  target tokens at positions ``start .. start+T-1`` and its keys the S source positions. A kind that can form
+  those logits sets ``supports_cross`` and implements :meth:`~SynthesizingFunction.cross_logits`: R, Fix and FR
+  crop their tables to (target rows, source columns), the token-local kinds (D, FD, Bottleneck, GLU) let each
+  target token predict its row, cropped to S, and V projects the memory into keys once per source batch
+  (:meth:`~SynthesizingFunction.memory_keys`, cached in decoding). Kinds that read a window of neighbouring
+  query tokens (the convolutions) would need target-side decoding state in the cross layer: unsupported.
 * Parameter counts follow Table 1 of the paper, which is written for a single head of width ``d``. For
   ``H`` heads the projections that read the token (Q and K of ``V``, ``W1`` of ``D``) are split along their
   output, as in multi-head attention, so the count *for the layer* equals Table 1's with ``d = d_model``
@@ -33,6 +41,8 @@ class SynthesizingFunction(nn.Module):
         max_len: largest sequence length ``l``; length-dependent parameters are sized for it.
         causal: whether the layer is causal (decoders). Logits are masked by the shell either way; kinds that
             read neighbouring tokens (the convolutions) use it to read only the past.
+        cross: build for cross-attention (only kinds with ``supports_cross``; never causal): the layer then calls
+            :meth:`memory_keys` and :meth:`cross_logits` instead of :meth:`logits`.
         **options: kind-specific options, declared in ``option_defaults``.
     """
 
@@ -49,11 +59,24 @@ class SynthesizingFunction(nn.Module):
     has_features: ClassVar[bool] = False
     #: True when the kind computes query-key dot products (it is then charged for Q and K).
     uses_qk: ClassVar[bool] = False
+    #: True when the kind can serve as cross-attention (implements :meth:`cross_logits`; see the module docstring).
+    supports_cross: ClassVar[bool] = False
+    #: Width e of the per-head memory keys :meth:`memory_keys` returns in cross mode; 0 for kinds whose cross
+    #: logits read no source token (all but V). Set per instance.
+    memory_key_width: int = 0
     #: option name -> default value.
     option_defaults: ClassVar[dict[str, Any]] = {}
 
-    def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options: Any):
+    def __init__(
+        self, d_model: int, n_heads: int, max_len: int, causal: bool = False, cross: bool = False, **options: Any
+    ):
         super().__init__()
+        if cross and not self.supports_cross:
+            raise ValueError(
+                f"attention kind {self.name!r} cannot be used for cross-attention (its supports_cross is False)"
+            )
+        if cross and causal:
+            raise ValueError("cross-attention attends over a whole memory: it cannot be causal")
         unknown = sorted(set(options) - set(self.option_defaults))
         if unknown:
             valid = ", ".join(sorted(self.option_defaults)) or "none"
@@ -63,6 +86,8 @@ class SynthesizingFunction(nn.Module):
         self.head_dim = d_model // n_heads
         self.max_len = max_len
         self.causal = causal
+        #: built for cross-attention (target queries over memory positions) rather than self-attention
+        self.cross = cross
         self.options = {**self.option_defaults, **options}
 
     def logits(
@@ -115,6 +140,35 @@ class SynthesizingFunction(nn.Module):
             return dot_logits(q, k)
         return factors[0]
 
+    def memory_keys(self, memory: Tensor) -> Tensor | None:
+        """Cross-attention: what the logits read from the encoder memory, computed once per source batch.
+
+        Args:
+            memory: (B, S, d_model) the encoder output.
+
+        Returns:
+            (B, H, S, memory_key_width), kept in the decoding cache; None (the default) for kinds whose cross
+            logits read no source token.
+        """
+        return None
+
+    def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
+        """Cross-attention logits of target queries over the source positions ``0 .. keys-1``.
+
+        Only for kinds with ``supports_cross``, built with ``cross=True``. Masking (source padding) is the
+        shell's job, as in self-attention.
+
+        Args:
+            x: (B, T, d_model) the target tokens at positions ``start .. start+T-1``.
+            keys: S, the number of source positions (``<= max_len``).
+            start: position of ``x[:, 0]`` in the target; nonzero in incremental decoding.
+            memory_k: what :meth:`memory_keys` returned for the memory, or None.
+
+        Returns:
+            (B, H, T, S) logits, or (1, H, T, S) for input-independent kinds.
+        """
+        raise NotImplementedError(f"attention kind {self.name!r} has no cross-attention logits")
+
     def init_state(self, batch_size: int, device, dtype) -> dict:
         """Decoding state this function needs besides the values (empty for most kinds)."""
         return {}
@@ -151,3 +205,9 @@ def split_heads(t: Tensor, n_heads: int) -> Tensor:
     """(B, T, H*e) -> (B, H, T, e)."""
     b, t_len, width = t.shape
     return t.view(b, t_len, n_heads, width // n_heads).transpose(1, 2)  # (B, H, T, e)
+
+
+def merge_heads(y: Tensor) -> Tensor:
+    """(B, H, T, e) -> (B, T, H*e), the inverse of :func:`split_heads`."""
+    b, h, t_len, e = y.shape
+    return y.transpose(1, 2).reshape(b, t_len, h * e)  # (B, H, T, e) -> (B, T, H, e) -> (B, T, H*e)

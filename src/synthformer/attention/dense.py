@@ -24,10 +24,14 @@ class HiddenToLength(SynthesizingFunction):
     (H, max_len, e) and ``b2`` (H, max_len), cropped to the first S rows. This is a dot product of the query
     feature ``[hidden_i, 1]`` with the learned key ``[W2_j, b2_j]``, so these kinds have a feature form and can
     run through fused scaled-dot-product attention without materializing the L x L logits.
+
+    Cross-attention: each target token predicts its row over the source positions, ``W2`` and ``b2`` cropped to
+    the first S rows.
     """
 
     has_features = True
     token_local = True
+    supports_cross = True
 
     def _init_tail(self, hidden_dim: int) -> None:
         bound = 1.0 / math.sqrt(hidden_dim)  # the nn.Linear default for a hidden_dim -> max_len layer
@@ -53,6 +57,12 @@ class HiddenToLength(SynthesizingFunction):
         h = self.hidden(x, start, state, key_padding_mask)  # (B, H, T, e)
         s = start + x.shape[1]
         return dot_logits(h, self.W2[None, :, :s]) + self.b2[:, None, :s]  # (B, H, T, S)
+
+    def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
+        h = self.hidden(x, start, None, None)  # (B, H, T, e): row i from target token i alone
+        # A broadcast product, as the encoder-decoder's cross-attention has always computed it (so training is
+        # bitwise the same as before it went through the registry); cross-attention rows are few in decoding.
+        return h @ self.W2[:, :keys].transpose(-1, -2) + self.b2[:, None, :keys]  # (B, H, T, S)
 
 
 @register("D", aliases=("dense",))
@@ -125,11 +135,14 @@ class FactorizedDense(SynthesizingFunction):
     (see :func:`factor_sizes`). ``A`` and ``B`` are linear maps of the per-head hidden vector (Table 1's
     ``d(k1 + k2)`` term).
 
+    Cross-attention: target token i predicts its row over the source positions, cropped to the first S columns.
+
     Parameters: ``d^2 + d (a + b)`` (Table 1) + ``d + H (a + b)`` biases.
     """
 
     # No feature form: it would be a*b (about max_len) wide, no cheaper than the logits themselves.
     token_local = True
+    supports_cross = True
     option_defaults = {"a": None, "b": None}
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
@@ -165,6 +178,9 @@ class FactorizedDense(SynthesizingFunction):
         self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
     ) -> Tensor:
         return self.logits_from_factors(self.logit_factors(x, start), start + x.shape[1])
+
+    def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
+        return self.logits_from_factors(self.logit_factors(x, start), keys)  # (B, H, T, S)
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:

@@ -293,12 +293,29 @@ def _features_sdpa(
     if key_padding_mask is None and start == 0:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=drop, is_causal=True, scale=1.0)[..., :dh]
     mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) bool
+    return masked_sdpa(q, k, v, mask, drop, scale=1.0)[..., :dh]
+
+
+def masked_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, scale: float) -> Tensor:
+    """``F.scaled_dot_product_attention`` on its fused CPU kernel with a bool mask; fully masked rows get zeros.
+
+    Args:
+        q, k, v: (B, H, T, e), (B, H, S, e), (B, H, S, e_v).
+        mask: (B|1, 1, T, S) bool, True where a query may not attend (from ``masking.disallowed``), or None.
+        dropout_p: attention dropout (0 outside training).
+        scale: the logits are ``scale * q k^T``.
+
+    Returns:
+        (B, H, T, e_v); a query row with every key masked gives zeros, as in ``masked_softmax``.
+    """
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale)
     # An additive float mask keeps SDPA on its fused kernel (a bool mask or a 3-D one falls back on CPU);
     # half the most negative value cannot overflow to -inf when added to a logit.
-    additive = torch.zeros(mask.shape, dtype=q.dtype, device=x.device).masked_fill(mask, torch.finfo(q.dtype).min / 2)
-    y = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=drop, scale=1.0)[..., :dh]
-    fully_masked = mask.all(-1, keepdim=True)  # (B|1, 1, T, 1): such rows get zeros, as in masked_softmax
+    additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(mask, torch.finfo(q.dtype).min / 2)
+    y = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout_p, scale=scale)
+    fully_masked = mask.all(-1, keepdim=True)  # (B|1, 1, T, 1)
     return y.masked_fill(fully_masked, 0.0) if bool(fully_masked.any()) else y
 
 
-__all__ = ["attend", "AlignmentCache", "FR_SDPA_MIN_LEN", "masked_softmax"]
+__all__ = ["attend", "AlignmentCache", "FR_SDPA_MIN_LEN", "masked_sdpa", "masked_softmax"]

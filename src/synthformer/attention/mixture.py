@@ -16,6 +16,10 @@ class Mixture(SynthesizingFunction):
     to zero, so the weights start equal (1/N) and always sum to 1 and stay positive. ``V``'s part keeps its
     ``1/sqrt(d_h)`` scale, so a mixture combines the logits each part computes on its own.
 
+    Cross-attention (parts built with ``cross=True``): the same weighted sum of the parts' cross logits; the
+    parts' memory keys are concatenated along the feature axis into one (B, H, S, sum of widths) tensor, so the
+    decoding cache holds one tensor whatever the mixture.
+
     Parameters: the parts' plus ``H N`` for ``w``.
     """
 
@@ -32,6 +36,9 @@ class Mixture(SynthesizingFunction):
         self.reads_context = any(p.reads_context for p in parts)
         self.has_features = all(p.has_features for p in parts)
         self.uses_qk = any(p.uses_qk for p in parts)
+        self.supports_cross = all(p.supports_cross for p in parts)
+        self.cross = first.cross
+        self.memory_key_width = sum(p.memory_key_width for p in parts)
 
     def alpha(self) -> Tensor:
         """(H, N) mixture weights, each row summing to 1."""
@@ -93,6 +100,21 @@ class Mixture(SynthesizingFunction):
         q = torch.cat([t.expand(batch, -1, -1, -1) for t in qs], dim=-1)  # (B, H, T, sum e)
         k = torch.cat([t.expand(batch, -1, -1, -1) for t in ks], dim=-1)  # (B, H, S, sum e)
         return q, k
+
+    def memory_keys(self, memory: Tensor) -> Tensor | None:
+        """The parts' memory keys concatenated: (B, H, S, memory_key_width), None when no part reads the memory."""
+        keys = [k for p in self.parts if (k := p.memory_keys(memory)) is not None]
+        return torch.cat(keys, dim=-1) if keys else None  # (B, H, S, sum of the parts' widths)
+
+    def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
+        alpha = self.alpha()
+        widths = [p.memory_key_width for p in self.parts]
+        split = memory_k.split(widths, dim=-1) if memory_k is not None else [None] * len(widths)
+        total = None
+        for n, (part, k) in enumerate(zip(self.parts, split, strict=True)):
+            term = alpha[None, :, n, None, None] * part.cross_logits(x, keys, start, k if widths[n] else None)
+            total = term if total is None else total + term  # (B|1, H, T, S)
+        return total
 
     def init_state(self, batch_size: int, device, dtype) -> dict:
         return {str(n): p.init_state(batch_size, device, dtype) for n, p in enumerate(self.parts)}

@@ -24,10 +24,13 @@ class Random(SynthesizingFunction):
     * ``R`` is an ``nn.Parameter`` of shape (H, max_len, max_len), one per head, shared by the whole batch and
       saved in the state dict; the batch's ``R[:, :L, :L]`` is used (causal masking is the shell's job).
 
+    Cross-attention: row = target position, column = source position, ``R[:, start:start+T, :S]``.
+
     Parameters: ``H l^2`` (Table 1: ``l^2`` per head), no bias.
     """
 
     input_dependent = False
+    supports_cross = True
     option_defaults = {"init_std": 1.0}
     trainable = True
 
@@ -46,6 +49,10 @@ class Random(SynthesizingFunction):
     ) -> Tensor:
         t = x.shape[1]
         return self.R[:, start : start + t, : start + t].unsqueeze(0)  # (1, H, T, S)
+
+    def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
+        t = x.shape[1]
+        return self.R[:, start : start + t, :keys].unsqueeze(0)  # (1, H, T, S): target rows, source columns
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
@@ -75,11 +82,14 @@ class FactorizedRandom(SynthesizingFunction):
       variance, matching the ``R`` initialization.
     * One ``(R1, R2)`` pair per head; logits ``R1[start:start+T] @ R2[:S]^T``: every query row differs.
 
+    Cross-attention: ``R1[start:start+T] @ R2[:S]^T`` (R1 indexes target positions, R2 source positions).
+
     Parameters: ``2 H l k`` (Table 1: ``2 l k`` per head).
     """
 
     input_dependent = False
     has_features = True
+    supports_cross = True
     option_defaults = {"k": 8}
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
@@ -102,6 +112,10 @@ class FactorizedRandom(SynthesizingFunction):
     ) -> Tensor:
         q, k = self.features(x, start, state)
         return q @ k.transpose(-1, -2)  # (1, H, T, S)
+
+    def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
+        t = x.shape[1]
+        return (self.R1[:, start : start + t] @ self.R2[:, :keys].transpose(-1, -2)).unsqueeze(0)  # (1, H, T, S)
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:

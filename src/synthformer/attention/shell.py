@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import fast_paths
-from .base import SynthesizingFunction, split_heads
+from .base import SynthesizingFunction, merge_heads, split_heads
 from .masking import check_padding_mask, disallowed, masked_softmax
 from .mixture import Mixture
 from .registry import canonical_kind, parse_kind
@@ -76,6 +76,34 @@ def _split_options(parts: list[type[SynthesizingFunction]], options: dict[str, A
     return [{k: v for k, v in options.items() if k in p.option_defaults} for p in parts]
 
 
+def check_layer_sizes(d_model: int, n_heads: int, max_len: int, dropout: float) -> None:
+    """Raise ``ValueError`` naming the first bad size of an attention layer (self or cross)."""
+    for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if d_model % n_heads:
+        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+
+
+def build_synth(
+    kind: str, d_model: int, n_heads: int, max_len: int, causal: bool, options: dict[str, Any], cross: bool = False
+) -> SynthesizingFunction:
+    """The synthesizing function of ``kind``: one registered part, or a :class:`Mixture` of the ``+``-joined ones.
+
+    Each part gets the options it declares (an option no part declares raises ``TypeError``); with ``cross`` the
+    parts are built for cross-attention (see :class:`SynthesizingFunction`).
+    """
+    parts = parse_kind(kind)
+    part_options = _split_options(parts, options, kind)
+    mode = {"cross": True} if cross else {}
+    built = [
+        cls(d_model, n_heads, max_len, causal, **opts, **mode) for cls, opts in zip(parts, part_options, strict=True)
+    ]
+    return built[0] if len(built) == 1 else Mixture(built, n_heads)
+
+
 class SynthesizerAttention(nn.Module):
     """Multi-head synthetic attention of any registered ``kind`` (paper section 3).
 
@@ -114,17 +142,8 @@ class SynthesizerAttention(nn.Module):
         **options: Any,
     ):
         super().__init__()
-        for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if d_model % n_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        parts = parse_kind(kind)
-        part_options = _split_options(parts, options, kind)
-        built = [cls(d_model, n_heads, max_len, causal, **opts) for cls, opts in zip(parts, part_options, strict=True)]
-        self.synth: SynthesizingFunction = built[0] if len(built) == 1 else Mixture(built, n_heads)
+        check_layer_sizes(d_model, n_heads, max_len, dropout)
+        self.synth: SynthesizingFunction = build_synth(kind, d_model, n_heads, max_len, causal, options)
         self.kind = canonical_kind(kind)
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.head_dim = d_model // n_heads
@@ -192,7 +211,7 @@ class SynthesizerAttention(nn.Module):
             y = fast_paths.attend(self, x, v, start, state, key_padding_mask)
         else:
             y = self._attend_materialized(x, v, start, state, key_padding_mask)
-        y = self.out(y.transpose(1, 2).reshape(b, t, self.d_model))  # (B, H, T, d_h) -> (B, T, d)
+        y = self.out(merge_heads(y))  # (B, H, T, d_h) -> (B, T, d)
         if cache is not None:
             cache.length = s
             return y, cache

@@ -23,14 +23,24 @@ class DotProduct(SynthesizingFunction):
     ``2 d^2 + 2 d`` for the layer (Table 1: ``2 d^2``).
 
     Decoding state: the keys of all past positions, (B, H, max_len, d_h).
+
+    Cross-attention (``cross=True``): queries from the target, keys from the encoder memory, so two projections
+    ``query`` and ``key`` (drawn in that order) instead of the fused ``qk``; the memory's keys
+    (:meth:`memory_keys`, (B, H, S, d_h)) are computed once per source batch.
     """
 
     uses_qk = True
     has_features = True
+    supports_cross = True
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
         super().__init__(d_model, n_heads, max_len, causal, **options)
-        self.qk = nn.Linear(d_model, 2 * d_model)
+        if self.cross:
+            self.query = nn.Linear(d_model, d_model)
+            self.key = nn.Linear(d_model, d_model)
+            self.memory_key_width = self.head_dim
+        else:
+            self.qk = nn.Linear(d_model, 2 * d_model)
         self.scale = 1.0 / math.sqrt(self.head_dim)
 
     def _qk(self, x: Tensor, start: int, state: dict | None) -> tuple[Tensor, Tensor]:
@@ -53,6 +63,20 @@ class DotProduct(SynthesizingFunction):
     ) -> Tensor:
         q, k = self.features(x, start, state)
         return q @ k.transpose(-1, -2)  # (B, H, T, S)
+
+    def queries(self, x: Tensor) -> Tensor:
+        """Cross mode: the unscaled per-head queries of the target, (B, T, d) -> (B, H, T, d_h)."""
+        return split_heads(self.query(x), self.n_heads)
+
+    def memory_keys(self, memory: Tensor) -> Tensor:
+        """Cross mode: the keys of the memory, (B, S, d) -> (B, H, S, d_h)."""
+        return split_heads(self.key(memory), self.n_heads)
+
+    def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
+        if memory_k is None or memory_k.shape[2] != keys:
+            got = None if memory_k is None else tuple(memory_k.shape)
+            raise ValueError(f"V's cross logits need the memory's keys (B, H, {keys}, d_h) from memory_keys, got {got}")
+        return (self.queries(x) * self.scale) @ memory_k.transpose(-1, -2)  # (B, H, T, S)
 
     def init_state(self, batch_size: int, device, dtype) -> dict:
         return {"k": torch.zeros(batch_size, self.n_heads, self.max_len, self.head_dim, device=device, dtype=dtype)}
