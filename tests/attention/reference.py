@@ -4,6 +4,9 @@ This is the test oracle. It shares no code with the library: it reads the module
 recomputes, for each sample b, head h, query i and key j, the logit the paper defines, then the masked
 softmax and ``Y = softmax(S) G(X)`` followed by the output projection. It is deliberately naive.
 
+Cross-attention (:func:`reference_cross_forward`) uses the same logits with the target token at position
+``start + i`` as the query and the source position j as the key (V's key computed from the source token).
+
 Equation numbers refer to the ICLR version of the paper (../shared/paper/synthesizer-iclr-version.md).
 """
 
@@ -40,9 +43,16 @@ def _token(x: Tensor, p: int, pad: list[bool]) -> Tensor:
     return torch.zeros_like(x[0])
 
 
-def logit(part, x: Tensor, pad: list[bool], h: int, i: int, j: int, causal: bool) -> Tensor:
-    """The logit S(X)[h, i, j] of one synthesizing function for one sample x (L, d)."""
+def logit(
+    part, x: Tensor, pad: list[bool], h: int, i: int, j: int, causal: bool, start: int = 0, memory: Tensor | None = None
+) -> Tensor:
+    """The logit S(X)[h, i, j] of one synthesizing function for one sample x (L, d).
+
+    Cross-attention (``memory`` (S, d) given): token ``x[i]`` is the target token at position ``start + i`` and j
+    a source position; V's key is computed from ``memory[j]``, the other kinds read no source token.
+    """
     name = type(part).__name__
+    pos = start + i  # the query's position (R's row, R1's row)
     d = x.shape[1]
     dh = d // part.n_heads
     rows = _head_rows(h, dh)
@@ -50,7 +60,12 @@ def logit(part, x: Tensor, pad: list[bool], h: int, i: int, j: int, causal: bool
         # eq. (8): sum_n alpha_n S_n(X), alpha = softmax of the learned per-head logits
         w = part.alpha_logits[h]
         alpha = torch.exp(w) / torch.exp(w).sum()
-        return sum(alpha[n] * logit(p, x, pad, h, i, j, causal) for n, p in enumerate(part.parts))
+        return sum(alpha[n] * logit(p, x, pad, h, i, j, causal, start, memory) for n, p in enumerate(part.parts))
+    if name == "DotProduct" and memory is not None:
+        # cross-attention: Q from the target token, K from the source token, separate projections
+        q = part.query.weight[rows] @ x[i] + part.query.bias[rows]
+        k = part.key.weight[rows] @ memory[j] + part.key.bias[rows]
+        return (q * k).sum() / math.sqrt(dh)
     if name == "DotProduct":
         # S = Q K^T / sqrt(d_h), Q = X W_Q + b_Q, K = X W_K + b_K (fused weights: Q rows first, then K)
         Wq, Wk = part.qk.weight[:d][rows], part.qk.weight[d:][rows]
@@ -59,9 +74,9 @@ def logit(part, x: Tensor, pad: list[bool], h: int, i: int, j: int, causal: bool
         k = Wk @ x[j] + bk
         return (q * k).sum() / math.sqrt(dh)
     if name in ("Random", "FixedRandom"):
-        return part.R[h, i, j]  # eq. (4)
+        return part.R[h, pos, j]  # eq. (4)
     if name == "FactorizedRandom":
-        return (part.R1[h, i] * part.R2[h, j]).sum()  # eq. (7): (R1 R2^T)_ij
+        return (part.R1[h, pos] * part.R2[h, j]).sum()  # eq. (7): (R1 R2^T)_ij
     if name == "Dense":
         # eq. (1)-(2): B_i = W2 relu(W1 x_i + b1) + b2, head h's slice of the hidden layer and its own W2
         hidden = _relu(part.W1.weight[rows] @ x[i] + part.W1.bias[rows])
@@ -81,6 +96,8 @@ def logit(part, x: Tensor, pad: list[bool], h: int, i: int, j: int, causal: bool
         g = part.W1.weight[d:] @ x[i] + part.W1.bias[d:]
         hidden = (u * _sigmoid(g))[rows]
         return (part.W2[h, j] * hidden).sum() + part.b2[h, j]
+    if memory is not None:
+        raise NotImplementedError(f"no cross-attention reference for {name}")
     if name == "Conv":
         f = part.width
         total = part.bias[h, j]
@@ -106,6 +123,19 @@ def logit(part, x: Tensor, pad: list[bool], h: int, i: int, j: int, causal: bool
     raise NotImplementedError(f"no reference for {name}")
 
 
+def _attend(logits: list[Tensor], values: list[Tensor], width: int, dtype: torch.dtype) -> Tensor:
+    """sum_j softmax(logits)_j values_j over the allowed keys (one logit and value each); zeros when none is."""
+    y = torch.zeros(width, dtype=dtype)
+    if not logits:  # a query with no allowed key gets zeros
+        return y
+    m = max(float(t.detach()) for t in logits)
+    e = [torch.exp(t - m) for t in logits]
+    z = sum(e)
+    for ej, vj in zip(e, values, strict=True):
+        y = y + (ej / z) * vj
+    return y
+
+
 def reference_forward(attn, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
     """Y = softmax(mask(S(X))) G(X), then the output projection; x (B, L, d) -> (B, L, d)."""
     B, L, d = x.shape
@@ -121,15 +151,8 @@ def reference_forward(attn, x: Tensor, key_padding_mask: Tensor | None = None) -
             heads = []
             for h in range(H):
                 allowed = [j for j in range(L) if not pad[j] and (not attn.causal or j <= i)]
-                y = torch.zeros(dh, dtype=x.dtype)
-                if allowed:  # a query with no allowed key gets zeros
-                    logits = [logit(synth, x[b], pad, h, i, j, attn.causal) for j in allowed]
-                    m = max(float(t.detach()) for t in logits)
-                    e = [torch.exp(t - m) for t in logits]
-                    z = sum(e)
-                    for j, ej in zip(allowed, e, strict=True):
-                        y = y + (ej / z) * v[j][_head_rows(h, dh)]
-                heads.append(y)
+                logits = [logit(synth, x[b], pad, h, i, j, attn.causal) for j in allowed]
+                heads.append(_attend(logits, [v[j][_head_rows(h, dh)] for j in allowed], dh, x.dtype))
             rows_out.append(attn.out.weight @ torch.cat(heads) + attn.out.bias)
         outputs.append(torch.stack(rows_out))
     return torch.stack(outputs)
@@ -151,3 +174,31 @@ def reference_weights(attn, x: Tensor, key_padding_mask: Tensor | None = None) -
                 for n, j in enumerate(allowed):
                     out[b, h, i, j] = probs[n]
     return out
+
+
+def reference_cross_forward(
+    attn, x: Tensor, memory: Tensor, memory_padding_mask: Tensor | None = None, start: int = 0
+) -> Tensor:
+    """Cross-attention: Y = softmax(mask(S(X, M))) G(M), then the output projection.
+
+    x (B, T, d) the target tokens at positions ``start ..``, memory (B, S, d); returns (B, T, d). A target
+    token whose source is all padding gets zero attention output (so its row is the output bias).
+    """
+    B, T, d = x.shape
+    S = memory.shape[1]
+    H = attn.n_heads
+    dh = d // H
+    outputs = []
+    for b in range(B):
+        pad = [bool(memory_padding_mask[b, j]) if memory_padding_mask is not None else False for j in range(S)]
+        v = [attn.value.weight @ memory[b, j] + attn.value.bias for j in range(S)]  # G(M), values of the source
+        allowed = [j for j in range(S) if not pad[j]]
+        rows_out = []
+        for i in range(T):
+            heads = []
+            for h in range(H):
+                logits = [logit(attn.synth, x[b], [], h, i, j, False, start, memory[b]) for j in allowed]
+                heads.append(_attend(logits, [v[j][_head_rows(h, dh)] for j in allowed], dh, x.dtype))
+            rows_out.append(attn.out.weight @ torch.cat(heads) + attn.out.bias)
+        outputs.append(torch.stack(rows_out))
+    return torch.stack(outputs)

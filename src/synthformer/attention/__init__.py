@@ -8,6 +8,7 @@ from . import vanilla, random_synthesizer, dense, appendix  # noqa: F401
 
 # isort: on
 from .base import SynthesizingFunction
+from .cross import check_cross_kind, cross_kinds
 from .contract import DecodingCache, TokenMixer
 from .factory import available_mixers, build_mixer, resolve_mixer
 from .masking import masked_softmax
@@ -35,6 +36,8 @@ __all__ = [
     "available_mixers",
     "build_mixer",
     "canonical_kind",
+    "check_cross_kind",
+    "cross_kinds",
     "get_kind",
     "get_mixer",
     "is_whole_mixer",
