@@ -298,7 +298,7 @@ class RunLock:
             held.count -= 1
             if held.count == 0:
                 del _HELD[key]
-                _unlock(self.path, held)
+                _unlock(Path(key), held)  # the resolved path: immune to a changed working directory
 
     def __enter__(self) -> RunLock:
         return self
