@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-IGNORE_INDEX = -100
+from synthformer.common import IGNORE_INDEX
 
 __all__ = ["IGNORE_INDEX", "classification_loss", "token_cross_entropy"]
 
