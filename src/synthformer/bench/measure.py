@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -24,6 +24,7 @@ from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
+from synthformer.common import iter_tensors
 from synthformer.models import ModelConfig
 
 __all__ = [
@@ -104,23 +105,13 @@ def peak_bytes(fn: Callable[[], Any]) -> int:
     return high
 
 
-def _tensors(obj: Any) -> Iterator[Tensor]:
-    if isinstance(obj, Tensor):
-        yield obj
-    elif isinstance(obj, dict):
-        for value in obj.values():
-            yield from _tensors(value)
-    elif isinstance(obj, (list, tuple)):
-        for value in obj:
-            yield from _tensors(value)
-
-
 def tensor_bytes(objs: Iterable[Any]) -> int:
-    """Bytes of the tensors in ``objs`` (nested dicts/lists allowed), each storage counted once (tied weights)."""
+    """Bytes of the tensors in ``objs`` (nested as :func:`synthformer.common.iter_tensors` walks them), each
+    storage counted once (tied weights)."""
     seen: set[int] = set()
     total = 0
     for obj in objs:
-        for t in _tensors(obj):
+        for t in iter_tensors(obj):
             storage = t.untyped_storage()
             if storage.data_ptr() in seen:
                 continue

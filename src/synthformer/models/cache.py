@@ -13,11 +13,12 @@ mixer cache whose tensors are batch-first (a ``reorder(index)`` method, when the
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from torch import Tensor
+
+from synthformer.common import iter_tensors, map_tensors, sum_tensors, tensor_nbytes
 
 __all__ = ["DecoderCache", "LayerCache", "cache_nbytes", "select_batch"]
 
@@ -27,37 +28,15 @@ def select_batch(obj: Any, index: Tensor) -> Any:
 
     Recurses into dataclasses, dicts, lists and tuples; other values (ints such as a cache's ``length``,
     None) are kept. An object with a ``reorder(index)`` method (e.g. the convolution mixers' cache) is asked to
-    reorder itself. Returns new containers; the input is left unchanged.
+    reorder itself. Returns new containers; the input is left unchanged (see :func:`synthformer.common.map_tensors`).
     """
-    if isinstance(obj, Tensor):
-        return obj.index_select(0, index)
-    reorder = getattr(obj, "reorder", None)
-    if callable(reorder):
-        return reorder(index)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        changes = {f.name: select_batch(getattr(obj, f.name), index) for f in dataclasses.fields(obj) if f.init}
-        return dataclasses.replace(obj, **changes)
-    if isinstance(obj, dict):
-        return {k: select_batch(v, index) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(select_batch(v, index) for v in obj)
-    return obj
+    return map_tensors(obj, lambda t: t.index_select(0, index), method="reorder", method_args=(index,))
 
 
 def cache_nbytes(obj: Any) -> int:
-    """Bytes held by the tensors of ``obj`` (recursing like :func:`select_batch`)."""
-    if isinstance(obj, Tensor):
-        return obj.numel() * obj.element_size()
-    nbytes = getattr(obj, "nbytes", None)
-    if callable(nbytes):
-        return int(nbytes())
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return sum(cache_nbytes(getattr(obj, f.name)) for f in dataclasses.fields(obj))
-    if isinstance(obj, dict):
-        return sum(cache_nbytes(v) for v in obj.values())
-    if isinstance(obj, (list, tuple)):
-        return sum(cache_nbytes(v) for v in obj)
-    return 0
+    """Bytes held by the tensors of ``obj`` (recursing like :func:`select_batch`; an object with an ``nbytes()``
+    method counts itself)."""
+    return sum_tensors(obj, tensor_nbytes, method="nbytes")
 
 
 @dataclass
@@ -98,11 +77,10 @@ class DecoderCache:
         for t in (first.ffn, first.cross_k, self.memory_padding_mask):
             if t is not None:
                 return t.shape[0]
-        leaves: list[Tensor] = []
-        _collect(first.self_attn, leaves)
-        if not leaves:
+        leaf = next(iter_tensors(first.self_attn), None)
+        if leaf is None:
             raise ValueError("cannot tell the batch size of a cache without tensors")
-        return leaves[0].shape[0]
+        return leaf.shape[0]
 
     def select(self, index: Tensor) -> DecoderCache:
         """A cache whose sequence ``i`` is this cache's sequence ``index[i]`` (``index``: (N,) long).
@@ -117,16 +95,3 @@ class DecoderCache:
         # field by field: cache_nbytes(self) would call this method again
         return cache_nbytes(self.layers) + cache_nbytes(self.memory_padding_mask)
 
-
-def _collect(obj: Any, out: list[Tensor]) -> None:
-    if isinstance(obj, Tensor):
-        out.append(obj)
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        for f in dataclasses.fields(obj):
-            _collect(getattr(obj, f.name), out)
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            _collect(v, out)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            _collect(v, out)
