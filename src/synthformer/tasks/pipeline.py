@@ -4,7 +4,9 @@ Flow: raw splits (:func:`~synthformer.tasks.sources.load_raw_data`) -> a tokeniz
 (or the generator's fixed vocabulary) -> datasets -> the model (vocabulary size from the tokenizer, classes from
 the training labels) -> :class:`~synthformer.train.Trainer` with the task's ``eval_fn``.
 
-A run directory holds, besides what the trainer writes (``config.yaml``, ``metrics.jsonl``, ``checkpoints/``)::
+A run directory (:class:`~synthformer.train.RunDir` owns the names of its files, detects and clears an earlier
+run and locks it while a process trains) holds, besides what the trainer writes (``config.yaml``,
+``metrics.jsonl``, ``checkpoints/``)::
 
     synthformer_tokenizer.json   the tokenizer (loaded back by eval and generate)
     model_config.json            the resolved ModelConfig (vocabulary size, classes, max_len, kinds)
@@ -18,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -28,10 +29,17 @@ from typing import Any
 from torch import nn
 
 from synthformer.data import DataError, Tokenizer, build_tokenizer, load_label_set, load_tokenizer, save_label_set
-from synthformer.data.tokenization import TOKENIZER_FILE
 from synthformer.models import ModelConfig, build_model, num_parameters
-from synthformer.train import ConfigError, Trainer, latest_checkpoint, load_model_weights, seed_everything, to_dict
-from synthformer.train.checkpoint import CHECKPOINTS_DIR
+from synthformer.train import (
+    ConfigError,
+    RunDir,
+    RunError,
+    Trainer,
+    is_main_process,
+    load_model_weights,
+    seed_everything,
+    to_dict,
+)
 
 from .config import RunConfig, load_run_config, resolve_model_config
 from .evaluation import evaluate_split, make_eval_fn
@@ -60,15 +68,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.yaml"
-MODEL_CONFIG_FILE = "model_config.json"
-LABELS_FILE = "labels.json"
-METRICS_FILE = "metrics.jsonl"
-EVAL_FILE_GLOB = "eval_*"  # eval_<split>.json and eval_<split>_hypotheses.txt
-
-
-class RunError(ValueError):
-    """A run directory that cannot be used as asked (missing, not a run, would be overwritten, ...)."""
+CONFIG_FILE = RunDir.CONFIG
+MODEL_CONFIG_FILE = RunDir.MODEL_CONFIG
+LABELS_FILE = RunDir.LABELS
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -164,45 +166,14 @@ def build_task_model(run: RunConfig, data: TaskData) -> tuple[nn.Module, ModelCo
 # run directories
 
 
-def _run_files(run_dir: Path) -> list[str]:
-    """What in ``run_dir`` belongs to an earlier run."""
-    found = []
-    ckpt = run_dir / CHECKPOINTS_DIR
-    if ckpt.is_dir() and any(not p.name.startswith(".") for p in ckpt.iterdir()):
-        found.append(f"{CHECKPOINTS_DIR}/")
-    for name in (METRICS_FILE, TOKENIZER_FILE, MODEL_CONFIG_FILE, LABELS_FILE):
-        if (run_dir / name).is_file():
-            found.append(name)
-    found.extend(sorted(p.name for p in run_dir.glob(EVAL_FILE_GLOB)))
-    return found
-
-
 def check_run_dir(run_dir: str | Path, resume: bool = False, overwrite: bool = False) -> list[str]:
-    """Refuse to touch an earlier run unless asked; return what an earlier run left there.
+    """Refuse to touch an earlier run unless asked; return what an earlier run left there (:meth:`RunDir.check`).
 
     Raises:
         RunError: ``resume`` and ``overwrite`` together, a file where the directory should be, or an earlier run
             without ``resume`` / ``overwrite``.
     """
-    run_dir = Path(run_dir)
-    if resume and overwrite:
-        raise RunError("--resume and --overwrite contradict each other; choose one")
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunError(f"run directory {run_dir} exists and is not a directory")
-    existing = _run_files(run_dir) if run_dir.is_dir() else []
-    if existing and not (resume or overwrite):
-        raise RunError(f"{run_dir} already holds a run ({', '.join(existing)}); pass --resume to continue it, "
-                       "--overwrite to start it over (deletes its checkpoints, metrics, tokenizer and eval results), "
-                       "or choose another --run-dir")
-    return existing
-
-
-def _clear_run(run_dir: Path) -> None:
-    """Delete our files of an earlier run (the trainer deletes its own: checkpoints, metrics, TensorBoard)."""
-    for name in (TOKENIZER_FILE, MODEL_CONFIG_FILE, LABELS_FILE):
-        (run_dir / name).unlink(missing_ok=True)
-    for path in run_dir.glob(EVAL_FILE_GLOB):
-        path.unlink()
+    return RunDir(run_dir).check(resume, overwrite)
 
 
 def absolute_paths(run: RunConfig) -> RunConfig:
@@ -266,22 +237,31 @@ def train_run(run: RunConfig, run_dir: str | Path, *, resume: bool = False, over
         ConfigError, DataError: bad settings or data (named).
     """
     start = time.perf_counter()
-    run_dir = Path(run_dir)
+    rd = RunDir(run_dir)
+    # Held until training ends (only by the main process): a second run into the same directory fails here.
+    with rd.lock():
+        return _train_locked(run, rd, start, resume=resume, overwrite=overwrite, progress=progress, data=data,
+                             on_trainer=on_trainer)
+
+
+def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, overwrite: bool, progress: bool,
+                  data: TaskData | None, on_trainer: Callable[[Trainer], None] | None) -> TrainResult:
+    run_dir = rd.path
     # Under torchrun every process runs this; only the main one checks and writes the run directory (the others
     # would otherwise find the main process's fresh tokenizer and refuse to start). The trainer synchronises them.
-    main_process = _is_main_process()
-    existing = check_run_dir(run_dir, resume, overwrite) if main_process else []
+    main_process = is_main_process()
+    existing = rd.check(resume, overwrite) if main_process else []
     run = absolute_paths(run)
-    resuming = resume and (run_dir / TOKENIZER_FILE).is_file()
+    resuming = resume and rd.tokenizer_path.is_file()
     if resuming:
-        saved_path = run_dir / CONFIG_FILE
+        saved_path = rd.config_path
         if saved_path.is_file():
             saved = load_run_config(saved_path)
             diffs = _config_differences(to_dict(saved), to_dict(run))
             if diffs:
                 logger.warning("resuming with a changed config: %s", "; ".join(diffs))
-        tokenizer = load_tokenizer(run_dir)
-        label_set = load_label_set(run_dir / LABELS_FILE) if (run_dir / LABELS_FILE).is_file() else None
+        tokenizer = load_tokenizer(rd.tokenizer_path)
+        label_set = load_label_set(rd.labels_path) if rd.labels_path.is_file() else None
         data = data or prepare_data(run, tokenizer, label_set, splits=("train", run.eval.split))
     else:
         data = data or prepare_data(run, splits=("train", run.eval.split))
@@ -289,27 +269,27 @@ def train_run(run: RunConfig, run_dir: str | Path, *, resume: bool = False, over
         raise ConfigError(f"eval.split: the task has no {run.eval.split!r} split (it has: "
                           f"{', '.join(data.raw.splits)})")
     model, model_config = build_task_model(run, data)
-    if resuming and (run_dir / MODEL_CONFIG_FILE).is_file():
-        saved_model = _read_model_config(run_dir).to_dict()  # a config of an earlier version: in today's terms
+    if resuming and rd.model_config_path.is_file():
+        saved_model = _read_model_config(rd).to_dict()  # a config of an earlier version: in today's terms
         diffs = _config_differences(saved_model, model_config.to_dict())
         if diffs:
             raise RunError(f"cannot resume {run_dir}: the model differs from the saved one ({'; '.join(diffs)}); "
                            "train into a new --run-dir or pass --overwrite")
     if overwrite and existing:
-        _clear_run(run_dir)
+        rd.clear()
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resuming and main_process:
-        data.tokenizer.save(run_dir)
-        (run_dir / MODEL_CONFIG_FILE).write_text(json.dumps(model_config.to_dict(), indent=1) + "\n", encoding="utf-8")
+        data.tokenizer.save(rd.tokenizer_path)
+        rd.model_config_path.write_text(json.dumps(model_config.to_dict(), indent=1) + "\n", encoding="utf-8")
         if data.label_set is not None:
-            save_label_set(data.label_set, run_dir / LABELS_FILE)
+            save_label_set(data.label_set, rd.labels_path)
     params = num_parameters(model)
     logger.info("model: %s, %s trainable parameters", type(model).__name__, f"{params:,}")
 
     eval_fn = make_eval_fn(run, data, split=run.eval.split, during_training=True)
     train_set = data.datasets["train"]
     trainer = Trainer(
-        model, train_set, run.train, run_dir, eval_fn=eval_fn, resume=resume, overwrite=overwrite,
+        model, train_set, run.train, rd, eval_fn=eval_fn, resume=resume, overwrite=overwrite,
         collate_fn=train_set.collate, run_config=run, token_counter=run.task.task_type.count_tokens,
         progress=progress,
     )
@@ -328,11 +308,6 @@ def train_run(run: RunConfig, run_dir: str | Path, *, resume: bool = False, over
         steps=trainer.step - step_before, tokens_seen=trainer.tokens_seen - tokens_before,
         train_seconds=max(elapsed - eval_seconds, 1e-9), wall_seconds=time.perf_counter() - start,
     )
-
-
-def _is_main_process() -> bool:
-    """True unless this is a non-zero rank of a multi-process launch (torchrun / accelerate set ``RANK``)."""
-    return int(os.environ.get("RANK", "0")) == 0
 
 
 def _eval_seconds(trainer: Trainer) -> float:
@@ -365,21 +340,22 @@ def load_run(run_dir: str | Path) -> LoadedRun:
     Raises:
         RunError: the directory is missing, is not a synthformer run, or has no checkpoint yet.
     """
-    run_dir = Path(run_dir)
+    rd = RunDir(run_dir)
+    run_dir = rd.path
     if not run_dir.is_dir():
         raise RunError(f"run directory not found: {run_dir}")
-    missing = [name for name in (CONFIG_FILE, TOKENIZER_FILE, MODEL_CONFIG_FILE) if not (run_dir / name).is_file()]
+    missing = [name for name in (rd.CONFIG, rd.TOKENIZER, rd.MODEL_CONFIG) if not (run_dir / name).is_file()]
     if missing:
         raise RunError(f"{run_dir} is not a synthformer run directory (missing {', '.join(missing)}); "
                        "create one with 'synthformer train CONFIG --run-dir DIR'")
-    ckpt = latest_checkpoint(run_dir)
+    ckpt = rd.latest_checkpoint()
     if ckpt is None:
-        raise RunError(f"{run_dir} has no checkpoint yet (nothing in {run_dir / CHECKPOINTS_DIR}); train it first "
+        raise RunError(f"{run_dir} has no checkpoint yet (nothing in {rd.checkpoints_path}); train it first "
                        "or resume it with 'synthformer train CONFIG --run-dir DIR --resume'")
-    config = load_run_config(run_dir / CONFIG_FILE)
-    tokenizer = load_tokenizer(run_dir)
-    model_config = _read_model_config(run_dir)
-    label_set = load_label_set(run_dir / LABELS_FILE) if (run_dir / LABELS_FILE).is_file() else None
+    config = load_run_config(rd.config_path)
+    tokenizer = load_tokenizer(rd.tokenizer_path)
+    model_config = _read_model_config(rd)
+    label_set = load_label_set(rd.labels_path) if rd.labels_path.is_file() else None
     model = build_model(model_config)
     load_model_weights(ckpt, model)
     model.eval()
@@ -387,9 +363,9 @@ def load_run(run_dir: str | Path) -> LoadedRun:
     return LoadedRun(run_dir, config, tokenizer, model, model_config, ckpt, step, label_set)
 
 
-def _read_model_config(run_dir: Path) -> ModelConfig:
+def _read_model_config(rd: RunDir) -> ModelConfig:
     """The saved model config of a run (one written by an earlier version included)."""
-    path = run_dir / MODEL_CONFIG_FILE
+    path = rd.model_config_path
     try:
         return ModelConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, TypeError) as err:
@@ -441,9 +417,10 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, *, beam: int | N
         "seconds": time.perf_counter() - start,
     }
     report.update(run.task.task_type.report_extras(run, beam))
-    path = loaded.run_dir / f"eval_{split}.json"
+    rd = RunDir(loaded.run_dir)
+    path = rd.eval_path(split)
     path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if hypotheses:
-        (loaded.run_dir / f"eval_{split}_hypotheses.txt").write_text(
+        rd.hypotheses_path(split).write_text(
             "".join(h.replace("\n", " ") + "\n" for h in hypotheses), encoding="utf-8")
     return EvalReport(split, loaded.step, metrics, hypotheses, path)

@@ -188,16 +188,13 @@ class TaskConfig:
         """A field only some task types (or generators) read, set where nothing reads it, is an error."""
         types = [get_task_type(n) for n in list_task_types()]
         readers = {name: [t.name for t in types if name in t.reads] for t in types for name in t.reads}
+        gen_reads = get_generator(self.generator)[0].reads if self.generator is not None else frozenset()
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        for name, types in readers.items():
-            if getattr(self, name) == defaults[name]:
+        for name, owners in readers.items():
+            if getattr(self, name) == defaults[name] or name in task_type.reads or name in gen_reads:
                 continue
-            if self.generator is not None:
-                if name not in get_generator(self.generator)[0].reads:
-                    raise ConfigError(f"{name}: not used by the generator {self.generator!r}")
-            elif name not in task_type.reads:
-                raise ConfigError(f"{name}: only used by type {' or '.join(repr(t) for t in types)}, got type "
-                                  f"{self.type!r}")
+            raise ConfigError(f"{name}: only used by type {' or '.join(repr(t) for t in owners)}, got type "
+                              f"{self.type!r}")
 
     def _check_files(self, task_type: TaskType) -> None:
         if self.format is not None:

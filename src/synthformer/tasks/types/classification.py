@@ -161,7 +161,9 @@ class Classification(TaskType):
                                      overflow=run.task.overflow, add_bos=cls_token), None
 
     def count_tokens(self, batch: Mapping[str, Tensor]) -> Tensor:
-        return (~batch["padding_mask"]).sum()  # input tokens: a classifier predicts no token
+        # input tokens: a classifier predicts no token
+        mask = batch.get("padding_mask")
+        return (~mask).sum() if mask is not None else torch.tensor(batch["input_ids"].numel())
 
     # -- evaluation and generation ----------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
