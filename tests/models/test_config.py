@@ -54,8 +54,9 @@ def test_arch_specific_errors():
         tiny_config("classifier", label_smoothing=0.1)
     with pytest.raises(ValueError, match=r"decoder_kind: not a setting of arch 'classifier'"):
         tiny_config("classifier", decoder_kind="R")
-    with pytest.raises(ValueError, match=r"cross_kind must be one of 'V', 'R', 'D', got 'FR'"):
-        tiny_config("seq2seq", cross_kind="FR")
+    with pytest.raises(ValueError, match=r"cross_kind='Conv': .*cross-capable kinds: V, R, Fix, FR, D"):
+        tiny_config("seq2seq", cross_kind="Conv")
+    assert tiny_config("seq2seq", cross_kind="FR+V").cross_kind == "FR+V"  # any cross-capable kind or mixture
     with pytest.raises(ValueError, match=r"eos_id must be an integer in \[0, 8\)"):
         tiny_config("seq2seq", tgt_vocab_size=8, eos_id=9)
 
@@ -91,8 +92,38 @@ def test_per_layer_kinds_and_options_reach_the_layers():
 def test_dict_round_trip_and_unknown_keys():
     config = tiny_config("seq2seq", decoder_kind=["R", "V"], kind_options={"init_std": 0.5})
     assert ModelConfig.from_dict(config.to_dict()) == config
-    with pytest.raises(ValueError, match=r"unknown ModelConfig field\(s\) \['d_modle'\]; valid fields: .*d_model"):
-        ModelConfig.from_dict({"d_modle": 64})
+    with pytest.raises(ValueError, match=r"d_modle: not a setting of arch 'lm' \(LMConfig\); valid settings: .*"):
+        ModelConfig.from_dict({"arch": "lm", "d_modle": 64})
+    with pytest.raises(ValueError, match=r"a model config needs 'arch'"):
+        ModelConfig.from_dict({"d_model": 64})
+    with pytest.raises(ValueError, match=r"arch must be one of 'lm', 'seq2seq', 'classifier', got 'decoder'"):
+        ModelConfig.from_dict({"arch": "decoder"})
+
+
+# model_config.json of the presets as the version before the per-architecture configs wrote them (one class for
+# every architecture: the fields of the other architectures at their defaults)
+_OLD_COMMON = {"vocab_size": 8000, "d_model": 128, "n_heads": 4, "d_ff": 512, "ffn_kernel_size": 3, "dropout": 0.1,
+               "attention_dropout": 0.0, "norm": "pre", "positions": "sinusoidal", "kind_options": {},
+               "pad_id": 0, "bos_id": 2, "eos_id": 3, "tgt_vocab_size": None, "num_classes": None,
+               "n_decoder_layers": None, "tie_embeddings": True, "encoder_kind": "V", "decoder_kind": "V",
+               "cross_kind": "V", "encoder_kind_options": None, "decoder_kind_options": None,
+               "label_smoothing": 0.0, "pooling": "mean"}
+OLD_FILES = {
+    "lm-small": {**_OLD_COMMON, "arch": "lm", "n_layers": 2, "ffn": "conv_relu", "max_len": 128},
+    "mt-small": {**_OLD_COMMON, "arch": "seq2seq", "n_layers": 3, "ffn": "relu", "max_len": 128,
+                 "label_smoothing": 0.1},
+    "cls-small": {**_OLD_COMMON, "arch": "classifier", "n_layers": 2, "ffn": "relu", "max_len": 256,
+                  "num_classes": 2},
+}
+
+
+@pytest.mark.parametrize("preset", list(OLD_FILES))
+def test_model_configs_written_by_the_previous_version_load(preset: str) -> None:
+    assert ModelConfig.from_dict(OLD_FILES[preset]) == get_preset(preset)
+    # a field the architecture never had, at a value the old version could not have written, is refused
+    with pytest.raises(ValueError, match="not a setting of arch"):
+        ModelConfig.from_dict({**OLD_FILES[preset], "num_classes": 7} if preset != "cls-small"
+                              else {**OLD_FILES[preset], "cross_kind": "R"})
 
 
 def test_presets():
