@@ -7,7 +7,7 @@ import torch
 
 from synthformer.attention import SynthesizerAttention, fast_paths
 
-from .conftest import ALL_KINDS, D_MODEL, HEADS, MAX_LEN, build, padding
+from .conftest import ALL_KINDS, D_MODEL, FEATURE_KINDS, HEADS, MAX_LEN, build, padding
 
 
 def _fp32(kind: str, max_len: int, d_model: int = 16, heads: int = 2, seed: int = 0) -> SynthesizerAttention:
@@ -211,12 +211,11 @@ def _assert_equals_plain_path(attn: SynthesizerAttention, x: torch.Tensor, mask,
 @pytest.mark.parametrize("branch", ["fused", "materialized"])
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
 @pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
-@pytest.mark.parametrize("kind", ALL_KINDS)
+@pytest.mark.parametrize("kind", FEATURE_KINDS)
 def test_both_feature_branches_equal_materialized(kind, causal, padded, branch, monkeypatch):
     """The feature-form path has two branches (fused SDPA; one GEMM over the features, materialized): force each."""
     attn = build(kind, causal=causal)
-    if not attn.synth.has_features:
-        pytest.skip(f"{kind} has no feature form")
+    assert attn.synth.has_features
     monkeypatch.setattr(fast_paths, "_materialize_features", lambda *a: branch != "fused")
     if branch == "fused":
         monkeypatch.setattr(fast_paths, "WIDTH_MULTIPLE", 1)

@@ -220,7 +220,7 @@ def test_too_long_input_raises():
 
 
 def test_model_rejects_a_config_of_another_arch():
-    with pytest.raises(ValueError, match="TransformerLM needs a config with arch='lm', got arch='classifier'"):
+    with pytest.raises(ValueError, match=r"TransformerLM needs an LMConfig \(arch='lm'\), got arch='classifier'"):
         TransformerLM(tiny_config("classifier"))
 
 

@@ -8,8 +8,8 @@ from . import vanilla, random_synthesizer, dense, appendix  # noqa: F401
 
 # isort: on
 from .base import SynthesizingFunction
-from .cross import check_cross_kind, cross_kinds
 from .contract import DecodingCache, TokenMixer
+from .cross import check_cross_kind, cross_kinds
 from .factory import available_mixers, build_mixer, resolve_mixer
 from .masking import masked_softmax
 from .mixture import Mixture

@@ -9,14 +9,17 @@ the softmax, attention dropout, the output projection, the fast paths and the de
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from synthformer.common import map_tensors, sum_tensors, tensor_nbytes
+
 from . import fast_paths
 from .base import SynthesizingFunction, merge_heads, split_heads
+from .contract import reject_unknown_options
 from .masking import check_padding_mask, disallowed, masked_softmax
 from .mixture import Mixture
 from .registry import canonical_kind, parse_kind
@@ -39,40 +42,16 @@ class AttentionCache:
 
     def nbytes(self) -> int:
         """Bytes held by the cache's tensors."""
-        return _nbytes(self.values) + _nbytes(self.state)
+        return sum_tensors(self, tensor_nbytes)  # no ``method``: walks the fields, does not call nbytes again
 
     def reorder(self, index: Tensor) -> AttentionCache:
         """A new cache whose sample b is this cache's sample ``index[b]`` (beam search); this one is unchanged."""
-        return AttentionCache(
-            values=self.values.index_select(0, index), length=self.length, state=_select(self.state, index)
-        )
-
-
-def _select(obj: Any, index: Tensor) -> Any:
-    if isinstance(obj, Tensor):
-        return obj.index_select(0, index)
-    if isinstance(obj, dict):
-        return {k: _select(v, index) for k, v in obj.items()}
-    return obj
-
-
-def _nbytes(obj: Any) -> int:
-    if isinstance(obj, Tensor):
-        return obj.numel() * obj.element_size()
-    if isinstance(obj, dict):
-        return sum(_nbytes(v) for v in obj.values())
-    return 0
+        return map_tensors(self, lambda t: t.index_select(0, index))
 
 
 def _split_options(parts: list[type[SynthesizingFunction]], options: dict[str, Any], kind: str) -> list[dict]:
     """Give each part the options it declares; an option no part declares is an error."""
-    valid = sorted({name for p in parts for name in p.option_defaults})
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise TypeError(
-            f"unknown option(s) {unknown} for attention kind {kind!r}; valid options for this kind: "
-            f"{', '.join(valid) or 'none'}"
-        )
+    reject_unknown_options(f"attention kind {kind!r}", options, {name for p in parts for name in p.option_defaults})
     return [{k: v for k, v in options.items() if k in p.option_defaults} for p in parts]
 
 
@@ -130,6 +109,10 @@ class SynthesizerAttention(nn.Module):
         >>> attn(torch.randn(2, 10, 64)).shape
         torch.Size([2, 10, 64])
     """
+
+    #: The token-mixer contract's declared options: ``kind``; each kind's own options (``k``, ``a``, ``b``, ...)
+    #: are declared by its synthesizing function (``option_defaults`` of the registered parts).
+    option_defaults: ClassVar[dict[str, Any]] = {"kind": "V"}
 
     def __init__(
         self,

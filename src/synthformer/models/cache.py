@@ -46,7 +46,8 @@ class LayerCache:
     Attributes:
         self_attn: the self-attention mixer's cache (from its ``init_cache``).
         ffn: (B, kernel_size - 1, d_model) last inputs of a causal ``conv_relu`` FFN, or None for ``relu``.
-        cross_k: (B, H, S, d_h) keys of the encoder memory (seq2seq with ``cross_kind="V"``), or None.
+        cross_k: (B, H, S, e) what the cross-attention kind needs from the encoder memory (its keys, for kinds
+            with V), or None.
         cross_v: (B, H, S, d_h) values of the encoder memory (seq2seq), or None.
     """
 

@@ -176,7 +176,8 @@ class TransformerBlock(nn.Module):
         dropout: residual dropout.
         attention_dropout: passed to the mixers as their ``dropout``.
         norm: ``"pre"`` or ``"post"``.
-        cross_kind: None for no cross-attention, else its kind (``"V"``, ``"R"``, ``"D"``).
+        cross_kind: None for no cross-attention, else its kind: any cross-capable kind
+            (:func:`synthformer.attention.cross_kinds`; ``"V"`` in the paper).
         kind_options: options for the self-attention mixer.
         mixer_factory: builds the self-attention mixer from ``kind`` (``build_mixer``'s signature; default
             :func:`synthformer.attention.build_mixer`): the architecture's builder hands it down.
