@@ -46,6 +46,14 @@ def choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
 
 
+def check_token_head(config: Any) -> None:
+    """The settings of a model that predicts tokens (LM, encoder-decoder): ``label_smoothing`` and
+    ``tie_embeddings``."""
+    rate("label_smoothing", config.label_smoothing)
+    if not isinstance(config.tie_embeddings, bool):
+        raise ValueError(f"tie_embeddings must be a bool, got {config.tie_embeddings!r}")
+
+
 def check_mixer_name(name: str, value: Any) -> None:
     """A name ``build_mixer`` accepts: a registered attention kind, mixture or baseline mixer."""
     from synthformer.attention import available_mixers, parse_kind

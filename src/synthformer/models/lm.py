@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from torch import Tensor, nn
 
 from .cache import DecoderCache
-from .config import ModelConfig, rate
+from .config import ModelConfig, check_token_head
 from .layers import Embeddings
 from .losses import token_cross_entropy
 from .registry import MixerFactory, register_arch
@@ -42,9 +42,7 @@ class LMConfig(ModelConfig):
     label_smoothing: float = 0.0
 
     def validate_arch(self) -> None:
-        rate("label_smoothing", self.label_smoothing)
-        if not isinstance(self.tie_embeddings, bool):
-            raise ValueError(f"tie_embeddings must be a bool, got {self.tie_embeddings!r}")
+        check_token_head(self)
 
 
 class TransformerLM(nn.Module):

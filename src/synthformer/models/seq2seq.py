@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from torch import Tensor, nn
 
 from .cache import DecoderCache
-from .config import ModelConfig, positive_int, rate
+from .config import ModelConfig, check_token_head, positive_int
 from .layers import Embeddings
 from .losses import token_cross_entropy
 from .registry import MixerFactory, register_arch
@@ -56,9 +56,7 @@ class Seq2SeqConfig(ModelConfig):
     def validate_arch(self) -> None:
         from synthformer.attention import check_cross_kind
 
-        rate("label_smoothing", self.label_smoothing)
-        if not isinstance(self.tie_embeddings, bool):
-            raise ValueError(f"tie_embeddings must be a bool, got {self.tie_embeddings!r}")
+        check_token_head(self)
         if self.tgt_vocab_size is not None:
             positive_int("tgt_vocab_size", self.tgt_vocab_size)
         if self.n_decoder_layers is not None:
