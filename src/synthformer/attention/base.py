@@ -31,6 +31,8 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from .contract import reject_unknown_options
+
 
 class SynthesizingFunction(nn.Module):
     """Base class of a synthesizing function (one part of a ``kind``).
@@ -77,10 +79,7 @@ class SynthesizingFunction(nn.Module):
             )
         if cross and causal:
             raise ValueError("cross-attention attends over a whole memory: it cannot be causal")
-        unknown = sorted(set(options) - set(self.option_defaults))
-        if unknown:
-            valid = ", ".join(sorted(self.option_defaults)) or "none"
-            raise TypeError(f"unknown option(s) {unknown} for attention kind {self.name!r}; valid options: {valid}")
+        reject_unknown_options(f"attention kind {self.name!r}", options, self.option_defaults)
         self.d_model = d_model
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads

@@ -20,10 +20,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .base import SynthesizingFunction, merge_heads, split_heads
+from .contract import check_core_args
 from .fast_paths import masked_sdpa
 from .masking import check_padding_mask, disallowed, masked_softmax
 from .registry import canonical_kind, get_kind, parse_kind, registered_kinds
-from .shell import SynthesizerAttention, build_synth, check_layer_sizes
+from .shell import SynthesizerAttention, build_synth
 from .vanilla import DotProduct
 
 __all__ = ["SynthesizerCrossAttention", "check_cross_kind", "cross_kinds"]
@@ -109,7 +110,7 @@ class SynthesizerCrossAttention(nn.Module):
         self, d_model: int, n_heads: int, max_len: int, kind: str = "V", dropout: float = 0.0, **options: Any
     ) -> None:
         super().__init__()
-        check_layer_sizes(d_model, n_heads, max_len, dropout)
+        check_core_args(type(self).__name__, d_model, n_heads, max_len, dropout)
         self.kind = check_cross_kind(kind)
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.head_dim = d_model // n_heads

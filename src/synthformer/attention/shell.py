@@ -19,7 +19,7 @@ from synthformer.common import map_tensors, sum_tensors, tensor_nbytes
 
 from . import fast_paths
 from .base import SynthesizingFunction, merge_heads, split_heads
-from .contract import reject_unknown_options
+from .contract import check_core_args, reject_unknown_options
 from .masking import check_padding_mask, disallowed, masked_softmax
 from .mixture import Mixture
 from .registry import canonical_kind, parse_kind
@@ -53,17 +53,6 @@ def _split_options(parts: list[type[SynthesizingFunction]], options: dict[str, A
     """Give each part the options it declares; an option no part declares is an error."""
     reject_unknown_options(f"attention kind {kind!r}", options, {name for p in parts for name in p.option_defaults})
     return [{k: v for k, v in options.items() if k in p.option_defaults} for p in parts]
-
-
-def check_layer_sizes(d_model: int, n_heads: int, max_len: int, dropout: float) -> None:
-    """Raise ``ValueError`` naming the first bad size of an attention layer (self or cross)."""
-    for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if d_model % n_heads:
-        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
 
 
 def build_synth(
@@ -125,7 +114,7 @@ class SynthesizerAttention(nn.Module):
         **options: Any,
     ):
         super().__init__()
-        check_layer_sizes(d_model, n_heads, max_len, dropout)
+        check_core_args(type(self).__name__, d_model, n_heads, max_len, dropout)
         self.synth: SynthesizingFunction = build_synth(kind, d_model, n_heads, max_len, causal, options)
         self.kind = canonical_kind(kind)
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
