@@ -55,15 +55,13 @@ def check_token_head(config: Any) -> None:
 
 
 def check_mixer_name(name: str, value: Any) -> None:
-    """A name ``build_mixer`` accepts: a registered attention kind, mixture or baseline mixer."""
-    from synthformer.attention import available_mixers, parse_kind
+    """A name ``build_mixer`` accepts: a registered attention kind, mixture or whole token mixer."""
+    from synthformer.attention import resolve_mixer
 
     if not isinstance(value, str):
         raise ValueError(f"{name} must be a token-mixer name such as 'V' or 'R+V', got {value!r}")
-    if value.strip().lower() in {m.lower() for m in available_mixers()}:
-        return
     try:
-        parse_kind(value)
+        resolve_mixer(value)
     except ValueError as err:
         raise ValueError(f"{name}={value!r} is not a known token mixer: {err}") from None
 

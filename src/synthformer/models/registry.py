@@ -91,7 +91,8 @@ def build_model(config: ModelConfig, mixer_factory: MixerFactory | None = None) 
     if not isinstance(config, ModelConfig):
         raise TypeError(f"build_model expects a ModelConfig, got {type(config).__name__}")
     config.validate()
-    registered, builder = _ARCHS[config_class(config.arch).arch]
+    registered = config_class(config.arch)
+    builder = _ARCHS[config.arch][1]
     if not isinstance(config, registered):
         raise TypeError(f"arch {config.arch!r} is built from a {registered.__name__}, got {type(config).__name__}")
     if mixer_factory is None:

@@ -20,11 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+import torch
+from torch import Tensor
+
 from synthformer.train import ConfigError
 
 if TYPE_CHECKING:
-    import torch
-    from torch import Tensor, nn
+    from torch import nn
 
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
@@ -322,8 +324,6 @@ def random_ids(generator: torch.Generator, shape: tuple[int, ...], vocab_size: i
     A random pad would switch classifiers and encoders onto their masked (slower) paths, and a benchmark batch of
     real text has no padding inside full-length sequences.
     """
-    import torch
-
     if vocab_size < 2:
         raise ValueError(f"vocab_size must be at least 2 to draw non-padding tokens, got {vocab_size}")
     ids = torch.randint(0, vocab_size - 1, shape, generator=generator)

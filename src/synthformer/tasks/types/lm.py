@@ -93,9 +93,6 @@ class LanguageModeling(TaskType):
     default_tokenizer = "char"
     reads = frozenset({"stride", "test_fraction"})
 
-    def infer_format(self, path: str) -> str:
-        return "text"
-
     def default_metrics(self, task: TaskConfig) -> list[str]:
         return ["loss", "perplexity", "bits_per_byte" if task.tokenizer_kind == "byte" else "bits_per_character"]
 
