@@ -19,17 +19,7 @@ from tests.tasks.helpers import classification_config, lm_config, seq2seq_config
 VERBS = ("train", "eval", "generate", "compare", "bench")
 
 
-@pytest.fixture(autouse=True)
-def _restore_logging():
-    import logging
-
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    yield
-    root.setLevel(level)
-    for handler in list(root.handlers):
-        if handler not in handlers:
-            root.removeHandler(handler)
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:

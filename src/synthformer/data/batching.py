@@ -187,7 +187,29 @@ def collate_lm(batch: Sequence[dict[str, Tensor]], pad_id: int = 0) -> dict[str,
 
 
 # -- sequence to sequence ------------------------------------------------------------------------
-class Seq2SeqDataset(Dataset[dict[str, Tensor]]):
+class Seq2SeqItems(Dataset[dict[str, Tensor]]):
+    """Base of the encoder-decoder datasets: items stored as (source ids, ``<bos>`` + target + ``<eos>``).
+
+    Subclasses fill ``_items`` and ``lengths`` and set ``_collator``. Item shapes: ``src_ids`` (S,);
+    ``tgt_ids`` (T,) = ``<bos> y1 .. yn``; ``labels`` (T,) = ``y1 .. yn <eos>``.
+    """
+
+    _items: list[tuple[Tensor, Tensor]]
+    _collator: Seq2SeqCollator
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: int) -> dict[str, Tensor]:
+        src, full = self._items[index]
+        return {"src_ids": src, "tgt_ids": full[:-1], "labels": full[1:]}
+
+    def collate(self, batch: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
+        """See :class:`Seq2SeqCollator`."""
+        return self._collator(batch)
+
+
+class Seq2SeqDataset(Seq2SeqItems):
     """Tokenized (source, target) pairs for an encoder-decoder.
 
     Item shapes: ``src_ids`` (S,) = source ids (+ ``<eos>``, and ``<bos>`` first if ``src_add_bos``);
@@ -242,17 +264,6 @@ class Seq2SeqDataset(Dataset[dict[str, Tensor]]):
         self.length_report.log("seq2seq dataset")
         self.lengths: list[int] = [max(s.numel(), t.numel() - 1) for s, t in self._items]
         self._collator = Seq2SeqCollator(src_tokenizer.pad_id, tgt_tok.pad_id)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, index: int) -> dict[str, Tensor]:
-        src, full = self._items[index]
-        return {"src_ids": src, "tgt_ids": full[:-1], "labels": full[1:]}
-
-    def collate(self, batch: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
-        """See :class:`Seq2SeqCollator`."""
-        return self._collator(batch)
 
 
 class Seq2SeqCollator:

@@ -32,6 +32,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from synthformer.data.sentinels import SentinelTokenizer
 from synthformer.data.tokenizer_base import (
     BOS,
     EOS,
@@ -63,17 +64,20 @@ __all__ = [
     "ByteTokenizer",
     "CharTokenizer",
     "FixedVocabTokenizer",
+    "SentinelTokenizer",
     "Tokenizer",
     "WordTokenizer",
     "build_tokenizer",
     "load_tokenizer",
+    "tokenizer_from_payload",
 ]
 
 #: The kinds :func:`build_tokenizer` can train from text.
 TOKENIZER_KINDS: tuple[str, ...] = ("char", "byte", "word", "bpe")
 
 _REGISTRY: dict[str, type[Tokenizer]] = {
-    cls.kind: cls for cls in (CharTokenizer, ByteTokenizer, WordTokenizer, BPETokenizer, FixedVocabTokenizer)
+    cls.kind: cls
+    for cls in (CharTokenizer, ByteTokenizer, WordTokenizer, BPETokenizer, FixedVocabTokenizer, SentinelTokenizer)
 }
 
 
@@ -125,12 +129,22 @@ def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a valid tokenizer JSON file ({exc})") from exc
+    return tokenizer_from_payload(payload, str(path))
+
+
+def tokenizer_from_payload(payload: Any, where: str) -> Tokenizer:
+    """The tokenizer of a parsed tokenizer file (``where`` names it in errors); a :class:`SentinelTokenizer`'s
+    file holds its base tokenizer's payload inside.
+
+    Raises:
+        ValueError: not a synthformer tokenizer, an unsupported format version, or an unknown kind.
+    """
     if not isinstance(payload, dict) or "kind" not in payload:
-        raise ValueError(f"{path}: not a synthformer tokenizer file (no 'kind')")
+        raise ValueError(f"{where}: not a synthformer tokenizer file (no 'kind')")
     version = payload.get("format_version")
     if version != FORMAT_VERSION:
-        raise ValueError(f"{path}: unsupported tokenizer format_version {version!r}")
+        raise ValueError(f"{where}: unsupported tokenizer format_version {version!r}")
     kind = payload["kind"]
     if kind not in _REGISTRY:
-        raise ValueError(f"{path}: unknown tokenizer kind {kind!r}; valid kinds: {', '.join(_REGISTRY)}")
+        raise ValueError(f"{where}: unknown tokenizer kind {kind!r}; valid kinds: {', '.join(_REGISTRY)}")
     return _REGISTRY[kind]._from_state(payload)

@@ -125,8 +125,13 @@ class RunConfig:
     model: Any = field(default_factory=dict)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    init_from: str | None = None
+    """A pretrained run directory: its tokenizer and the weights of its latest checkpoint start this run (the
+    model settings must be the pretrained ones; see :mod:`synthformer.tasks.init_from`)."""
 
     def __post_init__(self) -> None:
+        if self.init_from is not None and (not isinstance(self.init_from, str) or not self.init_from.strip()):
+            raise ConfigError(f"init_from: expected the path of a pretrained run directory, got {self.init_from!r}")
         if isinstance(self.model, ModelConfig):
             # dataclasses.replace(run, ...) hands the typed config back: it remembers the section it came from
             section = getattr(self.model, "_run_section", None)
@@ -191,8 +196,11 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data, the model section as given (what ``config.yaml`` holds)."""
-        return {"task": to_dict(self.task), "model": dict(self.model_section), "train": to_dict(self.train),
-                "eval": to_dict(self.eval)}
+        out = {"task": to_dict(self.task), "model": dict(self.model_section), "train": to_dict(self.train),
+               "eval": to_dict(self.eval)}
+        if self.init_from is not None:
+            out["init_from"] = self.init_from
+        return out
 
 
 def _model_config(run: RunConfig, section: Mapping[str, Any], vocab_size: int, num_classes: int | None,

@@ -18,12 +18,14 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Subset
 
 from synthformer.models import IGNORE_INDEX
+from synthformer.train.metrics import perplexity
 
 if TYPE_CHECKING:
     from .config import RunConfig
     from .pipeline import TaskData
 
-__all__ = ["EvalFn", "batches", "device_of", "evaluate_split", "make_eval_fn", "to_device", "token_nll"]
+__all__ = ["EvalFn", "batches", "device_of", "evaluate_split", "likelihood_metrics", "make_eval_fn", "to_device",
+           "token_nll"]
 
 
 class EvalFn:
@@ -78,6 +80,20 @@ def token_nll(model: nn.Module, dataset: Any, batch_size: int, max_batches: int)
                                        ignore_index=IGNORE_INDEX, reduction="sum"))
         count += int((labels != IGNORE_INDEX).sum())
     return total, count
+
+
+def likelihood_metrics(model: nn.Module, dataset: Any, names: list[str], batch_size: int,
+                       max_batches: int) -> dict[str, Any]:
+    """Teacher-forced ``loss`` (nats per target token), ``log_perplexity`` (the same number, under the name the
+    paper's Table 4 uses) and ``perplexity``, those of them in ``names``, plus the target ``tokens`` counted;
+    empty when ``names`` asks for none of them."""
+    wanted = [n for n in ("loss", "log_perplexity", "perplexity") if n in names]
+    if not wanted:
+        return {}
+    total, count = token_nll(model, dataset, batch_size, max_batches)
+    mean = total / max(count, 1)
+    values = {"loss": mean, "log_perplexity": mean, "perplexity": perplexity(mean)}
+    return {**{n: values[n] for n in wanted}, "tokens": count}
 
 
 def evaluate_split(run: RunConfig, data: TaskData, model: nn.Module, split: str, *, beam: int | None = None,

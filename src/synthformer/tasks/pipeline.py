@@ -43,6 +43,7 @@ from synthformer.train import (
 
 from .config import RunConfig, load_run_config, resolve_model_config
 from .evaluation import evaluate_split, make_eval_fn
+from .init_from import check_pretrained_model, load_pretrained_weights, pretrained_tokenizer, write_init_report
 from .registry import get_generator
 from .sources import RawData, load_raw_data
 
@@ -98,10 +99,11 @@ def build_task_tokenizer(run: RunConfig, raw: RawData) -> Tokenizer:
             return gen.tokenizer()
     kind = task.tokenizer_kind
     try:
-        return build_tokenizer(kind, raw.training_texts(), task.vocab_size, **task.tokenizer_options)
+        tokenizer = build_tokenizer(kind, raw.training_texts(), task.vocab_size, **task.tokenizer_options)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"task.tokenizer: cannot build a {kind!r} tokenizer with vocab_size={task.vocab_size} and "
                           f"tokenizer_options={task.tokenizer_options}: {err}") from None
+    return task.task_type.finish_tokenizer(task, tokenizer)
 
 
 def build_datasets(run: RunConfig, raw: RawData, tokenizer: Tokenizer, model_config: ModelConfig | None = None,
@@ -177,11 +179,16 @@ def check_run_dir(run_dir: str | Path, resume: bool = False, overwrite: bool = F
 
 
 def absolute_paths(run: RunConfig) -> RunConfig:
-    """A copy of ``run`` whose data file paths are absolute, so the saved config works from any directory."""
+    """A copy of ``run`` whose data file paths (and ``init_from``) are absolute, so the saved config works from any
+    directory."""
     task = run.task
     updates = {name: str(Path(getattr(task, name)).resolve()) for name in ("train", "valid", "test")
                if getattr(task, name) is not None}
-    return dataclasses.replace(run, task=dataclasses.replace(task, **updates)) if updates else run
+    if updates:
+        run = dataclasses.replace(run, task=dataclasses.replace(task, **updates))
+    if run.init_from is not None:
+        run = dataclasses.replace(run, init_from=str(Path(run.init_from).resolve()))
+    return run
 
 
 def _config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]:
@@ -263,6 +270,8 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
         tokenizer = load_tokenizer(rd.tokenizer_path)
         label_set = load_label_set(rd.labels_path) if rd.labels_path.is_file() else None
         data = data or prepare_data(run, tokenizer, label_set, splits=("train", run.eval.split))
+    elif run.init_from is not None:
+        data = data or prepare_data(run, pretrained_tokenizer(run), splits=("train", run.eval.split))
     else:
         data = data or prepare_data(run, splits=("train", run.eval.split))
     if run.eval.split not in data.datasets:
@@ -275,6 +284,10 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
         if diffs:
             raise RunError(f"cannot resume {run_dir}: the model differs from the saved one ({'; '.join(diffs)}); "
                            "train into a new --run-dir or pass --overwrite")
+    init_report = None
+    if run.init_from is not None and not resuming:
+        check_pretrained_model(run, model_config)
+        init_report = load_pretrained_weights(run, model)
     if overwrite and existing:
         rd.clear()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -283,6 +296,8 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
         rd.model_config_path.write_text(json.dumps(model_config.to_dict(), indent=1) + "\n", encoding="utf-8")
         if data.label_set is not None:
             save_label_set(data.label_set, rd.labels_path)
+        if init_report is not None:
+            write_init_report(rd, init_report)
     params = num_parameters(model)
     logger.info("model: %s, %s trainable parameters", type(model).__name__, f"{params:,}")
 

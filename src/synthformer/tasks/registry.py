@@ -102,6 +102,9 @@ class TaskType:
     derived_model_fields: ClassVar[Mapping[str, str]] = {}
     #: ``task.options`` the type takes, with their defaults (``TaskConfig.task_options`` merges them).
     option_defaults: ClassVar[Mapping[str, Any]] = {}
+    #: The task type whose raw data this one reads (its generators serve this type too); empty: this type's own.
+    #: Span corruption reads what a language model reads.
+    raw_type: ClassVar[str] = ""
 
     # -- configuration ----------------------------------------------------------------------------------
     def check_config(self, task: TaskConfig) -> None:
@@ -141,6 +144,11 @@ class TaskType:
     def training_texts(self, raw: RawData) -> list[str]:
         """The texts a tokenizer is trained on (from the training split)."""
         raise NotImplementedError
+
+    def finish_tokenizer(self, task: TaskConfig, tokenizer: Tokenizer) -> Tokenizer:
+        """The tokenizer the run uses, from the one built on the training texts (span corruption adds its
+        sentinels here). Not called for a tokenizer taken from a pretrained run (``init_from``)."""
+        return tokenizer
 
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:

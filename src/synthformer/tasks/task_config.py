@@ -180,7 +180,7 @@ class TaskConfig:
             gen, _ = get_generator(self.generator)
         except ConfigError as err:
             raise ConfigError(f"generator: {err}") from None
-        if gen.task_type != self.type:
+        if gen.task_type not in (self.type, self.task_type.raw_type):
             raise ConfigError(f"generator: {self.generator!r} makes a {gen.task_type!r} task, but type is "
                               f"{self.type!r}")
 

@@ -70,11 +70,12 @@ class RunDir:
     TOKENIZER = "synthformer_tokenizer.json"
     MODEL_CONFIG = "model_config.json"
     LABELS = "labels.json"
+    INIT_FROM = "init_from.json"
     LOCK = ".lock"
     #: Written by training (the trainer's own files): what ``training_only=True`` looks at and deletes.
     TRAINING_FILES: tuple[str, ...] = (CHECKPOINTS, METRICS, TENSORBOARD)
     #: Written next to the training files by the task pipeline.
-    ARTIFACT_FILES: tuple[str, ...] = (TOKENIZER, MODEL_CONFIG, LABELS)
+    ARTIFACT_FILES: tuple[str, ...] = (TOKENIZER, MODEL_CONFIG, LABELS, INIT_FROM)
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -120,6 +121,11 @@ class RunDir:
     def labels_path(self) -> Path:
         """``RUN/labels.json``."""
         return self.path / self.LABELS
+
+    @property
+    def init_from_path(self) -> Path:
+        """``init_from.json``: the pretrained run a finetuning run started from, and its new parameters."""
+        return self.path / self.INIT_FROM
 
     def eval_path(self, split: str) -> Path:
         """``RUN/eval_<split>.json``: the metrics of ``synthformer eval`` on ``split``."""

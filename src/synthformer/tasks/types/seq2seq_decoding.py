@@ -7,9 +7,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from synthformer.train.metrics import bleu, chrf, perplexity, rouge
+from synthformer.train.metrics import bleu, chrf, rouge
 
-from ..evaluation import device_of, token_nll
+from ..evaluation import device_of, likelihood_metrics
 
 __all__ = ["DECODED_METRICS", "decode_seq2seq", "seq2seq_metrics"]
 
@@ -55,14 +55,8 @@ def seq2seq_metrics(model: nn.Module, dataset: Any, references: list[str], token
                     max_new_tokens: int, max_examples: int | None = None) -> tuple[dict[str, Any], list[str]]:
     """Loss / perplexity (teacher forcing) and BLEU, chrF, ROUGE, exact match of decoded output against
     ``references`` (the raw target text of every dataset item). Returns the metrics and the hypotheses."""
-    out: dict[str, Any] = {}
-    if "loss" in names or "perplexity" in names:
-        total, count = token_nll(model, dataset, batch_size, max_batches)
-        mean = total / max(count, 1)
-        if "loss" in names:
-            out["loss"] = mean
-        if "perplexity" in names:
-            out["perplexity"] = perplexity(mean)
+    out = likelihood_metrics(model, dataset, names, batch_size, max_batches)
+    out.pop("tokens", None)  # the seq2seq reports never listed it
     hypotheses: list[str] = []
     if any(n in names for n in DECODED_METRICS):
         n = len(dataset) if max_examples is None else min(max_examples, len(dataset))

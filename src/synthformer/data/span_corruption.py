@@ -1,0 +1,209 @@
+"""T5's span-corruption objective: lengths, noise masks, corrupting and restoring examples, the dataset.
+
+Following Raffel et al. (2020, section 3.1.4 and Figure 2) and the T5 code's ``random_spans_helper`` /
+``random_spans_noise_mask``:
+
+* A stream of tokens (documents concatenated, the way T5 packs its inputs) is cut into pieces of
+  ``tokens_length`` tokens, chosen by :func:`t5_lengths` so that the corrupted input is exactly
+  ``inputs_length`` tokens including ``<eos>`` (512 -> 568 raw tokens, 114 target tokens).
+* In each piece ``round(length * noise_density)`` tokens are noise, in ``round(noise / mean_span_length)``
+  spans. The noise tokens and the other tokens are each cut into that many non-empty segments uniformly at
+  random, and the segments interleave, a non-noise segment first (:func:`random_spans_noise_mask`). Masks are
+  drawn per example from a generator seeded by (seed, split, example index): the same example gets the same
+  spans in every run and after a resume.
+* The input keeps the non-noise tokens and replaces each noise span by one sentinel (``<extra_id_0>``,
+  ``<extra_id_1>``, ... in order); the target is each sentinel followed by the span it hid, then a **closing
+  sentinel**, as in the paper's Figure 2 (``<X> for inviting <Y> last <Z>``). T5's code leaves the closing
+  sentinel out, so its 114 target tokens (spans + one sentinel per span + ``<eos>``) are 115 here; the decoder
+  sees ``<bos>`` + target, and ``labels`` are target + ``<eos>``.
+
+:func:`restore` inverts :func:`corrupt` exactly, which the tests use to check that no token is lost or moved.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from synthformer.data.batching import Seq2SeqCollator, Seq2SeqItems
+
+__all__ = ["SpanCorruptionDataset", "SpanStats", "corrupt", "random_spans_noise_mask", "restore", "t5_lengths"]
+
+logger = logging.getLogger(__name__)
+
+
+def _counts(length: int, noise_density: float, mean_noise_span_length: float) -> tuple[int, int]:
+    """(noise tokens, noise spans) of a piece of ``length`` tokens, as T5 rounds them."""
+    num_noise = int(round(length * noise_density))
+    num_spans = int(round(num_noise / mean_noise_span_length))
+    return num_noise, num_spans
+
+
+def t5_lengths(inputs_length: int, noise_density: float = 0.15,
+               mean_noise_span_length: float = 3.0) -> tuple[int, int]:
+    """T5's ``random_spans_helper``: the raw piece length whose corruption fills ``inputs_length`` tokens
+    (non-noise tokens + one sentinel per span + ``<eos>``), and the target length T5 computes for it (noise
+    tokens + one sentinel per span + ``<eos>``; add one for our closing sentinel).
+
+    >>> t5_lengths(512)
+    (568, 114)
+    """
+    if inputs_length < 2:
+        raise ValueError(f"inputs_length must be at least 2, got {inputs_length}")
+
+    def lengths(tokens_length: int) -> tuple[int, int]:
+        num_noise, num_spans = _counts(tokens_length, noise_density, mean_noise_span_length)
+        return tokens_length - num_noise + num_spans + 1, num_noise + num_spans + 1
+
+    tokens_length = inputs_length - 1
+    while lengths(tokens_length + 1)[0] <= inputs_length:
+        tokens_length += 1
+    targets_length = lengths(tokens_length)[1]
+    if noise_density == 0.5 and targets_length > inputs_length:  # T5's adjustment for the 50% setting
+        tokens_length -= 1
+        targets_length -= 1
+    return tokens_length, targets_length
+
+
+def _segment(num_items: int, num_segments: int, rng: np.random.Generator) -> np.ndarray:
+    """Lengths of ``num_segments`` non-empty segments that add up to ``num_items``, uniformly at random."""
+    # choose the num_segments - 1 cut points among the num_items - 1 gaps
+    starts = np.zeros(num_items, dtype=bool)
+    starts[1 + rng.choice(num_items - 1, num_segments - 1, replace=False)] = True
+    starts[0] = True
+    segment_id = np.cumsum(starts) - 1  # (num_items,) index of each item's segment
+    return np.bincount(segment_id, minlength=num_segments)
+
+
+def random_spans_noise_mask(length: int, noise_density: float, mean_noise_span_length: float,
+                            rng: np.random.Generator) -> np.ndarray:
+    """A boolean mask of ``length`` tokens, True on the noise (see the module docstring).
+
+    At least one token is noise and at least one is not; there is at least one span.
+    """
+    if length < 2:
+        raise ValueError(f"cannot corrupt a piece of {length} token(s): need at least 2")
+    num_noise, num_spans = _counts(length, noise_density, mean_noise_span_length)
+    num_noise = min(max(num_noise, 1), length - 1)
+    num_spans = min(max(num_spans, 1), num_noise, length - num_noise)
+    noise_lengths = _segment(num_noise, num_spans, rng)
+    keep_lengths = _segment(length - num_noise, num_spans, rng)
+    interleaved = np.stack([keep_lengths, noise_lengths], axis=1).reshape(-1)  # (2 * spans,) keep, noise, ...
+    is_noise = np.tile([False, True], num_spans)
+    return np.repeat(is_noise, interleaved)
+
+
+def corrupt(tokens: Sequence[int], mask: Sequence[bool] | np.ndarray,
+            sentinel_ids: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(input, target) of one piece: noise spans -> one sentinel each in the input; the target is each sentinel
+    followed by its span, then a closing sentinel. No ``<eos>`` is added here.
+
+    Raises:
+        ValueError: more spans than ``len(sentinel_ids) - 1``, or mismatched lengths.
+    """
+    if len(tokens) != len(mask):
+        raise ValueError(f"tokens ({len(tokens)}) and mask ({len(mask)}) differ in length")
+    inputs: list[int] = []
+    targets: list[int] = []
+    span = -1
+    previous = False
+    for token, noise in zip(tokens, mask, strict=True):
+        if noise and not previous:
+            span += 1
+            if span + 1 >= len(sentinel_ids):
+                raise ValueError(f"the piece has more than {len(sentinel_ids) - 1} noise spans; give the tokenizer "
+                                 "more sentinels (task.options.num_sentinels)")
+            inputs.append(sentinel_ids[span])
+            targets.append(sentinel_ids[span])
+        (targets if noise else inputs).append(int(token))
+        previous = bool(noise)
+    targets.append(sentinel_ids[span + 1])
+    return inputs, targets
+
+
+def restore(inputs: Sequence[int], targets: Sequence[int], sentinel_ids: Sequence[int]) -> list[int]:
+    """The original piece from a :func:`corrupt` pair (each input sentinel replaced by the target's span)."""
+    sentinels = set(sentinel_ids)
+    spans: dict[int, list[int]] = {}
+    current: int | None = None
+    for token in targets:
+        if token in sentinels:
+            current = token
+            spans[current] = []
+        elif current is not None:
+            spans[current].append(token)
+    out: list[int] = []
+    for token in inputs:
+        out += spans.get(token, []) if token in sentinels else [token]
+    return out
+
+
+@dataclass
+class SpanStats:
+    """The corruption actually produced: counts over the examples of a dataset."""
+
+    tokens: int = 0
+    noise_tokens: int = 0
+    spans: int = 0
+
+    @property
+    def noise_density(self) -> float:
+        """Measured fraction of noise tokens (nominal: ``noise_density``)."""
+        return self.noise_tokens / max(self.tokens, 1)
+
+    @property
+    def mean_span_length(self) -> float:
+        """Measured mean length of a noise span (nominal: ``mean_noise_span_length``)."""
+        return self.noise_tokens / max(self.spans, 1)
+
+
+class SpanCorruptionDataset(Seq2SeqItems):
+    """Span-corrupted pieces of a token stream, for an encoder-decoder.
+
+    Item shapes: ``src_ids`` (S,) = corrupted input + ``<eos>``, S <= ``inputs_length``; ``tgt_ids`` (T,) =
+    ``<bos>`` + target; ``labels`` (T,) = target + ``<eos>``, T <= targets length + 1 (the closing sentinel).
+    Every piece but the last has ``tokens_length`` raw tokens; the last, shorter one is kept when it has at
+    least 2 tokens.
+
+    Args:
+        tokens: the split's token stream (documents concatenated).
+        inputs_length: the encoder length (T5: 512).
+        sentinel_ids: the tokenizer's sentinel ids, sentinel 0 first.
+        bos_id, eos_id, pad_id: the tokenizer's special ids.
+        noise_density, mean_noise_span_length: T5's 0.15 and 3.
+        seed: with ``salt`` (one per split) and the example index, seeds each example's mask.
+    """
+
+    def __init__(self, tokens: Sequence[int] | Tensor, inputs_length: int, sentinel_ids: Sequence[int], *,
+                 bos_id: int, eos_id: int, pad_id: int, noise_density: float = 0.15,
+                 mean_noise_span_length: float = 3.0, seed: int = 0, salt: int = 0) -> None:
+        if not 0.0 < noise_density < 1.0:
+            raise ValueError(f"noise_density must be in (0, 1), got {noise_density}")
+        if mean_noise_span_length < 1.0:
+            raise ValueError(f"mean_noise_span_length must be at least 1, got {mean_noise_span_length}")
+        stream = np.asarray(tokens.tolist() if isinstance(tokens, Tensor) else tokens, dtype=np.int64)
+        self.tokens_length, targets_length = t5_lengths(inputs_length, noise_density, mean_noise_span_length)
+        self.inputs_length = inputs_length
+        self.targets_length = targets_length + 1  # + the closing sentinel
+        self.stats = SpanStats()
+        self._items: list[tuple[Tensor, Tensor]] = []  # (input + eos, bos + target + eos)
+        starts = range(0, len(stream), self.tokens_length)
+        for index, start in enumerate(starts):
+            piece = stream[start:start + self.tokens_length]
+            if len(piece) < 2:
+                continue
+            rng = np.random.default_rng([seed, salt, index])
+            mask = random_spans_noise_mask(len(piece), noise_density, mean_noise_span_length, rng)
+            inputs, targets = corrupt(piece.tolist(), mask, sentinel_ids)
+            self.stats.tokens += len(piece)
+            self.stats.noise_tokens += int(mask.sum())
+            self.stats.spans += int((mask[1:] & ~mask[:-1]).sum() + mask[0])
+            self._items.append((torch.tensor(inputs + [eos_id], dtype=torch.long),
+                                torch.tensor([bos_id] + targets + [eos_id], dtype=torch.long)))
+        self.lengths: list[int] = [max(s.numel(), t.numel() - 1) for s, t in self._items]
+        self._collator = Seq2SeqCollator(pad_id, pad_id)

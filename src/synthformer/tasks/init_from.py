@@ -1,0 +1,145 @@
+"""``init_from: RUN_DIR``: start a run from a pretrained run's weights and tokenizer (pretrain -> finetune).
+
+The new run takes the pretrained run's tokenizer file (so the vocabulary, sentinels included, is the same) and
+the weights of its latest checkpoint (safetensors). The model the new config describes must be the pretrained
+one: the same architecture and every model setting equal except the regularisation ones that finetuning may
+change (:data:`FREE_FIELDS`: dropout, attention dropout, label smoothing). A mismatch is a
+:class:`~synthformer.train.ConfigError` naming each differing setting with both values. Parameters the checkpoint
+does not hold are newly initialised and listed (in the log and in ``RUN/init_from.json``); for the paper's
+setup (the same encoder-decoder, text-to-text) the list is empty. A parameter with another shape, or one in the
+checkpoint that the model lacks, is an error naming the parameter and both shapes.
+
+Only a fresh run is initialised this way; ``--resume`` continues from the run's own checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from safetensors import safe_open
+from safetensors.torch import load_model
+from torch import nn
+
+from synthformer.data import Tokenizer, load_tokenizer
+from synthformer.models import ModelConfig
+from synthformer.train import ConfigError, RunDir
+from synthformer.train.checkpoint import MODEL_FILE, STATE_FILE
+
+if TYPE_CHECKING:
+    from .config import RunConfig
+
+__all__ = ["FREE_FIELDS", "InitReport", "check_pretrained_model", "load_pretrained_weights",
+           "pretrained_tokenizer", "write_init_report"]
+
+logger = logging.getLogger(__name__)
+
+#: Model settings a finetuning run may change from its pretrained run (they hold no parameters).
+FREE_FIELDS: frozenset[str] = frozenset({"dropout", "attention_dropout", "label_smoothing"})
+
+
+@dataclass
+class InitReport:
+    """Where the weights came from and which parameters were newly initialised."""
+
+    source: str
+    checkpoint: str
+    step: int
+    loaded: int
+    newly_initialised: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"init_from": self.source, "checkpoint": self.checkpoint, "step": self.step,
+                "loaded_tensors": self.loaded, "newly_initialised": self.newly_initialised}
+
+
+def _run_dir(path: str) -> RunDir:
+    rd = RunDir(path)
+    if not rd.path.is_dir():
+        raise ConfigError(f"init_from: run directory not found: {rd.path}")
+    missing = [name for name in (rd.TOKENIZER, rd.MODEL_CONFIG) if not (rd.path / name).is_file()]
+    if missing:
+        raise ConfigError(f"init_from: {rd.path} is not a synthformer run directory (missing {', '.join(missing)})")
+    if rd.latest_checkpoint() is None:
+        raise ConfigError(f"init_from: {rd.path} has no checkpoint yet (nothing in {rd.checkpoints_path})")
+    return rd
+
+
+def pretrained_tokenizer(run: RunConfig) -> Tokenizer:
+    """The tokenizer of ``run.init_from``; ``task.tokenizer`` / ``task.vocab_size``, when set, must agree."""
+    assert run.init_from is not None
+    rd = _run_dir(run.init_from)
+    tok = load_tokenizer(rd.tokenizer_path)
+    base = getattr(tok, "base", tok)  # a SentinelTokenizer's own kind and size are its base's
+    task = run.task
+    if task.tokenizer is not None and task.tokenizer != base.kind:
+        raise ConfigError(f"task.tokenizer: {task.tokenizer!r}, but init_from {rd.path} has a {base.kind!r} tokenizer "
+                          "(a finetuning run uses the pretrained run's tokenizer: leave task.tokenizer unset)")
+    if task.vocab_size is not None and task.vocab_size not in (base.vocab_size, tok.vocab_size):
+        raise ConfigError(f"task.vocab_size: {task.vocab_size}, but init_from {rd.path} has a vocabulary of "
+                          f"{tok.vocab_size} ids (leave task.vocab_size unset)")
+    return tok
+
+
+def _saved_model_config(rd: RunDir) -> ModelConfig:
+    try:
+        return ModelConfig.from_dict(json.loads(rd.model_config_path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as err:
+        raise ConfigError(f"init_from: {rd.model_config_path} is not a valid model config ({err})") from None
+
+
+def check_pretrained_model(run: RunConfig, model_config: ModelConfig) -> None:
+    """Raise :class:`ConfigError` unless ``model_config`` is the pretrained run's model (up to
+    :data:`FREE_FIELDS`), naming every differing setting."""
+    assert run.init_from is not None
+    rd = _run_dir(run.init_from)
+    saved = _saved_model_config(rd)
+    if saved.arch != model_config.arch:
+        raise ConfigError(f"init_from: {rd.path} holds an arch={saved.arch!r} model, but task.type "
+                          f"{run.task.type!r} trains arch={model_config.arch!r}")
+    theirs, ours = saved.to_dict(), model_config.to_dict()
+    diffs = [f"model.{key}: pretrained {theirs.get(key)!r}, this run {ours.get(key)!r}"
+             for key in sorted(set(theirs) | set(ours)) if key not in FREE_FIELDS and theirs.get(key) != ours.get(key)]
+    if diffs:
+        raise ConfigError(f"init_from: the model differs from the pretrained one in {rd.path} "
+                          f"({'; '.join(diffs)}); set these model settings as the pretrained run had them")
+
+
+def load_pretrained_weights(run: RunConfig, model: nn.Module) -> InitReport:
+    """Copy the pretrained weights into ``model``; return what was loaded and what was newly initialised.
+
+    Raises:
+        ConfigError: a parameter with another shape, or checkpoint tensors the model has no place for.
+    """
+    assert run.init_from is not None
+    rd = _run_dir(run.init_from)
+    ckpt = rd.latest_checkpoint()
+    assert ckpt is not None
+    file = ckpt / MODEL_FILE
+    own = model.state_dict()
+    with safe_open(str(file), framework="pt") as f:
+        shapes = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
+    wrong = [f"{name}: checkpoint {list(shape)}, model {list(own[name].shape)}"
+             for name, shape in shapes.items() if name in own and tuple(own[name].shape) != shape]
+    if wrong:
+        raise ConfigError(f"init_from: parameter shapes differ from {file} ({'; '.join(wrong)})")
+    missing, unexpected = load_model(model, str(file), strict=False)
+    if unexpected:
+        raise ConfigError(f"init_from: {file} holds tensors this model has no place for: {', '.join(unexpected)}")
+    step = int(json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8")).get("step", 0))
+    report = InitReport(str(rd.path), str(ckpt), step, len(shapes), sorted(missing))
+    if missing:
+        logger.warning("init_from: %d parameter(s) newly initialised (not in the checkpoint): %s", len(missing),
+                       ", ".join(sorted(missing)))
+    logger.info("init_from: %d tensors from %s (step %d); newly initialised: %s", len(shapes), ckpt, step,
+                ", ".join(sorted(missing)) or "none")
+    return report
+
+
+def write_init_report(rd: RunDir, report: InitReport) -> Path:
+    """Write ``RUN/init_from.json``."""
+    rd.init_from_path.write_text(json.dumps(report.to_dict(), indent=1) + "\n", encoding="utf-8")
+    return rd.init_from_path

@@ -1,0 +1,169 @@
+"""The ``span_corruption`` task type end to end, and ``init_from`` (weights and tokenizer of a pretrained run)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from synthformer.data import SentinelTokenizer, load_tokenizer
+from synthformer.tasks import evaluate_run, generate_texts, load_run, train_run
+from synthformer.tasks.config import RunConfig
+from synthformer.tasks.init_from import load_pretrained_weights
+from synthformer.train import ConfigError, from_dict
+
+from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, lm_config
+
+
+def span_config(tmp: Path, **changes) -> dict:
+    text = tmp / "corpus.txt"
+    if not text.exists():
+        text.write_text(LM_TEXT, encoding="utf-8")
+    cfg = {
+        "task": {"type": "span_corruption", "train": str(text), "valid_fraction": 0.1, "tokenizer": "char",
+                 "max_len": 24, "options": {"num_sentinels": 10}},
+        "model": {**TINY_MODEL, "encoder_kind": "R+V"},
+        "train": dict(TINY_TRAIN),
+    }
+    for key, value in changes.items():
+        section, _, name = key.partition(".")
+        if name:
+            cfg[section][name] = value
+        else:
+            cfg[section] = value
+    return cfg
+
+
+def test_span_corruption_run_end_to_end(tmp_path: Path) -> None:
+    result = train_run(from_dict(RunConfig, span_config(tmp_path, **{"train.eval_steps": 0})), tmp_path / "pre")
+    m = result.metrics
+    assert m["eval_log_perplexity"] == m["eval_loss"] and m["eval_perplexity"] > 1
+    assert 0.1 < m["eval_noise_density"] < 0.2 and 2.0 < m["eval_mean_span_length"] < 4.5
+    tok = load_tokenizer(tmp_path / "pre")
+    assert isinstance(tok, SentinelTokenizer) and tok.num_sentinels == 10
+    saved = json.loads((tmp_path / "pre" / "model_config.json").read_text())
+    assert saved["vocab_size"] == tok.vocab_size and saved["arch"] == "seq2seq"
+    assert saved["max_len"] == 24  # the encoder length; the decoder needs fewer (targets: t5_lengths(24)[1] + 1)
+
+    report = evaluate_run(tmp_path / "pre")
+    assert report.metrics["loss"] == pytest.approx(m["eval_loss"], rel=1e-5)
+    extras = json.loads(report.path.read_text())
+    # t5_lengths(24) = (26, 6), + the closing sentinel
+    assert extras["nominal_noise_density"] == 0.15 and extras["targets_length"] == 7
+
+    out = generate_texts(load_run(tmp_path / "pre"), ["def add(a, <extra_id_0>):"], max_new_tokens=6)
+    assert len(out) == 1 and isinstance(out[0].output, str)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"task.max_target_len": 10}, "derives the target length"),
+    ({"task.options": {"num_sentinels": 1}}, "needs 2 sentinels"),
+    ({"task.options": {"noise_density": 1.5}}, "noise_density"),
+    ({"task.options": {"mean_noise_span_length": 0.5}}, "mean_noise_span_length"),
+    ({"task.options": {"span": 3}}, "unknown"),
+])
+def test_span_corruption_config_errors(tmp_path: Path, change: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_dict(RunConfig, span_config(tmp_path, **change))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# init_from
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("pretrained")
+    train_run(from_dict(RunConfig, span_config(tmp)), tmp / "pre")
+    return tmp / "pre"
+
+
+def _finetune(tmp: Path, pretrained: Path, **changes) -> dict:
+    cfg = span_config(tmp, **changes)
+    cfg["init_from"] = str(pretrained)
+    cfg["task"].pop("tokenizer")  # the pretrained run's tokenizer is used
+    cfg["model"]["dropout"] = 0.1  # a free field: finetuning may change it
+    return cfg
+
+
+def test_init_from_starts_from_the_pretrained_weights(tmp_path: Path, pretrained: Path) -> None:
+    seen = {}
+
+    def capture(trainer) -> None:
+        seen.update({k: v.detach().clone() for k, v in trainer.model.state_dict().items()})
+
+    run = from_dict(RunConfig, _finetune(tmp_path, pretrained))
+    train_run(run, tmp_path / "ft", on_trainer=capture)
+    ckpt = load_run(pretrained).checkpoint
+    weights = load_file(str(ckpt / "model.safetensors"))
+    assert weights and all(torch.equal(seen[name], tensor) for name, tensor in weights.items())
+    assert load_tokenizer(tmp_path / "ft") == load_tokenizer(pretrained)
+    record = json.loads((tmp_path / "ft" / "init_from.json").read_text())
+    assert record["newly_initialised"] == [] and record["init_from"] == str(pretrained.resolve())
+    assert record["step"] == 6 and record["loaded_tensors"] == len(weights)
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"model.d_model": 32}, r"model.d_model: pretrained 16, this run 32"),
+    ({"model.encoder_kind": "V"}, r"model.encoder_kind: pretrained 'R\+V', this run 'V'"),
+    ({"task.max_len": 32}, r"model.max_len: pretrained 24, this run 32"),
+    ({"task.vocab_size": 99}, r"task.vocab_size: 99, but init_from .* has a vocabulary of"),
+])
+def test_init_from_mismatches_are_named(tmp_path: Path, pretrained: Path, changes: dict, message: str) -> None:
+    run = from_dict(RunConfig, _finetune(tmp_path, pretrained, **changes))
+    with pytest.raises(ConfigError, match=message):
+        train_run(run, tmp_path / "ft")
+    assert not (tmp_path / "ft" / "checkpoints").exists()
+
+
+def test_init_from_other_arch_tokenizer_and_missing_dir(tmp_path: Path, pretrained: Path) -> None:
+    lm = lm_config(tmp_path)
+    lm["init_from"] = str(pretrained)
+    lm["task"].pop("tokenizer")
+    with pytest.raises(ConfigError, match=r"arch='seq2seq' model, but task.type 'lm' trains arch='lm'"):
+        train_run(from_dict(RunConfig, lm), tmp_path / "lm")
+    cfg = _finetune(tmp_path, pretrained)
+    cfg["task"]["tokenizer"] = "bpe"
+    with pytest.raises(ConfigError, match="has a 'char' tokenizer"):
+        train_run(from_dict(RunConfig, cfg), tmp_path / "ft")
+    cfg = _finetune(tmp_path, tmp_path / "nowhere")
+    with pytest.raises(ConfigError, match="run directory not found"):
+        train_run(from_dict(RunConfig, cfg), tmp_path / "ft")
+    with pytest.raises(ConfigError, match="init_from: expected the path"):
+        from_dict(RunConfig, {**_finetune(tmp_path, pretrained), "init_from": ""})
+
+
+def _edited_copy(pretrained: Path, tmp: Path, edit) -> Path:
+    """A copy of the pretrained run whose latest checkpoint's weights went through ``edit``."""
+    import shutil
+
+    copy_dir = tmp / "edited"
+    shutil.copytree(pretrained, copy_dir)
+    file = load_run(copy_dir).checkpoint / "model.safetensors"
+    weights = load_file(str(file))
+    save_file(edit(dict(weights)), str(file))
+    return copy_dir
+
+
+def test_init_from_lists_newly_initialised_and_names_shape_mismatches(tmp_path: Path, pretrained: Path) -> None:
+    loaded = load_run(pretrained)
+    name = next(n for n in load_file(str(loaded.checkpoint / "model.safetensors")) if n.endswith("alpha_logits"))
+    without = _edited_copy(pretrained, tmp_path / "a", lambda w: {k: v for k, v in w.items() if k != name})
+    run = from_dict(RunConfig, _finetune(tmp_path, without))
+    model = copy.deepcopy(loaded.model)
+    report = load_pretrained_weights(run, model)
+    assert report.newly_initialised == [name]
+
+    def widen(w):
+        w[name] = torch.zeros(*w[name].shape[:-1], w[name].shape[-1] + 1)
+        return w
+
+    wider = _edited_copy(pretrained, tmp_path / "b", widen)
+    run = from_dict(RunConfig, _finetune(tmp_path, wider))
+    shape = list(loaded.model.state_dict()[name].shape)
+    with pytest.raises(ConfigError, match=rf"{name}: checkpoint \[.*\], model \[{', '.join(map(str, shape))}\]"):
+        load_pretrained_weights(run, copy.deepcopy(loaded.model))
