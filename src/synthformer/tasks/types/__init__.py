@@ -4,7 +4,9 @@
 from .lm import LanguageModeling
 from .seq2seq import SequenceToSequence
 from .classification import Classification
+from .span_corruption import SpanCorruption
+from .text_to_text import TextToText
 
 # isort: on
 
-__all__ = ["Classification", "LanguageModeling", "SequenceToSequence"]
+__all__ = ["Classification", "LanguageModeling", "SequenceToSequence", "SpanCorruption", "TextToText"]

@@ -1,0 +1,230 @@
+"""Task type ``text_to_text``: T5-style multi-task finetuning on GLUE / SuperGLUE (the paper's Tables 5 and 6).
+
+Every task becomes text to text: the input is the task's prefix and fields (``rte sentence1: ... sentence2:
+...``), the target its verbalized label (``entailment``; STS-B scores as text rounded to 0.2); see
+:mod:`synthformer.data.glue` for each task's format. One encoder-decoder learns the mixture of ``options.tasks``.
+
+Data (``task``): ``train`` is the folder holding the official layout (``<TASK>/train.tsv`` and ``dev.tsv`` as GLUE
+distributes them, e.g. ``../shared/data/glue``; SuperGLUE ``<Task>/train.jsonl`` / ``val.jsonl``), or
+``hf_name: glue`` to load each task with Hugging Face ``datasets`` (``glue`` / ``super_glue``, from the local
+cache when offline). The dev sets are the ``valid`` split (GLUE test labels are not public, so there is no test
+split). ``train_limit`` / ``eval_limit`` cap each task's examples (a seeded subset).
+
+Mixture: examples-proportional with a cap (T5's section 3.5.2): task ``m`` contributes ``min(n_m, mixing_cap)``
+examples, so its share of the training stream is ``min(n_m, K) / sum_j min(n_j, K)``. A task larger than the cap
+contributes a fixed seeded sample of ``K`` of its examples (T5 draws its mixture on the fly from the whole task;
+at budgets below one pass over the mixture the two differ in which examples are seen, not in how often each task
+is). The rates are logged and kept in the run's data info.
+
+Evaluation: teacher-forced ``loss`` / ``perplexity`` over all dev examples, and ``glue``: greedy decoding of each
+task's dev set scored with the official metrics (:mod:`synthformer.tasks.glue_metrics`: scikit-learn / scipy),
+reported as ``<task>_<metric>`` (percent), ``<task>_invalid`` (predictions that are no valid label: counted
+wrong) and ``glue_average`` (T5's average over the tasks, two-metric tasks averaged first). During training at
+most ``eval.train_decode_examples`` examples per task are decoded (0: only the loss).
+
+Options (``task.options``): ``tasks`` (default ``[rte, mrpc, cola, stsb, sst2]``: the GLUE tasks with training data
+in the shared folder), ``mixing_cap`` (65536, T5's ``K = 2^16``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import random
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor, nn
+
+from synthformer.data import Seq2SeqDataset
+from synthformer.data.glue import load_hf_glue, read_glue_split
+from synthformer.train import ConfigError
+
+from ..evaluation import likelihood_metrics
+from ..glue_metrics import glue_average, glue_task_from_config, score_predictions
+from ..registry import Generated, GenerateOptions, TaskType, get_task_type, register_task_type
+from ..sources import RawData, subset
+from .seq2seq_decoding import decode_seq2seq
+
+if TYPE_CHECKING:
+    from synthformer.data import Tokenizer
+    from synthformer.models import ModelConfig
+
+    from ..config import RunConfig, TaskConfig
+    from ..pipeline import LoadedRun, TaskData
+
+__all__ = ["TextToText", "mixture"]
+
+logger = logging.getLogger(__name__)
+
+_HF_NAMES = ("glue", "super_glue")
+
+
+def _tasks(task: TaskConfig) -> list[str]:
+    names = task.task_options["tasks"]
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if not isinstance(names, list) or not names:
+        raise ConfigError(f"task.options.tasks: expected a non-empty list of task names, got {names!r}")
+    return [str(n) for n in names]
+
+
+def mixture(by_task: dict[str, list[Any]], cap: int, seed: int = 0) -> tuple[list[Any], dict[str, float]]:
+    """Examples-proportional mixing with a cap: each task's examples (a seeded sample of ``cap`` of them when it
+    has more), interleaved in a seeded order; and each task's mixing rate ``min(n, cap) / sum min(n_j, cap)``."""
+    if cap < 1:
+        raise ConfigError(f"task.options.mixing_cap: expected a positive integer, got {cap!r}")
+    chosen = {name: subset(examples, cap, seed) for name, examples in by_task.items()}
+    total = sum(len(v) for v in chosen.values())
+    rates = {name: len(v) / total for name, v in chosen.items()}
+    mixed = [e for v in chosen.values() for e in v]
+    random.Random(seed).shuffle(mixed)  # the trainer shuffles too; this keeps eval-free previews mixed
+    return mixed, rates
+
+
+@register_task_type
+class TextToText(TaskType):
+    """``task.type: text_to_text`` (see the module docstring)."""
+
+    name = "text_to_text"
+    arch = "seq2seq"
+    metrics = ("loss", "perplexity", "glue")
+    formats = ("glue",)
+    default_tokenizer = "bpe"
+    reads = frozenset({"max_target_len"})
+    derived_model_fields = {"tgt_vocab_size": "source and target share one tokenizer"}
+    option_defaults = {"tasks": ["rte", "mrpc", "cola", "stsb", "sst2"], "mixing_cap": 65536}
+
+    def check_config(self, task: TaskConfig) -> None:
+        for name in _tasks(task):
+            glue_task_from_config(name)  # unknown names: a ConfigError naming the valid ones
+        cap = task.task_options["mixing_cap"]
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise ConfigError(f"task.options.mixing_cap: expected a positive integer, got {cap!r}")
+        if task.hf_name is not None and task.hf_name not in _HF_NAMES:
+            close = difflib.get_close_matches(task.hf_name, _HF_NAMES, n=1)
+            raise ConfigError(f"task.hf_name: text_to_text loads 'glue' or 'super_glue' (each task from its own "
+                              f"benchmark), got {task.hf_name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        if task.valid is not None or task.test is not None:
+            raise ConfigError("task.valid: text_to_text reads each task's dev set from the data folder ('train'); "
+                              "leave valid and test unset")
+
+    def default_metrics(self, task: TaskConfig) -> list[str]:
+        return ["loss", "glue"]
+
+    def max_positions(self, task: TaskConfig) -> int:
+        return max(task.max_len, task.target_len)
+
+    def model_fields(self, num_classes: int | None) -> dict[str, Any]:
+        return {"tgt_vocab_size": None}
+
+    def has_test_split(self, task: TaskConfig) -> bool:
+        return False
+
+    # -- data -------------------------------------------------------------------------------------------
+    def read(self, task: TaskConfig) -> RawData:
+        train: dict[str, list[Any]] = {}
+        valid: dict[str, list[Any]] = {}
+        for name in _tasks(task):
+            if task.hf_name is not None:
+                train[name] = load_hf_glue(name, "train", **task.hf_options)
+                valid[name] = load_hf_glue(name, "dev", **task.hf_options)
+            else:
+                assert task.train is not None
+                train[name] = read_glue_split(name, task.train, "train")
+                valid[name] = read_glue_split(name, task.train, "dev")
+        return RawData(self.name, {"train": train, "valid": valid})
+
+    def finish(self, task: TaskConfig, raw: RawData) -> RawData:
+        # the splits arrive per task; limits apply per task, then the training tasks are mixed
+        train = {n: subset(v, task.train_limit) for n, v in raw.splits["train"].items()}
+        valid = {n: subset(v, task.eval_limit) for n, v in raw.splits["valid"].items()}
+        mixed, rates = mixture(train, int(task.task_options["mixing_cap"]))
+        raw.splits = {"train": mixed, "valid": [e for v in valid.values() for e in v]}
+        raw.info["mixing_rates"] = rates
+        raw.info["train_sizes"] = {n: len(v) for n, v in train.items()}
+        logger.info("text-to-text mixture (cap %d): %s", task.task_options["mixing_cap"],
+                    ", ".join(f"{n} {len(train[n]):,} ({rates[n]:.1%})" for n in rates))
+        return raw
+
+    def training_texts(self, raw: RawData) -> list[str]:
+        train = raw.splits["train"]
+        return [e.source for e in train] + [e.target for e in train]
+
+    def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
+                      model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        task = run.task
+        pairs = [(e.source, e.target) for e in raw.splits[split]]
+        dataset = Seq2SeqDataset(pairs, tokenizer, max_src_len=task.max_len, max_tgt_len=task.target_len,
+                                 overflow=task.overflow)
+        report = dataset.length_report
+        if report.truncated:
+            logger.info("text-to-text %s: %d of %d inputs (%.1f%%) truncated to %d tokens", split, report.truncated,
+                        report.total, 100 * report.truncated / max(report.total, 1), task.max_len)
+        return dataset, None
+
+    # -- evaluation -------------------------------------------------------------------------------------
+    def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
+                 batch_size: int, max_batches: int, beam: int | None,
+                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+        out = likelihood_metrics(model, data.datasets[split], names, batch_size, max_batches)
+        hypotheses: list[str] = []
+        if "glue" in names and max_examples != 0:
+            glue, hypotheses = self._glue_scores(run, data, model, split, batch_size, beam or 1, max_examples)
+            out.update(glue)
+        return out, hypotheses
+
+    def _glue_scores(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, batch_size: int,
+                     beam: int, max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+        dataset = data.datasets[split]
+        examples = [data.raw.splits[split][i] for i in dataset.indices]  # skipped-for-length ones excluded
+        # at most max_examples per task (evenly spaced, as dev files may be sorted)
+        by_task: dict[str, list[int]] = {}
+        for position, example in enumerate(examples):
+            by_task.setdefault(example.task, []).append(position)
+        if max_examples is not None:
+            by_task = {t: [p[i * len(p) // min(len(p), max_examples)] for i in range(min(len(p), max_examples))]
+                       for t, p in by_task.items()}
+        positions = [p for ps in by_task.values() for p in ps]
+        tok = data.tokenizer
+        src = [dataset[p]["src_ids"] for p in positions]
+        limit = min(run.eval.max_decode_len or run.task.target_len, model.config.max_len)
+        ids = decode_seq2seq(model, src, beam=beam, length_penalty=run.eval.length_penalty, max_new_tokens=limit,
+                             batch_size=batch_size, pad_id=tok.pad_id, eos_id=tok.eos_id)
+        predicted = dict(zip(positions, (tok.decode(seq).strip() for seq in ids), strict=True))
+        out: dict[str, Any] = {}
+        scores = {}
+        for name, ps in by_task.items():
+            score = score_predictions(name, [predicted[p] for p in ps], [examples[p] for p in ps])
+            scores[name] = score
+            out.update({f"{name}_{metric}": value for metric, value in score.metrics.items()})
+            out[f"{name}_invalid"] = score.invalid
+        out["glue_average"] = glue_average(scores)
+        invalid = Counter({name: s.invalid for name, s in scores.items() if s.invalid})
+        if invalid:
+            logger.info("predictions that are no valid label (counted wrong): %s",
+                        ", ".join(f"{n} {c}" for n, c in invalid.items()))
+        return out, [predicted[p] for p in sorted(predicted)]
+
+    def training_evaluation(self, run: RunConfig) -> tuple[list[str], int | None, int | None]:
+        names = run.metrics
+        if run.eval.train_decode_examples == 0:
+            names = [n for n in names if n != "glue"]
+        return names, 1, run.eval.train_decode_examples
+
+    def report_extras(self, run: RunConfig, beam: int) -> dict[str, Any]:
+        return {"beam": beam, "tasks": _tasks(run.task), "mixing_cap": run.task.task_options["mixing_cap"]}
+
+    def comparison_metric(self, task: TaskConfig) -> str:
+        return "glue_average"
+
+    # -- generation -------------------------------------------------------------------------------------
+    def generate(self, loaded: LoadedRun, inputs: list[str], options: GenerateOptions) -> list[Generated]:
+        """The verbalized answer to each input, written as the tasks' inputs are (``"sst2 sentence: ..."``)."""
+        return get_task_type("seq2seq").generate(loaded, inputs, options)
+
+    def random_batch(self, config: ModelConfig, batch_size: int, seq_len: int,
+                     generator: torch.Generator) -> dict[str, Tensor]:
+        return get_task_type("seq2seq").random_batch(config, batch_size, seq_len, generator)
+

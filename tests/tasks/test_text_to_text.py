@@ -1,0 +1,133 @@
+"""The ``text_to_text`` task type (T5-style GLUE finetuning) and the pretrain -> finetune pipeline through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from synthformer.cli.main import main
+from synthformer.tasks import evaluate_run, generate_texts, load_run, prepare_data, train_run
+from synthformer.tasks.config import RunConfig
+from synthformer.tasks.types.text_to_text import mixture
+from synthformer.train import ConfigError, from_dict
+
+from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, write_yaml
+
+RTE = [("The cat sat on the mat.", "A cat sat.", "entailment"),
+       ("It rained all day in Paris.", "Paris was dry.", "not_entailment"),
+       ("Anna bought three apples.", "Anna bought fruit.", "entailment"),
+       ("The museum closed in 1990.", "The museum is open.", "not_entailment")] * 5
+SST = [("a gorgeous , witty , seductive movie ", 1), ("a dull , pretentious mess ", 0),
+       ("one of the best films of the year ", 1), ("the acting is wooden ", 0)] * 8
+
+
+def glue_dir(tmp: Path) -> Path:
+    """RTE and SST-2 in the official GLUE TSV layout (train 20 / 32, dev 8 / 8)."""
+    root = tmp / "glue"
+    for split, n_rte, n_sst in (("train", 20, 32), ("dev", 8, 8)):
+        (root / "RTE").mkdir(parents=True, exist_ok=True)
+        (root / "SST-2").mkdir(parents=True, exist_ok=True)
+        rows = ["index\tsentence1\tsentence2\tlabel"]
+        rows += [f"{i}\t{a}\t{b}\t{c}" for i, (a, b, c) in enumerate(RTE[:n_rte])]
+        (root / "RTE" / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+        rows = ["sentence\tlabel"] + [f"{s}\t{label}" for s, label in SST[:n_sst]]
+        (root / "SST-2" / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return root
+
+
+def t2t_config(tmp: Path, **task) -> dict:
+    return {
+        "task": {"type": "text_to_text", "train": str(glue_dir(tmp)), "options": {"tasks": ["rte", "sst2"]},
+                 "tokenizer": "char", "max_len": 48, "max_target_len": 16, **task},
+        "model": {**TINY_MODEL, "encoder_kind": "R+V"},
+        "train": {**TINY_TRAIN, "eval_steps": 0},
+        "eval": {"beam": 1, "train_decode_examples": 4},
+    }
+
+
+def test_mixture_is_examples_proportional_with_a_cap() -> None:
+    tasks = {"big": list(range(1000)), "mid": list(range(300)), "small": list(range(100))}
+    mixed, rates = mixture(tasks, cap=400, seed=0)
+    assert len(mixed) == 400 + 300 + 100
+    assert rates == pytest.approx({"big": 0.5, "mid": 0.375, "small": 0.125})
+    assert mixed != sorted(mixed)  # interleaved
+    again, _ = mixture(tasks, cap=400, seed=0)
+    assert again == mixed
+    with pytest.raises(ConfigError, match="mixing_cap"):
+        mixture(tasks, cap=0)
+
+
+def test_text_to_text_data_and_rates(tmp_path: Path) -> None:
+    run = from_dict(RunConfig, t2t_config(tmp_path, options={"tasks": ["rte", "sst2"], "mixing_cap": 24}))
+    data = prepare_data(run)
+    train = data.raw.splits["train"]
+    assert len(train) == 20 + 24  # SST-2's 32 capped at 24
+    assert data.raw.info["mixing_rates"] == pytest.approx({"rte": 20 / 44, "sst2": 24 / 44})
+    example = next(e for e in train if e.task == "rte")
+    assert example.source.startswith("rte sentence1: ") and " sentence2: " in example.source
+    assert example.target in ("entailment", "not_entailment")
+    assert {e.target for e in train if e.task == "sst2"} == {"negative", "positive"}
+    assert len(data.raw.splits["valid"]) == 16 and not run.task.has_test_split
+
+
+def test_text_to_text_run_reports_every_task(tmp_path: Path) -> None:
+    result = train_run(from_dict(RunConfig, t2t_config(tmp_path)), tmp_path / "run")
+    m = result.metrics
+    for key in ("eval_loss", "eval_rte_accuracy", "eval_rte_invalid", "eval_sst2_accuracy", "eval_glue_average"):
+        assert key in m, key
+    assert 0 <= m["eval_rte_accuracy"] <= 100 and m["eval_glue_average"] == pytest.approx(
+        (m["eval_rte_accuracy"] + m["eval_sst2_accuracy"]) / 2)
+    report = evaluate_run(tmp_path / "run")
+    assert report.split == "valid" and len(report.hypotheses) == 16
+    assert (tmp_path / "run" / "eval_valid_hypotheses.txt").is_file()
+    out = generate_texts(load_run(tmp_path / "run"), ["sst2 sentence: a witty movie"], max_new_tokens=12)
+    assert len(out) == 1
+
+
+@pytest.mark.parametrize(("task", "message"), [
+    ({"options": {"tasks": ["rtee"]}}, r"task.options.tasks: unknown GLUE task 'rtee' \(did you mean 'rte'\?\)"),
+    ({"options": {"tasks": []}}, "non-empty list"),
+    ({"options": {"mixing_cap": -1}}, "mixing_cap"),
+])
+def test_text_to_text_config_errors(tmp_path: Path, task: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_dict(RunConfig, t2t_config(tmp_path, **task))
+
+
+def test_text_to_text_hf_name_must_be_glue(tmp_path: Path) -> None:
+    cfg = t2t_config(tmp_path)
+    del cfg["task"]["train"]
+    cfg["task"]["hf_name"] = "glu"
+    with pytest.raises(ConfigError, match=r"'glue' or 'super_glue'.*did you mean 'glue'"):
+        from_dict(RunConfig, cfg)
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_pretrain_then_finetune_through_the_cli(tmp_path: Path, capsys) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(LM_TEXT + "The cat sat on the mat. A witty movie. " * 40, encoding="utf-8")
+    pre = write_yaml(tmp_path / "pre.yaml", {
+        "task": {"type": "span_corruption", "train": str(corpus), "valid_fraction": 0.1, "tokenizer": "char",
+                 "max_len": 48, "options": {"num_sentinels": 20}},
+        "model": {**TINY_MODEL, "encoder_kind": "R"},
+        "train": dict(TINY_TRAIN),
+    })
+    assert main(["train", str(pre), "--run-dir", str(tmp_path / "pre"), "--no-progress", "-q"]) == 0
+    ft_cfg = t2t_config(tmp_path)
+    del ft_cfg["task"]["tokenizer"]
+    ft_cfg["model"]["encoder_kind"] = "R"
+    ft_cfg["init_from"] = str(tmp_path / "pre")
+    ft = write_yaml(tmp_path / "ft.yaml", ft_cfg)
+    assert main(["train", str(ft), "--run-dir", str(tmp_path / "ft"), "--no-progress", "-q"]) == 0
+    record = json.loads((tmp_path / "ft" / "init_from.json").read_text())
+    assert record["newly_initialised"] == [] and record["step"] == 6
+    assert main(["eval", str(tmp_path / "ft"), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "rte_accuracy" in out and "glue_average" in out
+    metrics = json.loads((tmp_path / "ft" / "eval_valid.json").read_text())["metrics"]
+    assert metrics["rte_invalid"] + metrics["sst2_invalid"] >= 0 and "glue_average" in metrics
+    # a finetuning config whose model disagrees with the pretrained one fails with the setting named
+    assert main(["train", str(ft), "model.d_model=32", "--run-dir", str(tmp_path / "ft2"), "-q"]) != 0
+    assert "model.d_model: pretrained 16, this run 32" in capsys.readouterr().err
