@@ -71,6 +71,18 @@ def test_span_corruption_config_errors(tmp_path: Path, change: dict, message: st
         from_dict(RunConfig, span_config(tmp_path, **change))
 
 
+def test_the_builtin_corpus_is_the_default_source(tmp_path: Path) -> None:
+    cfg = {"task": {"type": "span_corruption", "max_len": 24, "options": {"num_sentinels": 10},
+                    "generator_options": {"max_train_chars": 3000, "max_eval_chars": 600}, "tokenizer": "char"},
+           "model": dict(TINY_MODEL), "train": {**TINY_TRAIN, "steps": 2, "eval_every": 2, "save_every": 2}}
+    run = from_dict(RunConfig, cfg)
+    assert run.task.generator == "pystdlib"
+    result = train_run(run, tmp_path / "run")
+    assert result.steps == 2 and result.metrics["eval_noise_density"] > 0
+    with pytest.raises(ConfigError, match="exactly one data source"):
+        from_dict(RunConfig, {**cfg, "task": {**cfg["task"], "type": "lm"}})
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # init_from
 

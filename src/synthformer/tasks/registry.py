@@ -105,6 +105,8 @@ class TaskType:
     #: The task type whose raw data this one reads (its generators serve this type too); empty: this type's own.
     #: Span corruption reads what a language model reads.
     raw_type: ClassVar[str] = ""
+    #: The generator used when the config names no data source (None: a source is required).
+    default_generator: ClassVar[str | None] = None
 
     # -- configuration ----------------------------------------------------------------------------------
     def check_config(self, task: TaskConfig) -> None:

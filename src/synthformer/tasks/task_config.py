@@ -109,10 +109,13 @@ class TaskConfig:
     stride: int | None = None
     """LM: step between training blocks (``None``: ``max_len``, no overlap)."""
     options: dict[str, Any] = field(default_factory=dict)
-    """Settings of the task type itself (``TaskType.option_defaults``; the built-in types have none)."""
+    """Settings of the task type itself (``TaskType.option_defaults``: ``span_corruption``'s noise density, span
+    length and sentinel count; ``text_to_text``'s tasks and mixing cap)."""
 
     def __post_init__(self) -> None:
         task_type = self.task_type  # an unknown type fails here, naming the valid ones
+        if task_type.default_generator is not None and self.train is None and self.hf_name is None:
+            self.generator = self.generator or task_type.default_generator
         sources = [name for name, value in (("train", self.train), ("generator", self.generator),
                                             ("hf_name", self.hf_name)) if value is not None]
         if len(sources) != 1:

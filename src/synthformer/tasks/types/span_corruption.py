@@ -1,7 +1,8 @@
 """Task type ``span_corruption``: T5's pretraining objective for an encoder-decoder (the paper's Table 4).
 
 Data: any text a language model reads (text files, a Hugging Face text column, ``hf_name: json`` on local JSONL
-files, or the ``pystdlib`` generator, the built-in offline corpus), split the way ``task.type: lm`` splits it. The
+files, or the ``pystdlib`` generator: the built-in offline corpus, and the default when no source is given), split
+the way ``task.type: lm`` splits it. The
 tokenizer (``bpe`` by default) is trained on the training text and gets ``num_sentinels`` sentinel tokens after its
 vocabulary (:class:`~synthformer.data.SentinelTokenizer`). Each split's text becomes one token stream, cut into
 pieces that corrupt to exactly ``task.max_len`` encoder tokens (T5: 512), with the decoder length computed the way
@@ -58,6 +59,7 @@ class SpanCorruption(LanguageModeling):
     name = "span_corruption"
     arch = "seq2seq"
     raw_type = "lm"
+    default_generator = "pystdlib"  # the built-in offline corpus when no data source is given
     metrics = ("loss", "log_perplexity", "perplexity", "noise_density", "mean_span_length")
     default_tokenizer = "bpe"
     reads = frozenset({"test_fraction", "max_target_len"})  # max_target_len: only to say it is derived
