@@ -68,3 +68,57 @@ def classification_config(tmp: Path, **train: Any) -> dict[str, Any]:
         "model": {**TINY_MODEL, "encoder_kind": "R+V"},
         "train": {**TINY_TRAIN, **train},
     }
+
+
+def span_config(tmp: Path, **changes: Any) -> dict[str, Any]:
+    """T5 span corruption on a small text file in ``tmp``; ``changes`` are ``section.key`` (or ``section``)
+    replacements."""
+    text = tmp / "corpus.txt"
+    if not text.exists():
+        text.write_text(LM_TEXT, encoding="utf-8")
+    cfg: dict[str, Any] = {
+        "task": {"type": "span_corruption", "train": str(text), "valid_fraction": 0.1, "tokenizer": "char",
+                 "max_len": 24, "options": {"num_sentinels": 10}},
+        "model": {**TINY_MODEL, "encoder_kind": "R+V"},
+        "train": dict(TINY_TRAIN),
+    }
+    for key, value in changes.items():
+        section, _, name = key.partition(".")
+        if name:
+            cfg[section][name] = value
+        else:
+            cfg[section] = value
+    return cfg
+
+
+RTE_ROWS = [("The cat sat on the mat.", "A cat sat.", "entailment"),
+            ("It rained all day in Paris.", "Paris was dry.", "not_entailment"),
+            ("Anna bought three apples.", "Anna bought fruit.", "entailment"),
+            ("The museum closed in 1990.", "The museum is open.", "not_entailment")] * 5
+SST_ROWS = [("a gorgeous , witty , seductive movie ", 1), ("a dull , pretentious mess ", 0),
+            ("one of the best films of the year ", 1), ("the acting is wooden ", 0)] * 8
+
+
+def glue_dir(tmp: Path) -> Path:
+    """RTE and SST-2 in the official GLUE TSV layout (train 20 / 32, dev 8 / 8)."""
+    root = tmp / "glue"
+    for split, n_rte, n_sst in (("train", 20, 32), ("dev", 8, 8)):
+        (root / "RTE").mkdir(parents=True, exist_ok=True)
+        (root / "SST-2").mkdir(parents=True, exist_ok=True)
+        rows = ["index\tsentence1\tsentence2\tlabel"]
+        rows += [f"{i}\t{a}\t{b}\t{c}" for i, (a, b, c) in enumerate(RTE_ROWS[:n_rte])]
+        (root / "RTE" / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+        rows = ["sentence\tlabel"] + [f"{s}\t{label}" for s, label in SST_ROWS[:n_sst]]
+        (root / "SST-2" / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return root
+
+
+def t2t_config(tmp: Path, **task: Any) -> dict[str, Any]:
+    """Text-to-text RTE + SST-2 on tiny GLUE-layout files in ``tmp``; ``task`` updates the task section."""
+    return {
+        "task": {"type": "text_to_text", "train": str(glue_dir(tmp)), "options": {"tasks": ["rte", "sst2"]},
+                 "tokenizer": "char", "max_len": 48, "max_target_len": 16, **task},
+        "model": {**TINY_MODEL, "encoder_kind": "R+V"},
+        "train": {**TINY_TRAIN, "eval_steps": 0},
+        "eval": {"beam": 1, "train_decode_examples": 4},
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,7 +20,12 @@ from synthformer.tasks import (
     load_raw_data,
     task_type_for_arch,
 )
-from synthformer.train import ConfigError
+from synthformer.tasks.config import RunConfig
+from synthformer.tasks.generation import generate_texts
+from synthformer.tasks.pipeline import evaluate_run, load_run, train_run
+from synthformer.train import ConfigError, from_dict
+
+from .helpers import classification_config, lm_config, seq2seq_config, span_config, t2t_config
 
 TASK_TYPES = list_task_types()
 GENERATORS = list_generators()
@@ -43,6 +49,28 @@ def test_task_type_describes_itself(name: str) -> None:
     assert set(task_type.derived_model_fields) <= set(config_class(task_type.arch).field_names())
     # every `reads` field is a TaskConfig field
     assert task_type.reads <= {f.name for f in dataclasses.fields(TaskConfig)}
+
+
+# A tiny run of every registered task type (a new type adds its entry: the first test below fails until it does).
+TINY_RUNS = {"lm": lm_config, "seq2seq": lambda tmp: seq2seq_config(), "classification": classification_config,
+             "span_corruption": span_config, "text_to_text": t2t_config}
+
+
+def test_every_task_type_has_a_tiny_run() -> None:
+    assert set(TASK_TYPES) <= set(TINY_RUNS)
+
+
+@pytest.mark.parametrize("name", TASK_TYPES)
+def test_every_task_type_trains_evaluates_and_generates(name: str, tmp_path: Path) -> None:
+    cfg = TINY_RUNS[name](tmp_path)
+    cfg["train"] = {**cfg["train"], "steps": 2, "save_every": 2, "eval_every": 2}
+    run = from_dict(RunConfig, cfg)
+    result = train_run(run, tmp_path / "run")
+    assert result.steps == 2 and math.isfinite(result.metrics["eval_loss"])
+    report = evaluate_run(tmp_path / "run")
+    assert math.isfinite(report.metrics["loss"]) and report.path.is_file()
+    out = generate_texts(load_run(tmp_path / "run"), ["a b"], max_new_tokens=3)
+    assert len(out) == 1 and isinstance(out[0].output, str)
 
 
 @pytest.mark.parametrize("name", TASK_TYPES)

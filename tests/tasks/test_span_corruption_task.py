@@ -16,26 +16,7 @@ from synthformer.tasks.config import RunConfig
 from synthformer.tasks.init_from import load_pretrained_weights
 from synthformer.train import ConfigError, from_dict
 
-from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, lm_config
-
-
-def span_config(tmp: Path, **changes) -> dict:
-    text = tmp / "corpus.txt"
-    if not text.exists():
-        text.write_text(LM_TEXT, encoding="utf-8")
-    cfg = {
-        "task": {"type": "span_corruption", "train": str(text), "valid_fraction": 0.1, "tokenizer": "char",
-                 "max_len": 24, "options": {"num_sentinels": 10}},
-        "model": {**TINY_MODEL, "encoder_kind": "R+V"},
-        "train": dict(TINY_TRAIN),
-    }
-    for key, value in changes.items():
-        section, _, name = key.partition(".")
-        if name:
-            cfg[section][name] = value
-        else:
-            cfg[section] = value
-    return cfg
+from .helpers import TINY_MODEL, TINY_TRAIN, lm_config, span_config
 
 
 def test_span_corruption_run_end_to_end(tmp_path: Path) -> None:

@@ -13,38 +13,7 @@ from synthformer.tasks.config import RunConfig
 from synthformer.tasks.types.text_to_text import mixture
 from synthformer.train import ConfigError, from_dict
 
-from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, write_yaml
-
-RTE = [("The cat sat on the mat.", "A cat sat.", "entailment"),
-       ("It rained all day in Paris.", "Paris was dry.", "not_entailment"),
-       ("Anna bought three apples.", "Anna bought fruit.", "entailment"),
-       ("The museum closed in 1990.", "The museum is open.", "not_entailment")] * 5
-SST = [("a gorgeous , witty , seductive movie ", 1), ("a dull , pretentious mess ", 0),
-       ("one of the best films of the year ", 1), ("the acting is wooden ", 0)] * 8
-
-
-def glue_dir(tmp: Path) -> Path:
-    """RTE and SST-2 in the official GLUE TSV layout (train 20 / 32, dev 8 / 8)."""
-    root = tmp / "glue"
-    for split, n_rte, n_sst in (("train", 20, 32), ("dev", 8, 8)):
-        (root / "RTE").mkdir(parents=True, exist_ok=True)
-        (root / "SST-2").mkdir(parents=True, exist_ok=True)
-        rows = ["index\tsentence1\tsentence2\tlabel"]
-        rows += [f"{i}\t{a}\t{b}\t{c}" for i, (a, b, c) in enumerate(RTE[:n_rte])]
-        (root / "RTE" / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-        rows = ["sentence\tlabel"] + [f"{s}\t{label}" for s, label in SST[:n_sst]]
-        (root / "SST-2" / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return root
-
-
-def t2t_config(tmp: Path, **task) -> dict:
-    return {
-        "task": {"type": "text_to_text", "train": str(glue_dir(tmp)), "options": {"tasks": ["rte", "sst2"]},
-                 "tokenizer": "char", "max_len": 48, "max_target_len": 16, **task},
-        "model": {**TINY_MODEL, "encoder_kind": "R+V"},
-        "train": {**TINY_TRAIN, "eval_steps": 0},
-        "eval": {"beam": 1, "train_decode_examples": 4},
-    }
+from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, t2t_config, write_yaml
 
 
 def test_mixture_is_examples_proportional_with_a_cap() -> None:
