@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from synthformer.data import SentinelTokenizer, load_tokenizer
-from synthformer.tasks import evaluate_run, generate_texts, load_run, train_run
+from synthformer.tasks import evaluate_run, generate_texts, load_run, prepare_data, train_run
 from synthformer.tasks.config import RunConfig
 from synthformer.tasks.init_from import load_pretrained_weights
 from synthformer.train import ConfigError, from_dict
@@ -46,10 +46,19 @@ def test_span_corruption_run_end_to_end(tmp_path: Path) -> None:
     ({"task.options": {"noise_density": 1.5}}, "noise_density"),
     ({"task.options": {"mean_noise_span_length": 0.5}}, "mean_noise_span_length"),
     ({"task.options": {"span": 3}}, "unknown"),
+    ({"task.max_len": 2}, "at least 3 tokens"),
 ])
 def test_span_corruption_config_errors(tmp_path: Path, change: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         from_dict(RunConfig, span_config(tmp_path, **change))
+
+
+def test_short_inputs_fit_their_length(tmp_path: Path) -> None:
+    # below about 10 tokens T5's rounding would give 0 spans; the clamped counts keep inputs within max_len
+    result = train_run(from_dict(RunConfig, span_config(tmp_path, **{"task.max_len": 8})), tmp_path / "run")
+    assert result.steps == 6
+    data = prepare_data(from_dict(RunConfig, span_config(tmp_path, **{"task.max_len": 8})))
+    assert max(len(data.datasets["train"][i]["src_ids"]) for i in range(len(data.datasets["train"]))) <= 8
 
 
 def test_the_builtin_corpus_is_the_default_source(tmp_path: Path) -> None:
@@ -128,6 +137,33 @@ def test_init_from_other_arch_tokenizer_and_missing_dir(tmp_path: Path, pretrain
         train_run(from_dict(RunConfig, cfg), tmp_path / "ft")
     with pytest.raises(ConfigError, match="init_from: expected the path"):
         from_dict(RunConfig, {**_finetune(tmp_path, pretrained), "init_from": ""})
+
+
+def test_init_from_resume_before_the_first_checkpoint_loads_the_pretrained_weights(tmp_path: Path,
+                                                                                  pretrained: Path) -> None:
+    def stop(trainer) -> None:
+        raise KeyboardInterrupt
+
+    run = from_dict(RunConfig, _finetune(tmp_path, pretrained))
+    with pytest.raises(KeyboardInterrupt):
+        train_run(run, tmp_path / "ft", on_trainer=stop)
+    seen = {}
+    train_run(run, tmp_path / "ft", resume=True,
+              on_trainer=lambda t: seen.update({k: v.detach().clone() for k, v in t.model.state_dict().items()}))
+    weights = load_file(str(load_run(pretrained).checkpoint / "model.safetensors"))
+    assert all(torch.equal(seen[name], tensor) for name, tensor in weights.items())
+    assert json.loads((tmp_path / "ft" / "init_from.json").read_text())["newly_initialised"] == []
+
+
+def test_init_from_its_own_run_dir_is_refused_and_nothing_is_deleted(tmp_path: Path, pretrained: Path) -> None:
+    import shutil
+
+    own = tmp_path / "own"
+    shutil.copytree(pretrained, own)
+    run = from_dict(RunConfig, _finetune(tmp_path, own))
+    with pytest.raises(ConfigError, match="this run's own directory"):
+        train_run(run, own, overwrite=True)
+    assert load_run(own).step == 6
 
 
 def _edited_copy(pretrained: Path, tmp: Path, edit) -> Path:

@@ -13,7 +13,7 @@ from synthformer.tasks.config import RunConfig
 from synthformer.tasks.types.text_to_text import mixture
 from synthformer.train import ConfigError, from_dict
 
-from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, t2t_config, write_yaml
+from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, glue_dir, t2t_config, write_yaml
 
 
 def test_mixture_is_examples_proportional_with_a_cap() -> None:
@@ -96,7 +96,48 @@ def test_pretrain_then_finetune_through_the_cli(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "rte_accuracy" in out and "glue_average" in out
     metrics = json.loads((tmp_path / "ft" / "eval_valid.json").read_text())["metrics"]
-    assert metrics["rte_invalid"] + metrics["sst2_invalid"] >= 0 and "glue_average" in metrics
+    assert 0 <= metrics["rte_invalid"] <= 8 and 0 <= metrics["sst2_invalid"] <= 8  # 8 dev examples each
+    assert metrics["glue_average"] == pytest.approx((metrics["rte_accuracy"] + metrics["sst2_accuracy"]) / 2)
     # a finetuning config whose model disagrees with the pretrained one fails with the setting named
     assert main(["train", str(ft), "model.d_model=32", "--run-dir", str(tmp_path / "ft2"), "-q"]) != 0
     assert "model.d_model: pretrained 16, this run 32" in capsys.readouterr().err
+
+
+def test_mnli_dev_sets_are_scored_separately_and_averaged_once(tmp_path: Path) -> None:
+    root = glue_dir(tmp_path)
+    (root / "MNLI").mkdir()
+    rows = [("A man sleeps.", "A person rests.", "entailment"), ("A dog runs.", "A cat sleeps.", "contradiction"),
+            ("Kids play.", "Kids play football.", "neutral")] * 4
+    header = "index\tsentence1\tsentence2\tgold_label"
+    for split in ("train", "dev_matched", "dev_mismatched"):
+        lines = [header] + [f"{i}\t{a}\t{b}\t{c}" for i, (a, b, c) in enumerate(rows)]
+        (root / "MNLI" / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cfg = t2t_config(tmp_path, options={"tasks": ["rte", "mnli"]})
+    result = train_run(from_dict(RunConfig, cfg), tmp_path / "run")
+    m = result.metrics
+    assert "eval_mnli_matched_accuracy" in m and "eval_mnli_mismatched_accuracy" in m
+    mnli = (m["eval_mnli_matched_accuracy"] + m["eval_mnli_mismatched_accuracy"]) / 2
+    assert m["eval_glue_average"] == pytest.approx((m["eval_rte_accuracy"] + mnli) / 2)
+
+
+def test_superglue_only_tasks_report_their_own_average(tmp_path: Path) -> None:
+    root = tmp_path / "superglue" / "BoolQ"
+    root.mkdir(parents=True)
+    rows = [{"passage": "The sky is blue on clear days.", "question": "is the sky blue", "label": True},
+            {"passage": "Fish live in water.", "question": "do fish live on land", "label": False}] * 6
+    for split in ("train", "val"):
+        (root / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = t2t_config(tmp_path, train=str(tmp_path / "superglue"), options={"tasks": ["boolq"]})
+    run = from_dict(RunConfig, cfg)
+    assert run.task.task_type.comparison_metric(run.task) == "super_glue_average"
+    m = train_run(run, tmp_path / "run").metrics
+    assert "eval_glue_average" not in m and m["eval_super_glue_average"] == pytest.approx(m["eval_boolq_accuracy"])
+
+
+def test_compare_refuses_init_from(tmp_path: Path) -> None:
+    from synthformer.tasks.compare import run_comparison
+
+    cfg = t2t_config(tmp_path)
+    cfg["init_from"] = str(tmp_path)
+    with pytest.raises(ConfigError, match="init_from: compare trains every kind from scratch"):
+        run_comparison(from_dict(RunConfig, cfg), ["V"], tmp_path / "cmp")

@@ -10,7 +10,8 @@ Following Raffel et al. (2020, section 3.1.4 and Figure 2) and the T5 code's ``r
   spans. The noise tokens and the other tokens are each cut into that many non-empty segments uniformly at
   random, and the segments interleave, a non-noise segment first (:func:`random_spans_noise_mask`). Masks are
   drawn per example from a generator seeded by (seed, split, example index): the same example gets the same
-  spans in every run and after a resume.
+  spans in every run, after a resume, and in every epoch (T5 draws fresh noise each time it sees a text; with
+  the budgets here, a few passes at most, we prefer exactly repeatable data).
 * The input keeps the non-noise tokens and replaces each noise span by one sentinel (``<extra_id_0>``,
   ``<extra_id_1>``, ... in order); the target is each sentinel followed by the span it hid, then a **closing
   sentinel**, as in the paper's Figure 2 (``<X> for inviting <Y> last <Z>``). T5's code leaves the closing
@@ -38,9 +39,11 @@ logger = logging.getLogger(__name__)
 
 
 def _counts(length: int, noise_density: float, mean_noise_span_length: float) -> tuple[int, int]:
-    """(noise tokens, noise spans) of a piece of ``length`` tokens, as T5 rounds them."""
-    num_noise = int(round(length * noise_density))
-    num_spans = int(round(num_noise / mean_noise_span_length))
+    """(noise tokens, noise spans) of a piece of ``length`` tokens, as T5 rounds them, clamped as its mask code
+    clamps them: at least one noise and one kept token, at least one span (the clamps bind only for pieces of
+    fewer than about 10 tokens, where T5's length helper and its mask disagree; here both use these counts)."""
+    num_noise = min(max(int(round(length * noise_density)), 1), length - 1)
+    num_spans = min(max(int(round(num_noise / mean_noise_span_length)), 1), num_noise, length - num_noise)
     return num_noise, num_spans
 
 
@@ -53,8 +56,8 @@ def t5_lengths(inputs_length: int, noise_density: float = 0.15,
     >>> t5_lengths(512)
     (568, 114)
     """
-    if inputs_length < 2:
-        raise ValueError(f"inputs_length must be at least 2, got {inputs_length}")
+    if inputs_length < 3:  # two raw tokens (one kept, one noise) become kept + sentinel + <eos>
+        raise ValueError(f"inputs_length must be at least 3, got {inputs_length}")
 
     def lengths(tokens_length: int) -> tuple[int, int]:
         num_noise, num_spans = _counts(tokens_length, noise_density, mean_noise_span_length)
@@ -89,8 +92,6 @@ def random_spans_noise_mask(length: int, noise_density: float, mean_noise_span_l
     if length < 2:
         raise ValueError(f"cannot corrupt a piece of {length} token(s): need at least 2")
     num_noise, num_spans = _counts(length, noise_density, mean_noise_span_length)
-    num_noise = min(max(num_noise, 1), length - 1)
-    num_spans = min(max(num_spans, 1), num_noise, length - num_noise)
     noise_lengths = _segment(num_noise, num_spans, rng)
     keep_lengths = _segment(length - num_noise, num_spans, rng)
     interleaved = np.stack([keep_lengths, noise_lengths], axis=1).reshape(-1)  # (2 * spans,) keep, noise, ...

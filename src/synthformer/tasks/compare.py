@@ -173,6 +173,9 @@ def run_comparison(base: RunConfig, kinds: Sequence[str] = DEFAULT_KINDS, out_di
     dirs = {kind: out / kind for kind in kinds}
     for kind in kinds:
         check_run_dir(dirs[kind], overwrite=overwrite)
+    if base.init_from is not None:
+        raise ConfigError("init_from: compare trains every kind from scratch on shared data; finetune each kind from "
+                          "its own pretrained run with 'synthformer train CONFIG init_from=RUN' instead")
     data = prepare_data(base, splits=("train", "valid"))
     baseline_name, baseline_value = base.task.task_type.baseline(base, data)
     logger.info("%s: %.4f", baseline_name, baseline_value)

@@ -170,7 +170,7 @@ def glue_average(scores: Mapping[str, TaskScore], benchmark: str = "glue") -> fl
 
     Scores are grouped by :attr:`TaskScore.task`; several scores of one task (e.g. keys ``"mnli_matched"`` and
     ``"mnli_mismatched"``, both with task ``"mnli"``) are averaged first. Scores of tasks of another benchmark
-    (SuperGLUE ones for ``benchmark="glue"``) are left out, with a log message.
+    (SuperGLUE ones for ``benchmark="glue"``) and WNLI (as in T5's average) are left out, with a log message.
 
     Args:
         scores: any keys -> the task scores.
@@ -182,6 +182,9 @@ def glue_average(scores: Mapping[str, TaskScore], benchmark: str = "glue") -> fl
     by_task: dict[str, list[float]] = {}
     for key, score in scores.items():
         task = get_glue_task(score.task)
+        if task.name == "wnli":  # T5 leaves WNLI out of its GLUE average (its dev set is adversarial)
+            logger.info("%s average: leaving out %s (WNLI, as T5 does)", benchmark, key)
+            continue
         if task.benchmark != benchmark:
             logger.info("%s average: leaving out %s (task %s of %s)", benchmark, key, task.name, task.benchmark)
             continue

@@ -9,7 +9,8 @@ does not hold are newly initialised and listed (in the log and in ``RUN/init_fro
 setup (the same encoder-decoder, text-to-text) the list is empty. A parameter with another shape, or one in the
 checkpoint that the model lacks, is an error naming the parameter and both shapes.
 
-Only a fresh run is initialised this way; ``--resume`` continues from the run's own checkpoint.
+A fresh run is initialised this way, and so is a ``--resume`` of one that stopped before its first checkpoint;
+otherwise ``--resume`` continues from the run's own checkpoint. ``init_from`` may not be the run's own directory.
 """
 
 from __future__ import annotations

@@ -257,6 +257,8 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
     # Under torchrun every process runs this; only the main one checks and writes the run directory (the others
     # would otherwise find the main process's fresh tokenizer and refuse to start). The trainer synchronises them.
     main_process = is_main_process()
+    if run.init_from is not None and Path(run.init_from).resolve() == run_dir.resolve():
+        raise ConfigError(f"init_from: {run.init_from} is this run's own directory; finetune into another --run-dir")
     existing = rd.check(resume, overwrite) if main_process else []
     run = absolute_paths(run)
     resuming = resume and rd.tokenizer_path.is_file()
@@ -285,7 +287,8 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
             raise RunError(f"cannot resume {run_dir}: the model differs from the saved one ({'; '.join(diffs)}); "
                            "train into a new --run-dir or pass --overwrite")
     init_report = None
-    if run.init_from is not None and not resuming:
+    # also when resuming a run that stopped before its first checkpoint: the trainer then starts fresh from these
+    if run.init_from is not None and rd.latest_checkpoint() is None:
         check_pretrained_model(run, model_config)
         init_report = load_pretrained_weights(run, model)
     if overwrite and existing:
@@ -296,8 +299,8 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
         rd.model_config_path.write_text(json.dumps(model_config.to_dict(), indent=1) + "\n", encoding="utf-8")
         if data.label_set is not None:
             save_label_set(data.label_set, rd.labels_path)
-        if init_report is not None:
-            write_init_report(rd, init_report)
+    if init_report is not None and main_process:
+        write_init_report(rd, init_report)
     params = num_parameters(model)
     logger.info("model: %s, %s trainable parameters", type(model).__name__, f"{params:,}")
 

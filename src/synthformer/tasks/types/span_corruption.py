@@ -68,6 +68,8 @@ class SpanCorruption(LanguageModeling):
 
     def check_config(self, task: TaskConfig) -> None:
         density, mean_span, sentinels = _options(task)
+        if task.max_len < 3:
+            raise ConfigError(f"task.max_len: span corruption needs inputs of at least 3 tokens, got {task.max_len}")
         if not 0.0 < density < 1.0:
             raise ConfigError(f"task.options.noise_density: must be in (0, 1), got {density}")
         if mean_span < 1.0:
@@ -77,7 +79,7 @@ class SpanCorruption(LanguageModeling):
                               f"(T5's rule: {task.max_len} input tokens -> "
                               f"{t5_lengths(task.max_len, density, mean_span)[1] + 1} target tokens); leave it unset")
         tokens_length, _ = t5_lengths(task.max_len, density, mean_span)
-        spans = round(round(tokens_length * density) / mean_span)
+        spans = max(round(round(tokens_length * density) / mean_span), 1)
         if sentinels < spans + 1:
             raise ConfigError(f"task.options.num_sentinels: a piece of {tokens_length} tokens has up to {spans} "
                               f"spans and needs {spans + 1} sentinels, got {sentinels}")

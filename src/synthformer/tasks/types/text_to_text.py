@@ -18,9 +18,12 @@ is). The rates are logged and kept in the run's data info.
 
 Evaluation: teacher-forced ``loss`` / ``perplexity`` over all dev examples, and ``glue``: greedy decoding of each
 task's dev set scored with the official metrics (:mod:`synthformer.tasks.glue_metrics`: scikit-learn / scipy),
-reported as ``<task>_<metric>`` (percent), ``<task>_invalid`` (predictions that are no valid label: counted
-wrong) and ``glue_average`` (T5's average over the tasks, two-metric tasks averaged first). During training at
-most ``eval.train_decode_examples`` examples per task are decoded (0: only the loss).
+reported as ``<task>_<metric>`` (percent; MNLI as ``mnli_matched_*`` and ``mnli_mismatched_*``), ``<task>_invalid``
+(predictions that are no valid label: counted wrong), and ``glue_average`` / ``super_glue_average`` for the tasks of
+each benchmark present (T5's averages: two-metric tasks and MNLI's two dev sets averaged first, WNLI left out).
+STS-B correlations are computed against the unrounded gold scores (GLUE's official metric; T5 scored against its
+rounded targets). During training at most ``eval.train_decode_examples`` examples per dev set are decoded (0: only
+the loss).
 
 Options (``task.options``): ``tasks`` (default ``[rte, mrpc, cola, stsb, sst2]``: the GLUE tasks with training data
 in the shared folder), ``mixing_cap`` (65536, T5's ``K = 2^16``).
@@ -68,6 +71,12 @@ def _tasks(task: TaskConfig) -> list[str]:
     if not isinstance(names, list) or not names:
         raise ConfigError(f"task.options.tasks: expected a non-empty list of task names, got {names!r}")
     return [str(n) for n in names]
+
+
+def _benchmarks(tasks: list[str]) -> list[str]:
+    """The benchmarks (``glue``, ``super_glue``) the tasks belong to, GLUE first."""
+    found = {glue_task_from_config(t).benchmark for t in tasks}
+    return [b for b in ("glue", "super_glue") if b in found]
 
 
 def mixture(by_task: dict[str, list[Any]], cap: int, seed: int = 0) -> tuple[list[Any], dict[str, float]]:
@@ -124,16 +133,20 @@ class TextToText(TaskType):
 
     # -- data -------------------------------------------------------------------------------------------
     def read(self, task: TaskConfig) -> RawData:
-        train: dict[str, list[Any]] = {}
-        valid: dict[str, list[Any]] = {}
-        for name in _tasks(task):
+        def load(name: str, split: str) -> list[Any]:
             if task.hf_name is not None:
-                train[name] = load_hf_glue(name, "train", **task.hf_options)
-                valid[name] = load_hf_glue(name, "dev", **task.hf_options)
-            else:
-                assert task.train is not None
-                train[name] = read_glue_split(name, task.train, "train")
-                valid[name] = read_glue_split(name, task.train, "dev")
+                return load_hf_glue(name, split, **task.hf_options)
+            assert task.train is not None
+            return read_glue_split(name, task.train, split)
+
+        train: dict[str, list[Any]] = {}
+        valid: dict[str, list[Any]] = {}  # by dev set: MNLI has two, scored separately (mnli_matched, ...)
+        for name in _tasks(task):
+            train[name] = load(name, "train")
+            dev_splits = glue_task_from_config(name).dev_splits
+            for split in dev_splits:
+                group = name if len(dev_splits) == 1 else f"{name}_{split.removeprefix('dev_')}"
+                valid[group] = load(name, "dev" if len(dev_splits) == 1 else split)
         return RawData(self.name, {"train": train, "valid": valid})
 
     def finish(self, task: TaskConfig, raw: RawData) -> RawData:
@@ -142,6 +155,7 @@ class TextToText(TaskType):
         valid = {n: subset(v, task.eval_limit) for n, v in raw.splits["valid"].items()}
         mixed, rates = mixture(train, int(task.task_options["mixing_cap"]))
         raw.splits = {"train": mixed, "valid": [e for v in valid.values() for e in v]}
+        raw.info["valid_groups"] = [group for group, v in valid.items() for _ in v]  # aligned with splits["valid"]
         raw.info["mixing_rates"] = rates
         raw.info["train_sizes"] = {n: len(v) for n, v in train.items()}
         logger.info("text-to-text mixture (cap %d): %s", task.task_options["mixing_cap"],
@@ -179,10 +193,12 @@ class TextToText(TaskType):
                      beam: int, max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
         dataset = data.datasets[split]
         examples = [data.raw.splits[split][i] for i in dataset.indices]  # skipped-for-length ones excluded
-        # at most max_examples per task (evenly spaced, as dev files may be sorted)
+        groups = data.raw.info.get("valid_groups") or [e.task for e in data.raw.splits[split]]
+        # by dev set (a task, or MNLI's matched / mismatched); at most max_examples each, evenly spaced (dev files
+        # may be sorted)
         by_task: dict[str, list[int]] = {}
-        for position, example in enumerate(examples):
-            by_task.setdefault(example.task, []).append(position)
+        for position, index in enumerate(dataset.indices):
+            by_task.setdefault(groups[index], []).append(position)
         if max_examples is not None:
             by_task = {t: [p[i * len(p) // min(len(p), max_examples)] for i in range(min(len(p), max_examples))]
                        for t, p in by_task.items()}
@@ -196,11 +212,12 @@ class TextToText(TaskType):
         out: dict[str, Any] = {}
         scores = {}
         for name, ps in by_task.items():
-            score = score_predictions(name, [predicted[p] for p in ps], [examples[p] for p in ps])
+            score = score_predictions(examples[ps[0]].task, [predicted[p] for p in ps], [examples[p] for p in ps])
             scores[name] = score
             out.update({f"{name}_{metric}": value for metric, value in score.metrics.items()})
             out[f"{name}_invalid"] = score.invalid
-        out["glue_average"] = glue_average(scores)
+        for benchmark in _benchmarks([s.task for s in scores.values()]):
+            out[f"{benchmark}_average"] = glue_average(scores, benchmark)
         invalid = Counter({name: s.invalid for name, s in scores.items() if s.invalid})
         if invalid:
             logger.info("predictions that are no valid label (counted wrong): %s",
@@ -217,7 +234,7 @@ class TextToText(TaskType):
         return {"beam": beam, "tasks": _tasks(run.task), "mixing_cap": run.task.task_options["mixing_cap"]}
 
     def comparison_metric(self, task: TaskConfig) -> str:
-        return "glue_average"
+        return f"{_benchmarks(_tasks(task))[0]}_average"
 
     # -- generation -------------------------------------------------------------------------------------
     def generate(self, loaded: LoadedRun, inputs: list[str], options: GenerateOptions) -> list[Generated]:
