@@ -6,7 +6,8 @@ training wall time (from ``metrics.jsonl``). Finetuning runs (``task.type: text_
 the GLUE average from ``eval_valid.json``, and the invalid predictions.
 
 Usage:
-    python benchmarks/t5_tables.py --pretrain runs/t5/pre_V runs/t5/pre_R ... --finetune runs/t5/ft_V ...
+    python benchmarks/t5_tables.py --pretrain runs/t5/pre_V runs/t5/pre_R ... --finetune runs/t5/ft_V ... \
+        --majority ../shared/data/glue
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def pretrain_table(runs: list[Path]) -> str:
     return "\n".join(lines)
 
 
-def finetune_table(runs: list[Path]) -> str:
+def finetune_table(runs: list[Path], majority: Path | None = None) -> str:
     reports = {run: json.loads((run / "eval_valid.json").read_text(encoding="utf-8"))["metrics"] for run in runs}
     present = [c for c in _COLUMNS if any(f"{c[0]}_{c[1][0]}" in m for m in reports.values())]
     lines = ["| model | init | GLUE avg | " + " | ".join(c[2] for c in present) + " | invalid |",
@@ -75,19 +76,36 @@ def finetune_table(runs: list[Path]) -> str:
         cells = ["/".join(f"{m[f'{task}_{metric}']:.1f}" for metric in metrics) for task, metrics, _ in present]
         invalid = sum(int(m.get(f"{task}_invalid", 0)) for task, _, _ in present)
         lines.append(f"| {kind} | {init} | {m['glue_average']:.1f} | " + " | ".join(cells) + f" | {invalid} |")
+    if majority is not None:
+        lines.append(majority_row(majority, [c[0] for c in present], present))
     return "\n".join(lines)
+
+
+def majority_row(glue_dir: Path, tasks: list[str], columns: list[tuple[str, list[str], str]]) -> str:
+    """The table row of the majority-label reference (each task's most frequent training label on its dev set)."""
+    from synthformer.data.glue import read_glue_split
+    from synthformer.tasks.glue_metrics import glue_average
+    from synthformer.tasks.types.text_to_text import majority_scores
+
+    train = [e for t in tasks for e in read_glue_split(t, glue_dir, "train")]
+    valid = {t: read_glue_split(t, glue_dir, "dev") for t in tasks}
+    scores = majority_scores(train, [e for v in valid.values() for e in v], [t for t, v in valid.items() for _ in v])
+    cells = ["/".join(f"{scores[task].metrics[metric]:.1f}" for metric in metrics) for task, metrics, _ in columns]
+    return f"| majority label | - | {glue_average(scores):.1f} | " + " | ".join(cells) + " | 0 |"
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pretrain", nargs="*", type=Path, default=[])
     p.add_argument("--finetune", nargs="*", type=Path, default=[])
+    p.add_argument("--majority", type=Path, default=None, metavar="GLUE_DIR",
+                   help="add the majority-label row, from the GLUE folder the finetuning runs read")
     args = p.parse_args()
     if args.pretrain:
         print(pretrain_table(args.pretrain))
         print()
     if args.finetune:
-        print(finetune_table(args.finetune))
+        print(finetune_table(args.finetune, args.majority))
 
 
 if __name__ == "__main__":

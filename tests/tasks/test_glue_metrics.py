@@ -7,7 +7,13 @@ import logging
 import pytest
 
 from synthformer.data.glue import TextToTextExample, get_glue_task
-from synthformer.tasks.glue_metrics import TaskScore, glue_average, glue_task_from_config, score_predictions
+from synthformer.tasks.glue_metrics import (
+    TaskScore,
+    glue_average,
+    glue_task_from_config,
+    majority_prediction,
+    score_predictions,
+)
 from synthformer.train import ConfigError
 
 
@@ -127,3 +133,15 @@ def test_glue_average_counts_mnli_once() -> None:
     assert glue_average(scores, benchmark="super_glue") == pytest.approx(70.0)
     with pytest.raises(ValueError, match="no scores of glue tasks"):
         glue_average({"boolq": _score("boolq", 70.0)})
+
+
+def test_majority_prediction() -> None:
+    def ex(task: str, label, target: str) -> TextToTextExample:
+        return TextToTextExample(task, "x", target, label, 1)
+
+    train = [ex("rte", 1, "not_entailment")] * 3 + [ex("rte", 0, "entailment")] * 2
+    assert majority_prediction("rte", train) == "not_entailment"
+    assert majority_prediction("rte", train[3:] + train[:2]) == "entailment"  # a tie goes to class 0
+    assert majority_prediction("stsb", [ex("stsb", 1.0, "1.0"), ex("stsb", 2.3, "2.4")]) == "1.6"  # mean 1.65
+    with pytest.raises(ValueError, match="no training examples"):
+        majority_prediction("cola", [])

@@ -141,3 +141,12 @@ def test_compare_refuses_init_from(tmp_path: Path) -> None:
     cfg["init_from"] = str(tmp_path)
     with pytest.raises(ConfigError, match="init_from: compare trains every kind from scratch"):
         run_comparison(from_dict(RunConfig, cfg), ["V"], tmp_path / "cmp")
+
+
+def test_majority_baseline(tmp_path: Path) -> None:
+    run = from_dict(RunConfig, t2t_config(tmp_path))
+    data = prepare_data(run)
+    description, value = run.task.task_type.baseline(run, data)
+    # RTE dev: 4 entailment / 4 not_entailment, the training majority (tie) is class 0, entailment: 50%;
+    # SST-2 dev: 4 positive / 4 negative, training tie -> class 0, negative: 50%
+    assert description == "majority label per task" and value == pytest.approx(50.0)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import math
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -193,3 +194,15 @@ def glue_average(scores: Mapping[str, TaskScore], benchmark: str = "glue") -> fl
         raise ValueError(f"no scores of {benchmark} tasks to average (given: {', '.join(scores) or 'none'})")
     per_task = [sum(values) / len(values) for values in by_task.values()]
     return sum(per_task) / len(per_task)
+
+
+def majority_prediction(task: str | GlueTask, train: Sequence[TextToTextExample]) -> str:
+    """The model-free reference answer of a task: its most frequent training target (ties: the first label in
+    class order), or for a regression task (STS-B) the mean training score, verbalized."""
+    task = get_glue_task(task)
+    if not train:
+        raise ValueError(f"{task.name}: no training examples for a majority prediction")
+    if task.labels is None:
+        return task.verbalize(sum(float(e.label) for e in train) / len(train))
+    counts = Counter(int(e.label) for e in train)
+    return task.labels[max(range(len(task.labels)), key=lambda i: (counts[i], -i))]

@@ -45,7 +45,7 @@ from synthformer.data.glue import load_hf_glue, read_glue_split
 from synthformer.train import ConfigError
 
 from ..evaluation import likelihood_metrics
-from ..glue_metrics import glue_average, glue_task_from_config, score_predictions
+from ..glue_metrics import TaskScore, glue_average, glue_task_from_config, majority_prediction, score_predictions
 from ..registry import Generated, GenerateOptions, TaskType, get_task_type, register_task_type
 from ..sources import RawData, subset
 from .seq2seq_decoding import decode_seq2seq
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from ..config import RunConfig, TaskConfig
     from ..pipeline import LoadedRun, TaskData
 
-__all__ = ["TextToText", "mixture"]
+__all__ = ["TextToText", "majority_scores", "mixture"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +90,19 @@ def mixture(by_task: dict[str, list[Any]], cap: int, seed: int = 0) -> tuple[lis
     mixed = [e for v in chosen.values() for e in v]
     random.Random(seed).shuffle(mixed)  # the trainer shuffles too; this keeps eval-free previews mixed
     return mixed, rates
+
+
+def majority_scores(train: list[Any], valid: list[Any], groups: list[str]) -> dict[str, TaskScore]:
+    """The scores of the majority-label reference on each dev set (``groups``: each valid example's dev set)."""
+    by_group: dict[str, list[Any]] = {}
+    for example, group in zip(valid, groups, strict=True):
+        by_group.setdefault(group, []).append(example)
+    out = {}
+    for group, examples in by_group.items():
+        task = examples[0].task
+        answer = majority_prediction(task, [e for e in train if e.task == task])
+        out[group] = score_predictions(task, [answer] * len(examples), examples)
+    return out
 
 
 @register_task_type
@@ -232,6 +245,12 @@ class TextToText(TaskType):
 
     def report_extras(self, run: RunConfig, beam: int) -> dict[str, Any]:
         return {"beam": beam, "tasks": _tasks(run.task), "mixing_cap": run.task.task_options["mixing_cap"]}
+
+    def baseline(self, run: RunConfig, data: TaskData) -> tuple[str, float]:
+        """Every dev example answered with its task's majority training label (STS-B: the mean score)."""
+        scores = majority_scores(data.raw.splits["train"], data.raw.splits["valid"], data.raw.info["valid_groups"])
+        benchmark = self.comparison_metric(run.task).removesuffix("_average")
+        return "majority label per task", glue_average(scores, benchmark)
 
     def comparison_metric(self, task: TaskConfig) -> str:
         return f"{_benchmarks(_tasks(task))[0]}_average"
