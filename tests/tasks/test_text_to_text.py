@@ -150,3 +150,23 @@ def test_majority_baseline(tmp_path: Path) -> None:
     # RTE dev: 4 entailment / 4 not_entailment, the training majority (tie) is class 0, entailment: 50%;
     # SST-2 dev: 4 positive / 4 negative, training tie -> class 0, negative: 50%
     assert description == "majority label per task" and value == pytest.approx(50.0)
+
+
+def test_hf_glue_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    datasets = pytest.importorskip("datasets")
+    calls = []
+
+    def load_dataset(path: str, name: str, *, split: str, **kwargs) -> object:  # the Hub, replaced by local rows
+        calls.append((path, name, split, kwargs))
+        n = 12 if split == "train" else 4
+        return datasets.Dataset.from_dict({"sentence1": ["A man sleeps."] * n, "sentence2": ["He rests."] * n,
+                                           "label": [i % 2 for i in range(n)], "idx": list(range(n))})
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    cfg = t2t_config(tmp_path, options={"tasks": ["rte"]}, hf_name="glue", hf_options={"cache_dir": "/nowhere"})
+    del cfg["task"]["train"]
+    data = prepare_data(from_dict(RunConfig, cfg))
+    assert calls == [("glue", "rte", "train", {"cache_dir": "/nowhere"}),
+                     ("glue", "rte", "validation", {"cache_dir": "/nowhere"})]
+    assert len(data.raw.splits["train"]) == 12 and len(data.raw.splits["valid"]) == 4
+    assert data.raw.splits["valid"][1].target == "not_entailment"
