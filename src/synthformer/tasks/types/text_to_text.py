@@ -166,13 +166,14 @@ class TextToText(TaskType):
         # the splits arrive per task; limits apply per task, then the training tasks are mixed
         train = {n: subset(v, task.train_limit) for n, v in raw.splits["train"].items()}
         valid = {n: subset(v, task.eval_limit) for n, v in raw.splits["valid"].items()}
-        mixed, rates = mixture(train, int(task.task_options["mixing_cap"]))
+        mixed, rates = mixture(train, int(task.task_options["mixing_cap"]))  # checks the cap
         raw.splits = {"train": mixed, "valid": [e for v in valid.values() for e in v]}
         raw.info["valid_groups"] = [group for group, v in valid.items() for _ in v]  # aligned with splits["valid"]
         raw.info["mixing_rates"] = rates
         raw.info["train_sizes"] = {n: len(v) for n, v in train.items()}
-        logger.info("text-to-text mixture (cap %d): %s", task.task_options["mixing_cap"],
-                    ", ".join(f"{n} {len(train[n]):,} ({rates[n]:.1%})" for n in rates))
+        cap = int(task.task_options["mixing_cap"])
+        logger.info("text-to-text mixture (cap %d): %s", cap, ", ".join(
+            f"{n} {len(train[n]):,}{f' -> {cap:,}' if len(train[n]) > cap else ''} ({rates[n]:.1%})" for n in rates))
         return raw
 
     def training_texts(self, raw: RawData) -> list[str]:
@@ -183,13 +184,9 @@ class TextToText(TaskType):
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:
         task = run.task
         pairs = [(e.source, e.target) for e in raw.splits[split]]
-        dataset = Seq2SeqDataset(pairs, tokenizer, max_src_len=task.max_len, max_tgt_len=task.target_len,
-                                 overflow=task.overflow)
-        report = dataset.length_report
-        if report.truncated:
-            logger.info("text-to-text %s: %d of %d inputs (%.1f%%) truncated to %d tokens", split, report.truncated,
-                        report.total, 100 * report.truncated / max(report.total, 1), task.max_len)
-        return dataset, None
+        # (the dataset logs how many examples were truncated or skipped for length)
+        return Seq2SeqDataset(pairs, tokenizer, max_src_len=task.max_len, max_tgt_len=task.target_len,
+                              overflow=task.overflow), None
 
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
