@@ -138,3 +138,9 @@ def test_sentinel_tokenizer_rejects_bad_arguments() -> None:
         SentinelTokenizer(base, 0)
     with pytest.raises(ValueError, match="already has sentinels"):
         SentinelTokenizer(SentinelTokenizer(base, 3), 3)
+
+
+def test_word_tokenizer_sentinels_decode_with_spaces() -> None:
+    tok = SentinelTokenizer(build_tokenizer("word", ["thank you for inviting me"]), 3)
+    ids = tok.encode_with_sentinels("thank you <extra_id_0> me")
+    assert tok.decode(ids) == "thank you <extra_id_0> me"

@@ -134,7 +134,8 @@ class SentinelTokenizer(Tokenizer):
                 run.append(i)
         if run:
             parts.append(self.base._decode(run))
-        return "".join(parts)
+        # a word tokenizer decodes with single spaces between tokens; a sentinel is a token like the others
+        return (" " if self.base.kind == "word" else "").join(parts)
 
     def id_to_token(self, token_id: int) -> str:
         self._check_id(token_id)

@@ -149,7 +149,8 @@ class TaskType:
 
     def finish_tokenizer(self, task: TaskConfig, tokenizer: Tokenizer) -> Tokenizer:
         """The tokenizer the run uses, from the one built on the training texts (span corruption adds its
-        sentinels here). Not called for a tokenizer taken from a pretrained run (``init_from``)."""
+        sentinels here). Not called for a tokenizer taken from a pretrained run (``init_from``) or a generator's
+        fixed vocabulary."""
         return tokenizer
 
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
