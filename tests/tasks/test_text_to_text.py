@@ -58,6 +58,7 @@ def test_text_to_text_run_reports_every_task(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("task", "message"), [
     ({"options": {"tasks": ["rtee"]}}, r"task.options.tasks: unknown GLUE task 'rtee' \(did you mean 'rte'\?\)"),
     ({"options": {"tasks": []}}, "non-empty list"),
+    ({"options": {"tasks": ["rte", "sst2", "rte"]}}, "rte listed more than once"),
     ({"options": {"mixing_cap": -1}}, "mixing_cap"),
 ])
 def test_text_to_text_config_errors(tmp_path: Path, task: dict, message: str) -> None:

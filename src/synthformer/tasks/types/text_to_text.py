@@ -70,7 +70,11 @@ def _tasks(task: TaskConfig) -> list[str]:
         names = [n.strip() for n in names.split(",") if n.strip()]
     if not isinstance(names, list) or not names:
         raise ConfigError(f"task.options.tasks: expected a non-empty list of task names, got {names!r}")
-    return [str(n) for n in names]
+    names = [str(n) for n in names]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"task.options.tasks: {', '.join(repeated)} listed more than once")
+    return names
 
 
 def _benchmarks(tasks: list[str]) -> list[str]:
