@@ -31,8 +31,16 @@ def test_output_shape_and_cropping(kind):
 
 def test_longer_than_max_len_names_both_numbers(kind):
     attn = build(kind)
-    with pytest.raises(ValueError, match=rf"\b{MAX_LEN + 1}\b.*max_len\W*{MAX_LEN}\b"):
+    with pytest.raises(ValueError, match=rf"^sequence length {MAX_LEN + 1} exceeds max_len {MAX_LEN} of this "
+                                         rf"attention layer; build the layer with max_len >= {MAX_LEN + 1}"):
         attn(torch.randn(1, MAX_LEN + 1, D_MODEL, dtype=torch.float64))
+
+
+def test_a_dtype_mismatch_names_both_dtypes(kind):
+    attn = build(kind)  # float64 parameters
+    with pytest.raises(TypeError, match=r"input dtype torch.float32 differs from the layer's parameters "
+                                        r"\(torch.float64\): convert the layer"):
+        attn(torch.randn(1, 3, D_MODEL, dtype=torch.float32))
 
 
 def test_length_dependent_parameters_are_sized_for_max_len(kind):

@@ -152,8 +152,15 @@ class SynthesizerAttention(nn.Module):
             raise ValueError("expected at least one position, got length 0")
         end = start + x.shape[1]
         if end > self.max_len:
-            what = f"length {x.shape[1]}" if start == 0 else f"cached length {start} + new length {x.shape[1]}"
-            raise ValueError(f"sequence {what} = {end} exceeds max_len {self.max_len} of this attention layer")
+            what = f"length {end}" if start == 0 else f"length {end} ({start} cached + {x.shape[1]} new)"
+            raise ValueError(f"sequence {what} exceeds max_len {self.max_len} of this attention layer; build the "
+                             f"layer with max_len >= {end} or pass shorter sequences")
+        weight = self.value.weight
+        if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):
+            # PyTorch would fail later with a bare "mat1 and mat2 must have the same dtype"
+            raise TypeError(f"input dtype {x.dtype} differs from the layer's parameters ({weight.dtype}): convert "
+                            f"the layer (layer.to({x.dtype})) or the input (x.to({weight.dtype})), or run the "
+                            "forward pass under torch.autocast")
 
     # ------------------------------------------------------------------ forward
     def forward(

@@ -28,7 +28,7 @@ from torch import nn
 from synthformer.data import Tokenizer, load_tokenizer
 from synthformer.models import ModelConfig
 from synthformer.train import ConfigError, RunDir
-from synthformer.train.checkpoint import MODEL_FILE, STATE_FILE
+from synthformer.train.checkpoint import MODEL_FILE, STATE_FILE, shape_mismatches
 
 if TYPE_CHECKING:
     from .config import RunConfig
@@ -120,22 +120,20 @@ def load_pretrained_weights(run: RunConfig, model: nn.Module) -> InitReport:
     ckpt = rd.latest_checkpoint()
     assert ckpt is not None
     file = ckpt / MODEL_FILE
-    own = model.state_dict()
-    with safe_open(str(file), framework="pt") as f:
-        shapes = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
-    wrong = [f"{name}: checkpoint {list(shape)}, model {list(own[name].shape)}"
-             for name, shape in shapes.items() if name in own and tuple(own[name].shape) != shape]
+    wrong = shape_mismatches(file, model)
     if wrong:
         raise ConfigError(f"init_from: parameter shapes differ from {file} ({'; '.join(wrong)})")
     missing, unexpected = load_model(model, str(file), strict=False)
     if unexpected:
         raise ConfigError(f"init_from: {file} holds tensors this model has no place for: {', '.join(unexpected)}")
     step = int(json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8")).get("step", 0))
-    report = InitReport(str(rd.path), str(ckpt), step, len(shapes), sorted(missing))
+    with safe_open(str(file), framework="pt") as f:
+        loaded = len(list(f.keys()))
+    report = InitReport(str(rd.path), str(ckpt), step, loaded, sorted(missing))
     if missing:
         logger.warning("init_from: %d parameter(s) newly initialised (not in the checkpoint): %s", len(missing),
                        ", ".join(sorted(missing)))
-    logger.info("init_from: %d tensors from %s (step %d); newly initialised: %s", len(shapes), ckpt, step,
+    logger.info("init_from: %d tensors from %s (step %d); newly initialised: %s", loaded, ckpt, step,
                 ", ".join(sorted(missing)) or "none")
     return report
 

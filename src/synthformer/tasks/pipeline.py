@@ -11,6 +11,7 @@ run and locks it while a process trains) holds, besides what the trainer writes 
     synthformer_tokenizer.json   the tokenizer (loaded back by eval and generate)
     model_config.json            the resolved ModelConfig (vocabulary size, classes, max_len, kinds)
     labels.json                  classification: the class names in id order
+    init_from.json               a run started from a pretrained one (init_from): which, and what was new
     eval_<split>.json            written by ``synthformer eval`` (metrics)
     eval_<split>_hypotheses.txt  seq2seq: the decoded outputs of that evaluation, one per line
 """
@@ -36,7 +37,6 @@ from synthformer.train import (
     RunError,
     Trainer,
     is_main_process,
-    load_model_weights,
     seed_everything,
     to_dict,
 )
@@ -44,6 +44,7 @@ from synthformer.train import (
 from .config import RunConfig, load_run_config, resolve_model_config
 from .evaluation import evaluate_split, make_eval_fn
 from .init_from import check_pretrained_model, load_pretrained_weights, pretrained_tokenizer, write_init_report
+from .loading import LoadedRun, load_run, read_model_config
 from .registry import get_generator
 from .sources import RawData, load_raw_data
 
@@ -281,7 +282,7 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
                           f"{', '.join(data.raw.splits)})")
     model, model_config = build_task_model(run, data)
     if resuming and rd.model_config_path.is_file():
-        saved_model = _read_model_config(rd).to_dict()  # a config of an earlier version: in today's terms
+        saved_model = read_model_config(rd).to_dict()  # a config of an earlier version: in today's terms
         diffs = _config_differences(saved_model, model_config.to_dict())
         if diffs:
             raise RunError(f"cannot resume {run_dir}: the model differs from the saved one ({'; '.join(diffs)}); "
@@ -332,62 +333,6 @@ def _eval_seconds(trainer: Trainer) -> float:
     """Seconds the trainer's eval_fn ran (our eval functions time themselves)."""
     fn = trainer.eval_fn
     return float(getattr(fn, "seconds", 0.0)) if fn is not None else 0.0
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# loading a trained run
-
-
-@dataclass
-class LoadedRun:
-    """A trained run read back from its directory (model in eval mode, weights of the latest checkpoint)."""
-
-    run_dir: Path
-    config: RunConfig
-    tokenizer: Tokenizer
-    model: nn.Module
-    model_config: ModelConfig
-    checkpoint: Path
-    step: int
-    label_set: list[str] | None = None
-
-
-def load_run(run_dir: str | Path) -> LoadedRun:
-    """Read a run directory written by :func:`train_run`.
-
-    Raises:
-        RunError: the directory is missing, is not a synthformer run, or has no checkpoint yet.
-    """
-    rd = RunDir(run_dir)
-    run_dir = rd.path
-    if not run_dir.is_dir():
-        raise RunError(f"run directory not found: {run_dir}")
-    missing = [name for name in (rd.CONFIG, rd.TOKENIZER, rd.MODEL_CONFIG) if not (run_dir / name).is_file()]
-    if missing:
-        raise RunError(f"{run_dir} is not a synthformer run directory (missing {', '.join(missing)}); "
-                       "create one with 'synthformer train CONFIG --run-dir DIR'")
-    ckpt = rd.latest_checkpoint()
-    if ckpt is None:
-        raise RunError(f"{run_dir} has no checkpoint yet (nothing in {rd.checkpoints_path}); train it first "
-                       "or resume it with 'synthformer train CONFIG --run-dir DIR --resume'")
-    config = load_run_config(rd.config_path)
-    tokenizer = load_tokenizer(rd.tokenizer_path)
-    model_config = _read_model_config(rd)
-    label_set = load_label_set(rd.labels_path) if rd.labels_path.is_file() else None
-    model = build_model(model_config)
-    load_model_weights(ckpt, model)
-    model.eval()
-    step = int(json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8")).get("step", 0))
-    return LoadedRun(run_dir, config, tokenizer, model, model_config, ckpt, step, label_set)
-
-
-def _read_model_config(rd: RunDir) -> ModelConfig:
-    """The saved model config of a run (one written by an earlier version included)."""
-    path = rd.model_config_path
-    try:
-        return ModelConfig.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, TypeError) as err:
-        raise RunError(f"{path}: not a valid model config ({err})") from None
 
 
 def default_eval_split(run: RunConfig) -> str:

@@ -9,6 +9,7 @@ Any module whose ``forward(**batch)`` returns ``{"loss": scalar, "logits": ...}`
 
 from .checkpoint import (
     Checkpoint,
+    WeightsMismatchError,
     capture_rng_state,
     latest_checkpoint,
     list_checkpoints,
@@ -59,6 +60,7 @@ __all__ = [
     "param_groups",
     "restore_rng_state",
     "save_checkpoint",
+    "WeightsMismatchError",
     "seed_everything",
     "to_dict",
 ]

@@ -30,12 +30,14 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_model, save_model
 from torch import nn
 
 __all__ = [
     "CHECKPOINTS_DIR",
     "Checkpoint",
+    "WeightsMismatchError",
     "capture_rng_state",
     "checkpoint_name",
     "latest_checkpoint",
@@ -44,6 +46,7 @@ __all__ = [
     "load_model_weights",
     "restore_rng_state",
     "save_checkpoint",
+    "shape_mismatches",
 ]
 
 logger = logging.getLogger(__name__)
@@ -286,14 +289,41 @@ def _resolve(path: str | Path) -> Path:
     return found
 
 
+class WeightsMismatchError(ValueError):
+    """A checkpoint's tensors do not fit the model (another size or architecture); the message names them."""
+
+
+def shape_mismatches(file: str | Path, model: nn.Module) -> list[str]:
+    """``"name: checkpoint [..], model [..]"`` for each tensor of the safetensors ``file`` whose shape differs
+    from the model's tensor of that name (read from the file's header, no tensor is loaded)."""
+    own = model.state_dict()
+    with safe_open(str(file), framework="pt") as f:
+        shapes = {name: list(f.get_slice(name).get_shape()) for name in f.keys()}
+    return [f"{name}: checkpoint {shape}, model {list(own[name].shape)}"
+            for name, shape in shapes.items() if name in own and list(own[name].shape) != shape]
+
+
 def load_model_weights(path: str | Path, model: nn.Module, *, strict: bool = True) -> Path:
     """Load only the weights of a checkpoint (or of a run's latest checkpoint) into ``model``.
 
     Returns the checkpoint directory used. Tied parameters stay tied: tensors are copied into the existing
     parameters, and the de-duplicated names in the file are resolved by ``safetensors.torch.load_model``.
+
+    Raises:
+        WeightsMismatchError: tensor shapes differ (the first one named, with both shapes), or, with ``strict``,
+            tensors are missing or unexpected.
     """
     ckpt = _resolve(path)
-    load_model(model, str(ckpt / MODEL_FILE), strict=strict)
+    file = ckpt / MODEL_FILE
+    wrong = shape_mismatches(file, model)
+    if wrong:
+        more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+        raise WeightsMismatchError(f"{file}: the weights do not fit the model: {wrong[0]}{more}")
+    try:
+        load_model(model, str(file), strict=strict)
+    except RuntimeError as err:  # missing / unexpected keys: name the first of them in one line
+        first = str(err).strip().splitlines()
+        raise WeightsMismatchError(f"{file}: the weights do not fit the model: {' '.join(first[:2])[:300]}") from None
     return ckpt
 
 
@@ -317,7 +347,7 @@ def load_checkpoint(
         map_location = "cpu"  # torch.load does not understand "cpu:0", which accelerate uses under torchrun
     state = json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
     if model is not None:
-        load_model(model, str(ckpt / MODEL_FILE), strict=strict)
+        load_model_weights(ckpt, model, strict=strict)
     if optimizer is not None:
         optimizer.load_state_dict(_load_tensors(ckpt / OPTIMIZER_FILE, map_location))
     if scheduler is not None:
