@@ -71,3 +71,24 @@ def test_compare_runtime_is_one_measured_number(capsys) -> None:
     in_readme = re.search(r"speed \((\d+) minutes on a 2-core CPU", readme)
     in_help = re.search(r"Python's stdlib \(~(\d+) min\)", help_text)
     assert in_readme and in_help and in_readme.group(1) == in_help.group(1)
+
+
+def test_a_run_without_a_progress_bar_logs_heartbeats_and_rounded_evaluations(tmp_path: Path, caplog) -> None:
+    from synthformer.tasks import train_run
+    from synthformer.tasks.config import RunConfig
+    from synthformer.train import from_dict
+    from synthformer.train.recording import format_metrics
+
+    def every_step(trainer) -> None:
+        trainer.heartbeat_s = 0.0  # the default is 60 s; here a line after every step
+
+    with caplog.at_level("INFO"):
+        train_run(from_dict(RunConfig, lm_config(tmp_path)), tmp_path / "run", progress=False,
+                  on_trainer=every_step)
+    beats = [r.getMessage() for r in caplog.records if "tokens/s, elapsed" in r.getMessage()]
+    assert len(beats) == 6  # one per step of the 6
+    assert re.fullmatch(r"step 6/6 \(100%\): loss (\d+\.\d{4}|-), [\d,]+ tokens/s, elapsed \d+s, ETA 0s", beats[-1])
+    evals = [r.getMessage() for r in caplog.records if " eval: " in r.getMessage()]
+    assert evals and all(not re.search(r"\d\.\d{5,}", e) for e in evals)  # no 16-digit floats
+    assert format_metrics({"eval_loss": 1.234567891, "eval_tokens": 12345, "eval_ppl": 12345.678}) == \
+        "eval_loss 1.2346, eval_tokens 12,345, eval_ppl 12345.68"

@@ -24,11 +24,33 @@ from .hooks import preserved_rng
 from .loader import BatchStream, eval_batches
 from .rundir import RunDir
 
-__all__ = ["Recorder"]
+__all__ = ["Recorder", "format_metrics"]
 
 logger = logging.getLogger(__name__)
 
 _STATE_VERSION = 1
+
+
+def _duration(seconds: float) -> str:
+    """``1h02m``, ``4m05s`` or ``12s``."""
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def format_metrics(record: Mapping[str, Any]) -> str:
+    """Metrics for a log line: ``name value`` pairs, floats rounded to 4 decimals (large ones to 2), integers
+    with thousands separators."""
+    parts = []
+    for key, value in record.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            parts.append(f"{key} {value}")
+        elif isinstance(value, int):
+            parts.append(f"{key} {value:,}")
+        else:
+            parts.append(f"{key} {value:.2f}" if abs(value) >= 1000 else f"{key} {value:.4f}")
+    return ", ".join(parts)
 
 
 class Recorder:
@@ -64,6 +86,9 @@ class Recorder:
     _win_tokens: int
     _win_start: float
     _forward: Callable[[nn.Module, Any], torch.Tensor]
+    heartbeat_s: float | None
+    _heartbeat_start: tuple[float, int]
+    _last_heartbeat: float
 
     def _reset_window(self) -> None:
         self._win_loss = 0.0  # a tensor sum: no device sync per micro-batch
@@ -93,6 +118,23 @@ class Recorder:
         bar.set_postfix(loss=f"{loss:.4f}", lr=f"{self._step_lr:.2e}", tok_s=f"{record['tokens_per_s']:.0f}")
         self.last_metrics.update(record)
         self._reset_window()
+
+    def _heartbeat(self) -> None:
+        """Log ``step S/N (P%): loss, tokens/s, elapsed, ETA`` when ``heartbeat_s`` has passed since the last one."""
+        now = time.perf_counter()
+        if self.heartbeat_s is None or not self.is_main or now - self._last_heartbeat < self.heartbeat_s:
+            return
+        self._last_heartbeat = now
+        start, first_step = self._heartbeat_start
+        elapsed = now - start
+        done = self.step - first_step
+        steps = self.config.steps
+        eta = (steps - self.step) * elapsed / max(done, 1)
+        window = max(now - self._win_start, 1e-9)
+        loss = f"{float(self._win_loss) / self._win_micro:.4f}" if self._win_micro else "-"
+        logger.info("step %d/%d (%.0f%%): loss %s, %s tokens/s, elapsed %s, ETA %s", self.step, steps,
+                    100 * self.step / steps, loss, f"{self._win_tokens / window:,.0f}", _duration(elapsed),
+                    _duration(eta))
 
     def _write_metrics(self, record: Mapping[str, Any]) -> None:
         if not self.is_main:
@@ -133,7 +175,7 @@ class Recorder:
             model.train(was_training)
         self._last_eval_step = self.step
         self._write_metrics({"step": self.step, **result})
-        logger.info("step %d eval: %s", self.step, result)
+        logger.info("step %d eval: %s", self.step, format_metrics(result))
         self.last_metrics.update(result)
         return result
 

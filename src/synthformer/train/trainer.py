@@ -79,6 +79,7 @@ class Trainer(Recorder):
             ``TrainConfig``.
         token_counter: ``batch -> number of targets`` for tokens/s; default :func:`count_tokens`.
         progress: show a tqdm progress bar on the main process.
+        heartbeat_s: without the bar, log a line (step, loss, tokens/s, ETA) at most this often (None: never).
 
     Raises:
         RunError: ``resume`` and ``overwrite`` together, or another process uses ``run_dir``.
@@ -102,6 +103,7 @@ class Trainer(Recorder):
         run_config: Any | None = None,
         token_counter: Callable[[Mapping[str, Any]], int | torch.Tensor] | None = None,
         progress: bool = True,
+        heartbeat_s: float | None = 60.0,
     ) -> None:
         self.config = config
         self.rundir = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
@@ -111,6 +113,8 @@ class Trainer(Recorder):
         self.collate_fn = collate_fn
         self.token_counter = token_counter or count_tokens
         self.progress = progress
+        # without a progress bar (a log file, a batch job) a line every heartbeat_s seconds shows the run is alive
+        self.heartbeat_s = heartbeat_s if not progress else None
         self.accelerator = acc = accelerator if accelerator is not None else default_accelerator()
         self.is_main = acc.is_main_process
         self.rank = acc.process_index
@@ -303,6 +307,8 @@ class Trainer(Recorder):
             disable=not (self.progress and self.is_main),
         )
         self._reset_window()
+        self._heartbeat_start = (time.perf_counter(), self.step)
+        self._last_heartbeat = time.perf_counter()
         stop = False
         # While a step runs: what a checkpoint of the last completed step needs if an exception cuts it short.
         pending: tuple[dict[str, Any], int, int] | None = None
@@ -315,6 +321,7 @@ class Trainer(Recorder):
                     bar.update(1)
                     if self.step % cfg.log_every == 0 or self.step == cfg.steps:
                         self._log_train(grad_norm, bar)
+                    self._heartbeat()
                     paused = time.perf_counter()
                     if self.eval_available and cfg.eval_every > 0 and self.step % cfg.eval_every == 0:
                         self.evaluate()
