@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-__all__ = ["DataError", "read_utf8", "split_lines"]
+__all__ = ["DataError", "json_object", "read_utf8", "split_lines"]
 
 
 class DataError(ValueError):
@@ -68,3 +69,18 @@ def split_lines(text: str) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def json_object(line: str, source: str | os.PathLike[str], number: int) -> dict:
+    """The JSON object on one line of a JSONL file.
+
+    Raises:
+        DataError: the line is not valid JSON, or holds something other than an object (``source:number`` named).
+    """
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(source, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(record, dict):
+        raise DataError(source, number, f"expected a JSON object, got {type(record).__name__}")
+    return record

@@ -17,14 +17,13 @@ and split) and the 1-based line (or row). Test splits are refused: their labels 
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synthformer.data.errors import DataError, read_utf8, split_lines
+from synthformer.data.errors import DataError, json_object, read_utf8, split_lines
 from synthformer.data.glue_tasks import GLUE_TASKS, GlueTask, get_glue_task
 
 __all__ = [
@@ -187,12 +186,7 @@ def _score(value: float, where: str | Path, line: int) -> float:
 def _read_jsonl(task: GlueTask, path: Path, lines: list[str]) -> list[TextToTextExample]:
     examples = []
     for number, line in enumerate(lines, start=1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(path, number, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(record, dict):
-            raise DataError(path, number, f"expected a JSON object, got {type(record).__name__}")
+        record = json_object(line, path, number)
         values = {key: _field(record, key, path, number) for key in task.inputs}
         if "label" not in record:
             raise DataError(path, number, "missing field 'label' (test files have no labels)")

@@ -24,7 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
-from synthformer.data.errors import DataError, read_utf8, split_lines
+from synthformer.data.errors import DataError, json_object, read_utf8, split_lines
 
 __all__ = [
     "CLASSIFICATION_FORMATS",
@@ -313,12 +313,7 @@ def _jsonl_rows(path: PathLike, text: str, text_field: str | int, label_field: s
         if not line.strip():
             skips.empty(i, "empty line")
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(path, i, f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
-        if not isinstance(record, dict):
-            raise DataError(path, i, f"expected a JSON object, got {type(record).__name__}")
+        record = json_object(line, path, i)
         for field in (text_field, label_field):
             if field not in record:
                 raise DataError(path, i, f"missing field {field!r} (fields present: {sorted(record)})")
