@@ -27,8 +27,10 @@ from torch import nn
 
 from synthformer.data import Tokenizer, load_tokenizer
 from synthformer.models import ModelConfig
-from synthformer.train import ConfigError, RunDir
+from synthformer.train import ConfigError, RunDir, RunError
 from synthformer.train.checkpoint import MODEL_FILE, STATE_FILE, shape_mismatches
+
+from .loading import read_model_config
 
 if TYPE_CHECKING:
     from .config import RunConfig
@@ -85,19 +87,15 @@ def pretrained_tokenizer(run: RunConfig) -> Tokenizer:
     return tok
 
 
-def _saved_model_config(rd: RunDir) -> ModelConfig:
-    try:
-        return ModelConfig.from_dict(json.loads(rd.model_config_path.read_text(encoding="utf-8")))
-    except (ValueError, TypeError) as err:
-        raise ConfigError(f"init_from: {rd.model_config_path} is not a valid model config ({err})") from None
-
-
 def check_pretrained_model(run: RunConfig, model_config: ModelConfig) -> None:
     """Raise :class:`ConfigError` unless ``model_config`` is the pretrained run's model (up to
     :data:`FREE_FIELDS`), naming every differing setting."""
     assert run.init_from is not None
     rd = _run_dir(run.init_from)
-    saved = _saved_model_config(rd)
+    try:
+        saved = read_model_config(rd)
+    except RunError as err:
+        raise ConfigError(f"init_from: {err}") from None
     if saved.arch != model_config.arch:
         raise ConfigError(f"init_from: {rd.path} holds an arch={saved.arch!r} model, but task.type "
                           f"{run.task.type!r} trains arch={model_config.arch!r}")
