@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import Any
 
@@ -13,10 +14,14 @@ __all__ = [
     "CliError",
     "HelpFormatter",
     "add_common_options",
+    "apply_threads",
     "configure_logging",
     "format_metrics",
     "is_user_error",
+    "oversubscription_warning",
 ]
+
+logger = logging.getLogger("synthformer.cli")
 
 EXIT_USER_ERROR = 2  # argparse uses 2 for usage errors too
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
@@ -59,6 +64,43 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-v", "--verbose", action="count", default=0, help="more log messages (repeat for debug)")
     group.add_argument("-q", "--quiet", action="count", default=0, help="fewer log messages")
     group.add_argument("--debug", action="store_true", help="show the full traceback of errors")
+    group.add_argument(
+        "--threads", type=int, metavar="N", default=None,
+        help="torch threads (default: one per core). On a machine shared with other jobs give the cores left free: "
+             "threads that outnumber the cores wait for each other (docs/reliability.md, 'Threads')",
+    )
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may use (containers, taskset)
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def oversubscription_warning(threads: int, load: float, cores: int) -> str | None:
+    """The warning to give when ``threads`` more threads on a machine with 1-minute ``load`` would outnumber its
+    ``cores`` (by more than half a core, so an idle machine's background load does not count), else None."""
+    if load + threads <= cores + 0.5:
+        return None
+    free = max(1, cores - round(load))
+    return (f"this machine is busy (load {load:.1f} on {cores} cores) and this run uses {threads} threads: threads "
+            f"that outnumber the cores wait for each other and throughput can collapse; pass --threads {free} "
+            "(or set OMP_WAIT_POLICY=passive), see docs/reliability.md ('Threads')")
+
+
+def apply_threads(threads: int | None, *, warn_if_busy: bool) -> None:
+    """Set torch's thread count (``--threads``) and, for long work, warn when the machine is already busy."""
+    import torch
+
+    if threads is not None:
+        if threads < 1:
+            raise CliError(f"--threads: expected an integer >= 1, got {threads}")
+        torch.set_num_threads(threads)
+    if warn_if_busy and hasattr(os, "getloadavg"):
+        warning = oversubscription_warning(torch.get_num_threads(), os.getloadavg()[0], _cores())
+        if warning:
+            logger.warning(warning)
 
 
 def configure_logging(delta: int, default: int = logging.WARNING) -> None:

@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="output directory (default: a new runs/compare-<task>-<date-time>)")
     p.add_argument("--overwrite", action="store_true", help="replace earlier runs of the same kinds in --out")
     add_common_options(p)
-    p.set_defaults(handler=run, default_log_level=logging.WARNING)
+    p.set_defaults(handler=run, long_running=True, default_log_level=logging.WARNING)
 
 
 def run(args: argparse.Namespace) -> int:

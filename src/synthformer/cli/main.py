@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from . import bench, compare, evaluate, generate, train
-from ._common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CliError, configure_logging, is_user_error
+from ._common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CliError, apply_threads, configure_logging, is_user_error
 
 __all__ = ["build_parser", "main"]
 
@@ -63,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configure_logging(args.verbose - args.quiet, default=getattr(args, "default_log_level", logging.WARNING))
     try:
+        if hasattr(args, "threads"):
+            apply_threads(args.threads, warn_if_busy=getattr(args, "long_running", False))
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print(f"synthformer {args.command}: interrupted", file=sys.stderr)

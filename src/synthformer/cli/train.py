@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="delete an earlier run in --run-dir (checkpoints, metrics, tokenizer) and start over")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     add_common_options(p)
-    p.set_defaults(handler=run, default_log_level=logging.INFO)
+    p.set_defaults(handler=run, long_running=True, default_log_level=logging.INFO)
 
 
 def run(args: argparse.Namespace) -> int:
