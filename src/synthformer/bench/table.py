@@ -101,6 +101,10 @@ def bench_config(
             f"kinds by the rows)"
         )
     base = get_preset(preset).to_dict()
+    # the model's own check would blame its special ids ("bos_id must be ... in [0, 1)"), not the --vocab-size
+    need = max(base["pad_id"], base["bos_id"], base["eos_id"]) + 1
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < need:
+        raise ValueError(f"vocab_size must be an integer >= {need} (the preset's special ids), got {vocab_size!r}")
     config = ModelConfig.from_dict({**base, **overrides, "vocab_size": vocab_size})
     if seq_len is None:
         seq_len = config.max_len

@@ -50,7 +50,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for verb in _VERBS:
         verb.register(sub)
+    for verb_parser in sub.choices.values():
+        verb_parser.set_defaults(verb_parser=verb_parser)
     return parser
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args``, except that an unknown option is reported by the verb's own parser: argparse would
+    report it as the top-level program's ("synthformer: error: ...", with the top-level usage), unlike every other
+    error of the verb."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        args.verb_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,11 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the benchmark parses its own options (argparse cannot forward leading options to a sub-parser)
         return bench.run_argv(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     configure_logging(args.verbose - args.quiet, default=getattr(args, "default_log_level", logging.WARNING))
     try:
         if hasattr(args, "threads"):
-            apply_threads(args.threads, warn_if_busy=getattr(args, "long_running", False))
+            apply_threads(args.threads)
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print(f"synthformer {args.command}: interrupted", file=sys.stderr)

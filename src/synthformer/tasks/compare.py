@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from synthformer.models import config_class
-from synthformer.train import ConfigError, apply_overrides, from_dict, to_dict
+from synthformer.train import ConfigError, RunError, apply_overrides, from_dict, to_dict
 
 from .config import RunConfig
 from .pipeline import TrainResult, check_run_dir, prepare_data, train_run
@@ -160,7 +160,8 @@ def run_comparison(base: RunConfig, kinds: Sequence[str] = DEFAULT_KINDS, out_di
     to ``out_dir/comparison.json`` and ``out_dir/comparison.md``.
 
     Raises:
-        RunError: a variant's run directory already holds a run and ``overwrite`` is not set.
+        RunError: a variant's run directory already holds a run and ``overwrite`` is not set, or ``out_dir`` is a
+            file.
         ConfigError: an unknown kind (before anything is trained).
     """
     start = time.perf_counter()
@@ -169,6 +170,8 @@ def run_comparison(base: RunConfig, kinds: Sequence[str] = DEFAULT_KINDS, out_di
     if len(set(kinds)) != len(kinds):
         raise ConfigError(f"compare: duplicate kinds in {list(kinds)}")
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():  # found now, not after the data is prepared and the first kind trained
+        raise RunError(f"output directory {out} exists and is not a directory")
     runs = {kind: with_kind(base, kind) for kind in kinds}  # checks every kind before training any
     dirs = {kind: out / kind for kind in kinds}
     for kind in kinds:

@@ -251,20 +251,12 @@ def load_run_config(path: str | Path | None, overrides: list[str] | tuple[str, .
     """Load a YAML run config and apply dotted ``key=value`` overrides (``path=None``: from overrides alone).
 
     Raises:
-        ConfigError: a bad key or value (named), or a file that is not a YAML mapping.
+        ConfigError: a bad key or value (named), or a file that is a folder, not UTF-8, not YAML or not a mapping.
         FileNotFoundError: ``path`` does not exist.
     """
     if path is not None:
         path = Path(path)
-        if not path.is_file():
+        if not path.exists():
             raise FileNotFoundError(f"config file not found: {path}")
-    try:
-        return load_config(path, RunConfig, list(overrides))
-    except ConfigError:
-        raise
-    except Exception as err:  # a YAML syntax error: name the file
-        import yaml
-
-        if isinstance(err, yaml.YAMLError):
-            raise ConfigError(f"{path}: not valid YAML ({err})") from None
-        raise
+    # a folder, a file that is not UTF-8 or not YAML: load_config names the file in one line
+    return load_config(path, RunConfig, list(overrides))

@@ -294,8 +294,38 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as err:
-        raise ConfigError(f"override {text!r}: value {raw!r} is not valid YAML ({err})") from None
+        raise ConfigError(f"override {text!r}: value {raw!r} is not valid YAML: {_yaml_problem(err)}") from None
     return parts, value
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """PyYAML's error in one line: the problem, where (1-based line and column) and while doing what. Its own
+    text spreads these over four or five lines, which would break the CLI's one-line errors."""
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = err.problem or err.context or "invalid YAML"
+        context = f" ({err.context})" if err.context and err.problem else ""
+        return f"{problem}{where}{context}"
+    return " ".join(str(err).split())
+
+
+def _read_yaml(path: Path) -> Any:
+    """The YAML document in ``path``; a folder, a file that is not UTF-8 or not YAML raises :class:`ConfigError`
+    naming the file and the place (Python's own errors name neither)."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory, expected a YAML config file")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); "
+                          "save the config as UTF-8") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {_yaml_problem(err)}") from None
 
 
 def _set_dotted(data: dict[str, Any], parts: list[str], value: Any, cls: Any, prefix: str = "") -> None:
@@ -360,11 +390,14 @@ def load_config(path: str | Path | None, cls: type[T], overrides: Iterable[str] 
     """Load a YAML file into dataclass ``cls``, then apply dotted overrides. ``path=None`` starts from defaults.
 
     Overrides are applied to the raw mapping before validation, so they can also supply required keys.
+
+    Raises:
+        ConfigError: a bad key or value, or a file that is a folder, not UTF-8, not YAML or not a mapping.
+        FileNotFoundError: ``path`` does not exist.
     """
     data: Any = {}
     if path is not None:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
+        data = _read_yaml(Path(path)) or {}
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of keys to values, got {type(data).__name__}")
     data = _apply_to_dict(data, cls, overrides)

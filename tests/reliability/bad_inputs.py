@@ -1,0 +1,22 @@
+"""The bad-input suite's table (issue 14): every case, by category. ``docs/reliability.md`` publishes
+``len(CASES)``; ``test_bad_inputs_meta.py`` keeps the two equal."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .cases_cli import CLI_CASES
+from .cases_config import CONFIG_CASES
+from .harness import Case
+
+CASES: list[Case] = [*CLI_CASES, *CONFIG_CASES]
+
+
+def counts_by_category() -> dict[str, int]:
+    """How many cases each category holds, in table order."""
+    return dict(Counter(c.category for c in CASES))
+
+
+def by_prefix(prefix: str) -> list[Case]:
+    """The cases whose category starts with ``prefix`` (``cli:``, ``config:``, ``data:``, ``run directory:``)."""
+    return [c for c in CASES if c.category.startswith(prefix)]
