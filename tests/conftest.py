@@ -16,6 +16,16 @@ def _one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True)
+def _quiet_machine(monkeypatch):
+    """An idle load average: the CLI's busy-machine warning (tested on its own) depends on what else runs on the
+    machine and would otherwise appear in the output of any test."""
+    import os
+
+    if hasattr(os, "getloadavg"):
+        monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+
+
 @pytest.fixture
 def restore_logging():
     """Undo what a CLI call in the test did to the root logger (level and handlers)."""

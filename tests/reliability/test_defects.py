@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli.main import main
-from tests.tasks.helpers import lm_config, write_yaml
+from tests.tasks.helpers import classification_config, lm_config, write_yaml
 
 pytestmark = pytest.mark.usefixtures("restore_logging")
 
@@ -96,3 +96,78 @@ def test_a_run_without_a_progress_bar_logs_heartbeats_and_rounded_evaluations(tm
     assert evals and all(not re.search(r"\d\.\d{5,}", e) for e in evals)  # no 16-digit floats
     assert format_metrics({"eval_loss": 1.234567891, "eval_tokens": 12345, "eval_ppl": 12345.678}) == \
         "eval_loss 1.2346, eval_tokens 12,345, eval_ppl 12345.68"
+
+
+def test_compare_without_a_terminal_prints_a_line_per_model_and_heartbeats(tmp_path: Path, capsys,
+                                                                           monkeypatch) -> None:
+    from synthformer.train import Trainer
+
+    init = Trainer.__init__
+
+    def every_step(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        self.heartbeat_s = 0.0  # the default is 60 s; here a line after every step
+
+    monkeypatch.setattr(Trainer, "__init__", every_step)
+    tiny = ["model.d_model=16", "model.n_heads=2", "model.n_layers=1", "model.d_ff=32", "task.max_len=16",
+            "train.batch_size=4", "task.generator_options.max_train_chars=20000",
+            "task.generator_options.max_eval_chars=2000"]
+    assert main(["compare", *tiny, "--steps", "3", "--kinds", "V", "R", "--out", str(tmp_path / "cmp")]) == 0
+    out, err = capsys.readouterr()
+    finished = [line for line in out.splitlines() if re.match(r"  \[\d/2\] ", line)]
+    assert [line.split()[1] for line in finished] == ["V:", "R:"]  # one line as each model finishes
+    beats = [line for line in err.splitlines() if "tokens/s, elapsed" in line]
+    assert len(beats) == 6 and "step 3/3 (100%)" in beats[-1]  # at the default log level, on stderr
+
+
+def _long_examples(tmp_path: Path, max_len: int, **task) -> dict:
+    config = classification_config(tmp_path)
+    config["task"].update(max_len=max_len, **task)
+    return config
+
+
+def test_a_run_that_would_cut_most_examples_refuses_to_start_unless_truncation_is_asked_for(tmp_path: Path,
+                                                                                          capsys) -> None:
+    cfg = write_yaml(tmp_path / "cut.yaml", _long_examples(tmp_path, max_len=4))
+    assert main(["train", str(cfg), "--run-dir", str(tmp_path / "run"), "--no-progress"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("synthformer train: ")]
+    assert len(errors) == 1  # one line (the rest of stderr is the INFO log of loading)
+    err = errors[0]
+    assert re.search(r"error: task\.max_len: [\d,]+ of [\d,]+ training examples \(\d+%\) are longer than the model "
+                     r"allows \(max_len=4\) and would be cut; .*task\.overflow: truncate", err), err
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+    cfg = write_yaml(tmp_path / "cut.yaml", _long_examples(tmp_path, max_len=4, overflow="truncate"))
+    assert main(["train", str(cfg), "--run-dir", str(tmp_path / "run"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    summary = re.search(r"data: train: ([\d,]+) examples, ([\d,]+) \((\d+\.\d)%\) truncated to max_len=4", out)
+    assert summary, out
+    total, cut, percent = int(summary[1].replace(",", "")), int(summary[2].replace(",", "")), float(summary[3])
+    assert cut > total / 2 and abs(100 * cut / total - percent) < 0.1
+
+
+def test_a_run_with_few_long_examples_starts_and_reports_them(tmp_path: Path, capsys) -> None:
+    cfg = write_yaml(tmp_path / "ok.yaml", _long_examples(tmp_path, max_len=64))
+    assert main(["train", str(cfg), "--run-dir", str(tmp_path / "run"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"data: train: [\d,]+ examples\n", out), out  # nothing cut: just the count
+
+
+def test_lra_listops_files_are_read_without_parentheses_as_lra_does(tmp_path: Path) -> None:
+    """Found by the check above: the LRA-format reader kept "(" and ")" as tokens, so 81% of the shared sample's
+    examples were longer than max_len 2000 and were silently cut."""
+    from synthformer.data import ListOpsExample, write_listops_tsv
+    from synthformer.tasks import load_run_config
+    from synthformer.tasks.pipeline import prepare_data
+
+    source = "( ( [MAX 2 ) ( ( [MIN 4 ) 7 ) ] ) 9 ) ]"
+    for split in ("train", "val"):
+        write_listops_tsv([ListOpsExample(source, 9), ListOpsExample("[MIN 3 1 ]", 1)] * 2, tmp_path / f"{split}.tsv")
+    cfg = write_yaml(tmp_path / "lo.yaml", {
+        "task": {"type": "classification", "format": "listops_tsv", "train": str(tmp_path / "train.tsv"),
+                 "valid": str(tmp_path / "val.tsv"), "tokenizer": "word",
+                 "tokenizer_options": {"split": "whitespace"}, "max_len": 12},
+        "model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32}})
+    data = prepare_data(load_run_config(cfg), splits=("train",))
+    assert data.raw.splits["train"][0][0] == "[MAX 2 [MIN 4 7 ] 9 ]"
+    assert data.datasets["train"].length_report.truncated == 0  # 8 tokens (not 16) fit max_len 12

@@ -117,8 +117,66 @@ def t2t_config(tmp: Path, **task: Any) -> dict[str, Any]:
     """Text-to-text RTE + SST-2 on tiny GLUE-layout files in ``tmp``; ``task`` updates the task section."""
     return {
         "task": {"type": "text_to_text", "train": str(glue_dir(tmp)), "options": {"tasks": ["rte", "sst2"]},
-                 "tokenizer": "char", "max_len": 48, "max_target_len": 16, **task},
+                 "tokenizer": "char", "max_len": 48, "max_target_len": 16,
+                 "overflow": "truncate", **task},  # char-level at 48: most of the tiny sentences are cut
         "model": {**TINY_MODEL, "encoder_kind": "R+V"},
         "train": {**TINY_TRAIN, "eval_steps": 0},
         "eval": {"beam": 1, "train_decode_examples": 4},
+    }
+
+
+SUMMARY_ROWS = [
+    ("Amanda: I baked cookies. Do you want some?\nJerry: Sure! Bring them tomorrow.",
+     "Amanda baked cookies and will bring Jerry some tomorrow."),
+    ("Olivia: Who are you voting for?\nOliver: Liberals as always.\nOlivia: Me too!",
+     "Olivia and Oliver are voting for liberals."),
+    ("Tim: Are you coming to the party tonight?\nKim: No, I have to study for my exam.",
+     "Kim will not come to the party. She has to study."),
+    ("Anna: The train is late again.\nBen: I will pick you up at the station.",
+     "Ben will pick Anna up at the station because her train is late."),
+] * 6
+
+
+def summarization_config(tmp: Path, **eval_: Any) -> dict[str, Any]:
+    """Dialogue -> summary JSONL files in ``tmp`` (SAMSum's shared layout: ``document`` / ``summary``)."""
+    import json
+
+    for name, rows in (("train.jsonl", SUMMARY_ROWS), ("valid.jsonl", SUMMARY_ROWS[:4]), ("test.jsonl", SUMMARY_ROWS[4:8])):
+        (tmp / name).write_text("".join(json.dumps({"id": str(i), "document": d, "summary": s}) + "\n"
+                                        for i, (d, s) in enumerate(rows)), encoding="utf-8")
+    return {
+        "task": {"type": "summarization", "train": str(tmp / "train.jsonl"), "valid": str(tmp / "valid.jsonl"),
+                 "test": str(tmp / "test.jsonl"), "source_field": "document", "target_field": "summary",
+                 "tokenizer": "word", "max_len": 24, "max_target_len": 16},
+        "model": {**TINY_MODEL, "encoder_kind": "R+V", "decoder_kind": "D"},
+        "train": dict(TINY_TRAIN),
+        "eval": {"beam": 2, "train_decode_examples": 2, **eval_},
+    }
+
+
+PERSONACHAT_LINES = [
+    "1 your persona: i like to ski.",
+    "2 your persona: i have two dogs.",
+    "3 hi ! how are you today ?\ti am great . i just walked my two dogs .",
+    "4 nice . i love dogs .\tdo you ski ? i like to ski in winter .",
+    "1 your persona: i am a nurse.",
+    "2 hello , what do you do ?\ti am a nurse at a hospital .",
+    "3 that sounds hard .\tit is , but i like to help people .",
+]
+
+
+def dialogue_config(tmp: Path, **eval_: Any) -> dict[str, Any]:
+    """PersonaChat-style ParlAI text in ``tmp`` (train: the lines repeated, valid/test: the lines once); METEOR
+    left out (it starts a Java process: slow for a tiny test)."""
+    (tmp / "train.txt").write_text("\n".join(PERSONACHAT_LINES * 5) + "\n", encoding="utf-8")
+    for name in ("valid.txt", "test.txt"):
+        (tmp / name).write_text("\n".join(PERSONACHAT_LINES) + "\n", encoding="utf-8")
+    return {
+        "task": {"type": "dialogue", "format": "parlai", "train": str(tmp / "train.txt"),
+                 "valid": str(tmp / "valid.txt"), "test": str(tmp / "test.txt"), "tokenizer": "word",
+                 "max_len": 32, "max_target_len": 16, "options": {"history": 2}},
+        "model": {**TINY_MODEL, "encoder_kind": "D+V", "decoder_kind": "R"},
+        "train": dict(TINY_TRAIN),
+        "eval": {"beam": 2, "train_decode_examples": 3, "metrics": ["loss", "bleu", "rouge_l", "cider", "distinct"],
+                 **eval_},
     }

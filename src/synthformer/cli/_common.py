@@ -19,6 +19,7 @@ __all__ = [
     "format_metrics",
     "is_user_error",
     "oversubscription_warning",
+    "warn_if_busy",
 ]
 
 logger = logging.getLogger("synthformer.cli")
@@ -59,7 +60,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
-    """``-v`` / ``-q`` (log level) and ``--debug`` (tracebacks) on every verb."""
+    """``-v`` / ``-q`` (log level), ``--debug`` (tracebacks) and ``--threads`` (torch threads) on every verb."""
     group = parser.add_argument_group("output")
     group.add_argument("-v", "--verbose", action="count", default=0, help="more log messages (repeat for debug)")
     group.add_argument("-q", "--quiet", action="count", default=0, help="fewer log messages")
@@ -89,18 +90,26 @@ def oversubscription_warning(threads: int, load: float, cores: int) -> str | Non
             "(or set OMP_WAIT_POLICY=passive), see docs/reliability.md ('Threads')")
 
 
-def apply_threads(threads: int | None, *, warn_if_busy: bool) -> None:
-    """Set torch's thread count (``--threads``) and, for long work, warn when the machine is already busy."""
+def apply_threads(threads: int | None) -> None:
+    """Set torch's thread count (``--threads``; None keeps torch's default, one per core)."""
+    if threads is None:
+        return
+    if threads < 1:
+        raise CliError(f"--threads: expected an integer >= 1, got {threads}")
     import torch
 
-    if threads is not None:
-        if threads < 1:
-            raise CliError(f"--threads: expected an integer >= 1, got {threads}")
-        torch.set_num_threads(threads)
-    if warn_if_busy and hasattr(os, "getloadavg"):
-        warning = oversubscription_warning(torch.get_num_threads(), os.getloadavg()[0], _cores())
-        if warning:
-            logger.warning(warning)
+    torch.set_num_threads(threads)
+
+
+def warn_if_busy() -> None:
+    """Before long work: warn when the machine's load leaves fewer free cores than this process's threads."""
+    if not hasattr(os, "getloadavg"):  # not on Windows
+        return
+    import torch
+
+    warning = oversubscription_warning(torch.get_num_threads(), os.getloadavg()[0], _cores())
+    if warning:
+        logger.warning(warning)
 
 
 def configure_logging(delta: int, default: int = logging.WARNING) -> None:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import CliError, HelpFormatter, add_common_options
+from ._common import CliError, HelpFormatter, add_common_options, warn_if_busy
 
 __all__ = ["COMPARE_TASK_NAMES", "DEFAULT_KINDS", "register", "run"]
 
@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="output directory (default: a new runs/compare-<task>-<date-time>)")
     p.add_argument("--overwrite", action="store_true", help="replace earlier runs of the same kinds in --out")
     add_common_options(p)
-    p.set_defaults(handler=run, long_running=True, default_log_level=logging.WARNING)
+    p.set_defaults(handler=run, default_log_level=logging.WARNING)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,14 +74,25 @@ def run(args: argparse.Namespace) -> int:
     task_name = Path(args.config).stem if args.config else args.task
     out = Path(args.out) if args.out else Path("runs") / f"compare-{task_name}-{time.strftime('%Y%m%d-%H%M%S')}"
     print(f"comparing {', '.join(kinds)} on {task_name} ({base.train.steps} steps each); runs in {out}", flush=True)
+    warn_if_busy()
+    progress = sys.stderr.isatty()
+    # Without a progress bar (a log file, a CI job) the trainer's heartbeat lines are the only sign of life
+    # during a model's minutes of training: show them at the default log level too (not with -q).
+    heartbeat = logging.getLogger("synthformer.train.recording")
+    level = heartbeat.level
+    if not progress and logging.getLogger().level == logging.WARNING:
+        heartbeat.setLevel(logging.INFO)
 
     def on_row(i: int, row) -> None:  # noqa: ANN001 - ComparisonRow, imported lazily
         value = f"{100 * row.metric_value:.2f}%" if row.metric == "accuracy" else f"{row.metric_value:.4f}"
         print(f"  [{i + 1}/{len(kinds)}] {row.kind}: val loss {row.valid_loss:.4f}, {row.metric} {value} "
               f"({row.wall_seconds:.0f} s)", flush=True)
 
-    result = run_comparison(base, kinds, out, task_name=task_name, overwrite=args.overwrite,
-                            progress=sys.stderr.isatty(), on_row=on_row)
+    try:
+        result = run_comparison(base, kinds, out, task_name=task_name, overwrite=args.overwrite,
+                                progress=progress, on_row=on_row)
+    finally:
+        heartbeat.setLevel(level)
     print()
     print(format_table(result))
     print(f"saved: {out / 'comparison.md'}, {out / 'comparison.json'}")

@@ -9,7 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ._common import HelpFormatter, add_common_options, format_metrics
+from ._common import HelpFormatter, add_common_options, format_metrics, warn_if_busy
 
 __all__ = ["register", "run"]
 
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="delete an earlier run in --run-dir (checkpoints, metrics, tokenizer) and start over")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     add_common_options(p)
-    p.set_defaults(handler=run, long_running=True, default_log_level=logging.INFO)
+    p.set_defaults(handler=run, default_log_level=logging.INFO)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,11 +60,14 @@ def run(args: argparse.Namespace) -> int:
     command = ["synthformer", "train", str(config_path), *overrides, "--run-dir", str(run_dir), "--resume"]
     args.interrupt_hint = f"a checkpoint was saved; continue with: {shlex.join(command)}"
     progress = not args.no_progress and sys.stderr.isatty()
+    warn_if_busy()
     result = train_run(run_config, run_dir, resume=args.resume, overwrite=args.overwrite, progress=progress)
     if int(os.environ.get("RANK", "0")) != 0:
         return 0  # under torchrun the main process reports
     print(f"run directory: {run_dir}")
     print(f"model: {result.model_config.arch}, {result.parameters:,} trainable parameters")
+    for line in result.data_summary:
+        print(f"data: {line}")
     train_loss = result.metrics.get("loss")
     loss = f", last train loss {train_loss:.4f}" if isinstance(train_loss, float) else ""
     print(f"trained {result.steps} steps{loss}, {result.tokens_per_second:,.0f} tokens/s, "

@@ -18,8 +18,8 @@ classification datasets a ``lengths`` list for :class:`BucketBatchSampler`.
 
 Sequences longer than the model allows follow ``overflow``:
 
-* ``"truncate"`` (default): cut, keeping ``<bos>``/``<eos>`` framing (the text is shortened, the
-  special tokens stay);
+* ``"truncate"`` (default; ``None`` means the same): cut, keeping ``<bos>``/``<eos>`` framing (the text is
+  shortened, the special tokens stay);
 * ``"skip"``: drop the example;
 * ``"error"``: raise ``ValueError`` naming the example.
 
@@ -96,9 +96,13 @@ class LengthReport:
                            what, self.truncated + self.skipped, self.total, self.truncated, self.skipped)
 
 
-def _check_overflow(overflow: str) -> None:
+def _check_overflow(overflow: str | None) -> str:
+    """The policy to apply (``None``: ``"truncate"``; a run config's default, see ``TaskConfig.overflow``)."""
+    if overflow is None:
+        return "truncate"
     if overflow not in OVERFLOW_POLICIES:
         raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, got {overflow!r}")
+    return overflow
 
 
 def _frame(ids: list[int], bos: int | None, eos: int | None, max_len: int | None, overflow: str,
@@ -233,11 +237,11 @@ class Seq2SeqDataset(Seq2SeqItems):
         tgt_tokenizer: Tokenizer | None = None,
         max_src_len: int | None = None,
         max_tgt_len: int | None = None,
-        overflow: str = "truncate",
+        overflow: str | None = "truncate",
         src_add_bos: bool = False,
         src_add_eos: bool = True,
     ) -> None:
-        _check_overflow(overflow)
+        overflow = _check_overflow(overflow)
         self.src_tokenizer = src_tokenizer
         self.tgt_tokenizer = tgt_tokenizer if tgt_tokenizer is not None else src_tokenizer
         tgt_tok = self.tgt_tokenizer
@@ -313,11 +317,11 @@ class ClassificationDataset(Dataset[dict[str, Tensor]]):
         tokenizer: Tokenizer,
         label_set: Sequence[str],
         max_len: int | None = None,
-        overflow: str = "truncate",
+        overflow: str | None = "truncate",
         add_bos: bool = False,
         add_eos: bool = False,
     ) -> None:
-        _check_overflow(overflow)
+        overflow = _check_overflow(overflow)
         self.tokenizer = tokenizer
         self.label_set = [str(x) for x in label_set]
         label_to_id = {label: i for i, label in enumerate(self.label_set)}

@@ -44,6 +44,7 @@ from synthformer.train import (
 from .config import RunConfig, load_run_config, resolve_model_config
 from .evaluation import evaluate_split, make_eval_fn
 from .init_from import check_pretrained_model, load_pretrained_weights, pretrained_tokenizer, write_init_report
+from .lengths import check_truncation, describe_lengths, length_reports
 from .loading import LoadedRun, load_run, read_model_config
 from .registry import get_generator
 from .sources import RawData, load_raw_data
@@ -126,6 +127,8 @@ def build_datasets(run: RunConfig, raw: RawData, tokenizer: Tokenizer, model_con
             ratio[name] = chars
         if len(datasets[name]) == 0:
             raise DataError(f"{name} split", None, "no example left after tokenization (all skipped for length?)")
+        if name == "train" and (reports := length_reports(datasets)):
+            check_truncation(run.task, reports["train"])
     return datasets, ratio
 
 
@@ -218,6 +221,8 @@ class TrainResult:
     tokens_seen: int
     train_seconds: float
     wall_seconds: float
+    data_summary: list[str] = field(default_factory=list)
+    """One line per split: its example count and how many were truncated or skipped for length."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -304,6 +309,9 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
         write_init_report(rd, init_report)
     params = num_parameters(model)
     logger.info("model: %s, %s trainable parameters", type(model).__name__, f"{params:,}")
+    data_summary = describe_lengths(run.task, length_reports(data.datasets))
+    for line in data_summary:
+        logger.info("data: %s", line)
 
     eval_fn = make_eval_fn(run, data, split=run.eval.split, during_training=True)
     train_set = data.datasets["train"]
@@ -326,6 +334,7 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
         run_dir=run_dir, metrics=dict(metrics), model_config=model_config, parameters=params,
         steps=trainer.step - step_before, tokens_seen=trainer.tokens_seen - tokens_before,
         train_seconds=max(elapsed - eval_seconds, 1e-9), wall_seconds=time.perf_counter() - start,
+        data_summary=data_summary,
     )
 
 

@@ -104,8 +104,10 @@ class TaskConfig:
     """LM: the context (block) length; seq2seq: the longest source; classification: the longest input."""
     max_target_len: int | None = None
     """seq2seq: the longest decoder sequence (target tokens + 1); ``None``: ``max_len``."""
-    overflow: str = "truncate"
-    """What to do with longer examples: ``truncate``, ``skip`` or ``error``."""
+    overflow: str | None = None
+    """What to do with longer examples: ``truncate``, ``skip`` or ``error``. ``None`` (the default) truncates
+    too, but refuses to start when more than half of the training examples would be cut (a model trained on
+    them can learn nothing; set ``truncate`` explicitly to train on them anyway)."""
     stride: int | None = None
     """LM: step between training blocks (``None``: ``max_len``, no overlap)."""
     options: dict[str, Any] = field(default_factory=dict)
@@ -131,7 +133,7 @@ class TaskConfig:
         if self.valid_fraction + self.test_fraction >= 1.0:
             raise ConfigError(f"valid_fraction: valid_fraction + test_fraction must be < 1, got "
                               f"{self.valid_fraction} + {self.test_fraction}")
-        if self.overflow not in OVERFLOW_POLICIES:
+        if self.overflow is not None and self.overflow not in OVERFLOW_POLICIES:
             raise ConfigError(f"overflow: expected one of {list(OVERFLOW_POLICIES)}, got {self.overflow!r}")
         for name in ("max_len", "max_target_len", "stride", "vocab_size", "train_limit", "eval_limit"):
             value = getattr(self, name)
