@@ -141,7 +141,8 @@ def summarization_config(tmp: Path, **eval_: Any) -> dict[str, Any]:
     """Dialogue -> summary JSONL files in ``tmp`` (SAMSum's shared layout: ``document`` / ``summary``)."""
     import json
 
-    for name, rows in (("train.jsonl", SUMMARY_ROWS), ("valid.jsonl", SUMMARY_ROWS[:4]), ("test.jsonl", SUMMARY_ROWS[4:8])):
+    splits = (("train.jsonl", SUMMARY_ROWS), ("valid.jsonl", SUMMARY_ROWS[:4]), ("test.jsonl", SUMMARY_ROWS[4:8]))
+    for name, rows in splits:
         (tmp / name).write_text("".join(json.dumps({"id": str(i), "document": d, "summary": s}) + "\n"
                                         for i, (d, s) in enumerate(rows)), encoding="utf-8")
     return {

@@ -25,7 +25,15 @@ from synthformer.tasks.generation import generate_texts
 from synthformer.tasks.pipeline import evaluate_run, load_run, train_run
 from synthformer.train import ConfigError, from_dict
 
-from .helpers import classification_config, lm_config, seq2seq_config, span_config, t2t_config
+from .helpers import (
+    classification_config,
+    dialogue_config,
+    lm_config,
+    seq2seq_config,
+    span_config,
+    summarization_config,
+    t2t_config,
+)
 
 TASK_TYPES = list_task_types()
 GENERATORS = list_generators()
@@ -53,7 +61,8 @@ def test_task_type_describes_itself(name: str) -> None:
 
 # A tiny run of every registered task type (a new type adds its entry: the first test below fails until it does).
 TINY_RUNS = {"lm": lm_config, "seq2seq": lambda tmp: seq2seq_config(), "classification": classification_config,
-             "span_corruption": span_config, "text_to_text": t2t_config}
+             "span_corruption": span_config, "text_to_text": t2t_config, "summarization": summarization_config,
+             "dialogue": dialogue_config}
 
 
 def test_every_task_type_has_a_tiny_run() -> None:

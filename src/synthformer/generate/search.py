@@ -13,6 +13,9 @@ Beam search details (chosen so that ``beam_size=1`` is exactly greedy search):
   reached, the live beams are finished as they are, without ``<eos>``.
 * The result is the finished hypothesis with the best length-normalized score.
 
+Both loops take a minimum output length and n-gram repetition blocking (``min_length``, ``no_repeat_ngram_size``;
+see :mod:`synthformer.generate.constraints`), applied to each step's log-probabilities before the choice.
+
 Both loops run on the model's incremental cache when every token mixer has one (one new token per step) and
 recompute the whole prefix otherwise; ``use_cache`` forces either.
 """
@@ -26,6 +29,7 @@ from typing import Protocol
 import torch
 from torch import Tensor, nn
 
+from .constraints import apply_constraints, check_constraints
 from .output import GenerationOutput
 from .steppers import Seq2SeqStepper, resolve_use_cache
 
@@ -98,6 +102,8 @@ def greedy_search(
     eos_id: int | None = None,
     pad_id: int | None = None,
     use_cache: bool | None = None,
+    min_length: int = 0,
+    no_repeat_ngram_size: int = 0,
 ) -> GenerationOutput:
     """Greedy decoding of a :class:`~synthformer.models.Seq2SeqTransformer`: the most likely token each step.
 
@@ -108,16 +114,20 @@ def greedy_search(
         max_new_tokens: most tokens generated per sequence (``<eos>`` included); default ``config.max_len``.
         bos_id, eos_id, pad_id: default to the model config's.
         use_cache: None: incremental decoding when the model supports it; True/False forces it.
+        min_length: fewest tokens before ``<eos>`` (0: no minimum); must be < ``max_new_tokens``.
+        no_repeat_ngram_size: no n-gram of this size occurs twice in an output (0: no blocking).
 
     Returns:
         :class:`GenerationOutput`; scores are summed log-probabilities.
     """
     max_new_tokens = _generation_setup(model, src_ids, max_new_tokens)
+    check_constraints(min_length, no_repeat_ngram_size, max_new_tokens)
     bos_id, eos_id, pad_id = _ids(model, bos_id, eos_id, pad_id)
     with _EvalMode(model):
         memory, mask = model.encode(src_ids, src_padding_mask)
         stepper = Seq2SeqStepper(model, memory, mask, resolve_use_cache(model, use_cache))
-        return greedy_loop(stepper, src_ids.shape[0], bos_id, eos_id, pad_id, max_new_tokens, src_ids.device)
+        return greedy_loop(stepper, src_ids.shape[0], bos_id, eos_id, pad_id, max_new_tokens, src_ids.device,
+                           min_length=min_length, no_repeat_ngram_size=no_repeat_ngram_size)
 
 
 def greedy_loop(
@@ -128,14 +138,18 @@ def greedy_loop(
     pad_id: int,
     max_new_tokens: int,
     device: torch.device | str = "cpu",
+    *,
+    min_length: int = 0,
+    no_repeat_ngram_size: int = 0,
 ) -> GenerationOutput:
-    """Greedy decoding over any stepper (prefix (N, t) -> next-token log-probs (N, V))."""
+    """Greedy decoding over any stepper (prefix (N, t) -> next-token log-probs (N, V)), with the constraints of
+    :func:`~synthformer.generate.constraints.apply_constraints`."""
     tokens = torch.full((batch_size, 1), bos_id, dtype=torch.long, device=device)  # (B, 1): <bos>
     finished = torch.zeros(batch_size, dtype=torch.bool, device=device)
     lengths = torch.zeros(batch_size, dtype=torch.long, device=device)
     scores = torch.zeros(batch_size, dtype=torch.float32, device=device)
-    for _ in range(max_new_tokens):
-        logp = stepper(tokens)  # (B, V)
+    for step in range(max_new_tokens):
+        logp = apply_constraints(stepper(tokens), tokens, step, eos_id, min_length, no_repeat_ngram_size)  # (B, V)
         best_logp, best = logp.max(dim=-1)  # (B,), (B,)
         nxt = best.masked_fill(finished, pad_id)  # finished rows keep emitting padding
         scores += best_logp.masked_fill(finished, 0.0)
@@ -159,6 +173,8 @@ def beam_search(
     eos_id: int | None = None,
     pad_id: int | None = None,
     use_cache: bool | None = None,
+    min_length: int = 0,
+    no_repeat_ngram_size: int = 0,
 ) -> GenerationOutput:
     """Batched beam search of a :class:`~synthformer.models.Seq2SeqTransformer` with the GNMT length penalty.
 
@@ -174,6 +190,8 @@ def beam_search(
         max_new_tokens: most tokens per hypothesis (``<eos>`` included); default ``config.max_len``.
         bos_id, eos_id, pad_id: default to the model config's.
         use_cache: None: incremental decoding when the model supports it; True/False forces it.
+        min_length: fewest tokens before ``<eos>`` (0: no minimum); must be < ``max_new_tokens``.
+        no_repeat_ngram_size: no n-gram of this size occurs twice in a hypothesis (0: no blocking).
 
     Returns:
         :class:`GenerationOutput` with the best hypothesis per source; scores are length-normalized.
@@ -183,6 +201,7 @@ def beam_search(
     if alpha < 0:
         raise ValueError(f"alpha (length penalty exponent) must be >= 0, got {alpha!r}")
     max_new_tokens = _generation_setup(model, src_ids, max_new_tokens)
+    check_constraints(min_length, no_repeat_ngram_size, max_new_tokens)
     bos_id, eos_id, pad_id = _ids(model, bos_id, eos_id, pad_id)
     batch = src_ids.shape[0]
     with _EvalMode(model):
@@ -191,7 +210,8 @@ def beam_search(
         # K copies of each source, beams of a sentence adjacent: row b*K + k
         stepper.select(torch.arange(batch, device=src_ids.device).repeat_interleave(beam_size))
         return beam_search_loop(
-            stepper, batch, bos_id, eos_id, pad_id, beam_size, alpha, max_new_tokens, src_ids.device
+            stepper, batch, bos_id, eos_id, pad_id, beam_size, alpha, max_new_tokens, src_ids.device,
+            min_length=min_length, no_repeat_ngram_size=no_repeat_ngram_size,
         )
 
 
@@ -205,6 +225,9 @@ def beam_search_loop(
     alpha: float,
     max_new_tokens: int,
     device: torch.device | str = "cpu",
+    *,
+    min_length: int = 0,
+    no_repeat_ngram_size: int = 0,
 ) -> GenerationOutput:
     """Beam search over any stepper whose rows are already laid out as ``batch_size * beam_size`` beams
     (row ``b * K + k`` is beam k of sentence b). See the module docstring for the algorithm."""
@@ -217,7 +240,7 @@ def beam_search_loop(
     done = [False] * B
     rank = torch.arange(2 * K, device=device)
     for step in range(max_new_tokens):
-        logp = stepper(tokens)  # (B*K, V)
+        logp = apply_constraints(stepper(tokens), tokens, step, eos_id, min_length, no_repeat_ngram_size)  # (B*K, V)
         vocab = logp.shape[-1]
         cand = (scores[:, :, None] + logp.view(B, K, vocab)).view(B, K * vocab)  # (B, K*V) cumulative log-probs
         n_cand = min(2 * K, K * vocab)

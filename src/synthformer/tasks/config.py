@@ -80,6 +80,12 @@ class EvalConfig:
     """GNMT length-penalty exponent alpha (the paper: 0.6)."""
     max_decode_len: int | None = None
     """Most generated tokens per sequence (``<eos>`` included); ``None``: the task's target length."""
+    min_length: int = 0
+    """Fewest generated tokens before ``<eos>`` may end an output (0: no minimum; summarization decoders often
+    set one)."""
+    no_repeat_ngram_size: int = 0
+    """Never generate an n-gram of this size twice in one output (0: no blocking; 3 is common for
+    summarization)."""
     metrics: list[str] | None = None
     """Metrics to report; ``None``: the task's defaults (lm: loss, perplexity, bits per character or byte;
     seq2seq: loss, BLEU, chrF (algorithmic tasks: exact match, chrF); classification: loss, accuracy). Add ``rouge``
@@ -102,6 +108,10 @@ class EvalConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name}: expected an integer >= 1 or null, got {value!r}")
+        for name in ("min_length", "no_repeat_ngram_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name}: expected an integer >= 0, got {value!r}")
         if self.train_decode_examples < 0:
             raise ConfigError(f"train_decode_examples: expected a value >= 0, got {self.train_decode_examples!r}")
         if self.split not in ("valid", "test"):

@@ -74,6 +74,12 @@ class GenerateOptions:
     beam: int | None = None
     seed: int = 0
     batch_size: int = 32
+    length_penalty: float | None = None
+    """Encoder-decoders: the GNMT length penalty (None: the run's ``eval.length_penalty``)."""
+    min_length: int | None = None
+    """Encoder-decoders: fewest tokens before ``<eos>`` (None: the run's ``eval.min_length``)."""
+    no_repeat_ngram_size: int | None = None
+    """Encoder-decoders: never repeat an n-gram of this size (None: the run's ``eval.no_repeat_ngram_size``)."""
 
 
 class TaskType:

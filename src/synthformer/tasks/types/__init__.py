@@ -6,7 +6,10 @@ from .seq2seq import SequenceToSequence
 from .classification import Classification
 from .span_corruption import SpanCorruption
 from .text_to_text import TextToText
+from .summarization import Summarization
+from .dialogue import DialogueGeneration
 
 # isort: on
 
-__all__ = ["Classification", "LanguageModeling", "SequenceToSequence", "SpanCorruption", "TextToText"]
+__all__ = ["Classification", "DialogueGeneration", "LanguageModeling", "SequenceToSequence", "SpanCorruption",
+           "Summarization", "TextToText"]

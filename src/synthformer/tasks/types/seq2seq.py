@@ -6,13 +6,13 @@ Multi30k's ``train.de`` / ``train.en``); ``tsv``: two tab-separated columns; ``j
 ``source_field`` and ``target_field`` of each record (CNN/DailyMail's ``article`` / ``highlights``). Also a
 Hugging Face data set, or the ``algorithmic:<name>`` generator. Metrics: loss and perplexity with teacher
 forcing; BLEU, chrF (sacrebleu, with signatures), ROUGE and exact match on decoded output (beam search with the
-GNMT length penalty). Source and target share one tokenizer.
+GNMT length penalty, ``eval.min_length`` and ``eval.no_repeat_ngram_size``). Source and target share one tokenizer.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -29,7 +29,7 @@ from synthformer.train import ConfigError
 
 from ..registry import Generated, GenerateOptions, TaskType, random_ids, register_task_type
 from ..sources import RawData, finish_example_splits, read_file_splits
-from .seq2seq_decoding import DECODED_METRICS, decode_seq2seq, seq2seq_metrics
+from .seq2seq_decoding import DECODED_METRICS, decode_seq2seq, decoding_for, seq2seq_metrics
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
@@ -68,6 +68,8 @@ class SequenceToSequence(TaskType):
     default_tokenizer = "bpe"
     reads = frozenset({"max_target_len"})
     derived_model_fields = {"tgt_vocab_size": "source and target share one tokenizer"}
+    #: The metrics computed on decoded output (left out during training when ``eval.train_decode_examples`` is 0).
+    decoded_metrics: ClassVar[tuple[str, ...]] = DECODED_METRICS
 
     def check_config(self, task: TaskConfig) -> None:
         if task.train is not None and task.file_format == "parallel" and not (task.source_lang and task.target_lang):
@@ -114,20 +116,20 @@ class SequenceToSequence(TaskType):
         dataset = data.datasets[split]
         pairs = data.raw.splits[split]
         references = [pairs[i][1] for i in dataset.indices]  # skipped-for-length pairs excluded
-        max_new = min(run.eval.max_decode_len or run.task.target_len, model.config.max_len)
         return seq2seq_metrics(model, dataset, references, data.tokenizer, names, batch_size=batch_size,
-                               max_batches=max_batches, beam=beam if beam is not None else run.eval.beam,
-                               length_penalty=run.eval.length_penalty, max_new_tokens=max_new,
+                               max_batches=max_batches, decoding=decoding_for(run, model.config.max_len, beam),
                                max_examples=max_examples)
 
     def training_evaluation(self, run: RunConfig) -> tuple[list[str], int | None, int | None]:
         names = run.metrics
         if run.eval.train_decode_examples == 0:
-            names = [n for n in names if n not in DECODED_METRICS]
+            names = [n for n in names if n not in self.decoded_metrics]
         return names, 1, run.eval.train_decode_examples
 
     def report_extras(self, run: RunConfig, beam: int) -> dict[str, Any]:
-        return {"beam": beam, "length_penalty": run.eval.length_penalty}
+        decoding = decoding_for(run, run.model.max_len, beam)  # the active overrides included
+        return {"beam": beam, "length_penalty": decoding.length_penalty, "min_length": decoding.min_length,
+                "no_repeat_ngram_size": decoding.no_repeat_ngram_size}
 
     def comparison_metric(self, task: TaskConfig) -> str:
         return "bleu"
@@ -135,11 +137,8 @@ class SequenceToSequence(TaskType):
     # -- generation -------------------------------------------------------------------------------------
     def generate(self, loaded: LoadedRun, inputs: list[str], options: GenerateOptions) -> list[Generated]:
         """Decode each source with beam search (``options.beam``, default the run's ``eval.beam``; 1 is greedy)
-        and the run's length penalty."""
+        and the run's length penalty, minimum length and n-gram blocking unless ``options`` set them."""
         tok, cfg = loaded.tokenizer, loaded.config
-        beam = options.beam if options.beam is not None else cfg.eval.beam
-        limit = min(options.max_new_tokens or cfg.eval.max_decode_len or cfg.task.target_len,
-                    loaded.model_config.max_len)
         src = []
         for text in inputs:
             ids = tok.encode(text, add_eos=True)  # the framing Seq2SeqDataset uses: source + <eos>
@@ -148,10 +147,19 @@ class SequenceToSequence(TaskType):
                                cfg.task.max_len)
                 ids = ids[: cfg.task.max_len - 1] + [tok.eos_id]
             src.append(torch.tensor(ids, dtype=torch.long))
-        ids = decode_seq2seq(loaded.model, src, beam=beam, length_penalty=cfg.eval.length_penalty,
-                             max_new_tokens=limit, batch_size=options.batch_size, pad_id=tok.pad_id,
-                             eos_id=tok.eos_id)
+        ids = self.decode_ids(loaded, src, options)
         return [Generated(text, tok.decode(seq).strip(), None) for text, seq in zip(inputs, ids, strict=True)]
+
+    @staticmethod
+    def decode_ids(loaded: LoadedRun, src: list[Tensor], options: GenerateOptions) -> list[list[int]]:
+        """Token ids decoded for each source (framed ids) with the run's decoding under ``options``."""
+        d = decoding_for(loaded.config, loaded.model_config.max_len, options.beam, options.max_new_tokens,
+                         length_penalty=options.length_penalty, min_length=options.min_length,
+                         no_repeat_ngram_size=options.no_repeat_ngram_size)
+        tok = loaded.tokenizer
+        return decode_seq2seq(loaded.model, src, beam=d.beam, length_penalty=d.length_penalty,
+                              max_new_tokens=d.max_new_tokens, batch_size=options.batch_size, pad_id=tok.pad_id,
+                              eos_id=tok.eos_id, min_length=d.min_length, no_repeat_ngram_size=d.no_repeat_ngram_size)
 
     def random_batch(self, config: ModelConfig, batch_size: int, seq_len: int,
                      generator: torch.Generator) -> dict[str, Tensor]:

@@ -1,8 +1,20 @@
-"""Decoding and decoded-output metrics of encoder-decoder task types (BLEU, chrF, ROUGE, exact match)."""
+"""Decoding and decoded-output metrics of encoder-decoder task types (BLEU, chrF, ROUGE, exact match).
+
+:class:`Decoding` gathers the decoder settings of a run (``eval.beam``, ``eval.length_penalty``,
+``eval.max_decode_len``, ``eval.min_length``, ``eval.no_repeat_ngram_size``); :func:`decoding_for` reads them from
+a run config, with the overrides of an active :func:`decoding_overrides` block (``synthformer eval --min-length
+...``) and of the caller (``synthformer generate`` options).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import contextvars
+import dataclasses
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -11,18 +23,78 @@ from synthformer.train.metrics import bleu, chrf, rouge
 
 from ..evaluation import device_of, likelihood_metrics
 
-__all__ = ["DECODED_METRICS", "decode_seq2seq", "seq2seq_metrics"]
+if TYPE_CHECKING:
+    from ..config import RunConfig
+    from ..pipeline import TaskData
+
+__all__ = ["DECODED_METRICS", "Decoding", "decode_dataset", "decode_seq2seq", "decoding_for", "decoding_overrides",
+           "evaluate_decoded", "length_summary", "seq2seq_metrics"]
+
+logger = logging.getLogger(__name__)
 
 #: Metrics that need decoded output (the others are computed with teacher forcing).
 DECODED_METRICS: tuple[str, ...] = ("bleu", "chrf", "rouge", "exact_match")
+#: ``eval`` settings :func:`decoding_overrides` may change.
+_DECODING_KEYS = ("length_penalty", "max_decode_len", "min_length", "no_repeat_ngram_size")
+# never mutated: each block sets a new mapping (a tuple of items, immutable as ContextVar defaults must be)
+_OVERRIDES: contextvars.ContextVar[tuple[tuple[str, Any], ...]] = contextvars.ContextVar("decoding_overrides",
+                                                                                         default=())
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How an encoder-decoder's outputs are decoded: beam size (1: greedy), GNMT length penalty, the most
+    tokens per output (``<eos>`` included), the fewest before ``<eos>``, and the n-gram size never repeated (0:
+    none); see :func:`synthformer.generate.beam_search`."""
+
+    beam: int
+    length_penalty: float
+    max_new_tokens: int
+    min_length: int = 0
+    no_repeat_ngram_size: int = 0
+
+
+@contextlib.contextmanager
+def decoding_overrides(**changes: Any) -> Iterator[None]:
+    """Within the block, :func:`decoding_for` uses these ``eval`` settings (``length_penalty``,
+    ``max_decode_len``, ``min_length``, ``no_repeat_ngram_size``; None values are ignored) instead of the run's:
+    ``synthformer eval`` passes its decoding options this way to the evaluation of a saved run."""
+    unknown = sorted(set(changes) - set(_DECODING_KEYS))
+    if unknown:
+        raise ValueError(f"decoding_overrides: unknown setting(s) {unknown}; valid: {', '.join(_DECODING_KEYS)}")
+    merged = {**dict(_OVERRIDES.get()), **{k: v for k, v in changes.items() if v is not None}}
+    token = _OVERRIDES.set(tuple(merged.items()))
+    try:
+        yield
+    finally:
+        _OVERRIDES.reset(token)
+
+
+def decoding_for(run: RunConfig, model_max_len: int, beam: int | None = None, max_new_tokens: int | None = None,
+                 **changes: Any) -> Decoding:
+    """The decoding settings of ``run`` (its ``eval`` section, then :func:`decoding_overrides`, then ``changes``
+    that are not None), ``beam`` and ``max_new_tokens`` when given; the length limit is capped by the model's
+    ``max_len``, and a ``min_length`` that leaves no room for ``<eos>`` is lowered (with a warning)."""
+    settings = {**dict(_OVERRIDES.get()), **{k: v for k, v in changes.items() if v is not None}}
+    ev = dataclasses.replace(run.eval, **settings) if settings else run.eval  # re-checked by EvalConfig
+    limit = min(max_new_tokens or ev.max_decode_len or run.task.target_len, model_max_len)
+    min_length = ev.min_length
+    if min_length >= limit:
+        logger.warning("min_length %d lowered to %d: outputs have at most %d tokens, <eos> included",
+                       min_length, limit - 1, limit)
+        min_length = limit - 1
+    return Decoding(beam=beam if beam is not None else ev.beam, length_penalty=ev.length_penalty,
+                    max_new_tokens=limit, min_length=min_length, no_repeat_ngram_size=ev.no_repeat_ngram_size)
 
 
 @torch.no_grad()
 def decode_seq2seq(model: nn.Module, src: list[Tensor], *, beam: int, length_penalty: float, max_new_tokens: int,
-                   batch_size: int, pad_id: int, eos_id: int) -> list[list[int]]:
+                   batch_size: int, pad_id: int, eos_id: int, min_length: int = 0,
+                   no_repeat_ngram_size: int = 0) -> list[list[int]]:
     """Greedy (``beam`` 1) or beam-search token ids for each source (tokenized, with framing), in input order.
 
     Sources are decoded in batches of similar length (less padding); ``<eos>`` is stripped from the output.
+    ``min_length`` and ``no_repeat_ngram_size`` are the constraints of :mod:`synthformer.generate.constraints`.
     """
     from synthformer.generate import beam_search, greedy_search
 
@@ -40,33 +112,44 @@ def decode_seq2seq(model: nn.Module, src: list[Tensor], *, beam: int, length_pen
             src_ids[row, : s.numel()] = s
         src_ids = src_ids.to(device)
         mask = src_ids == pad_id  # (B, S) True at padding
+        constraints = {"min_length": min_length, "no_repeat_ngram_size": no_repeat_ngram_size}
         if beam == 1:
-            result = greedy_search(model, src_ids, mask, max_new_tokens=max_new_tokens)
+            result = greedy_search(model, src_ids, mask, max_new_tokens=max_new_tokens, **constraints)
         else:
             result = beam_search(model, src_ids, mask, beam_size=beam, alpha=length_penalty,
-                                 max_new_tokens=max_new_tokens)
+                                 max_new_tokens=max_new_tokens, **constraints)
         for i, ids in zip(idx, result.to_lists(strip_eos=eos_id), strict=True):
             out[i] = ids
     return out
 
 
+def decode_dataset(model: nn.Module, dataset: Any, tokenizer: Any, decoding: Decoding, *, batch_size: int,
+                   max_examples: int | None = None) -> list[str]:
+    """The decoded text of the first ``max_examples`` items of a seq2seq dataset (all when None)."""
+    n = len(dataset) if max_examples is None else min(max_examples, len(dataset))
+    src = [dataset[i]["src_ids"] for i in range(n)]
+    config = model.config
+    ids = decode_seq2seq(model, src, beam=decoding.beam, length_penalty=decoding.length_penalty,
+                         max_new_tokens=decoding.max_new_tokens, batch_size=batch_size, pad_id=config.pad_id,
+                         eos_id=config.eos_id, min_length=decoding.min_length,
+                         no_repeat_ngram_size=decoding.no_repeat_ngram_size)
+    return [tokenizer.decode(seq).strip() for seq in ids]
+
+
 def seq2seq_metrics(model: nn.Module, dataset: Any, references: list[str], tokenizer: Any, names: list[str], *,
-                    batch_size: int, max_batches: int = 0, beam: int = 1, length_penalty: float = 0.6,
-                    max_new_tokens: int, max_examples: int | None = None) -> tuple[dict[str, Any], list[str]]:
+                    batch_size: int, decoding: Decoding, max_batches: int = 0,
+                    max_examples: int | None = None) -> tuple[dict[str, Any], list[str]]:
     """Loss / perplexity (teacher forcing) and BLEU, chrF, ROUGE, exact match of decoded output against
     ``references`` (the raw target text of every dataset item). Returns the metrics and the hypotheses."""
     out = likelihood_metrics(model, dataset, names, batch_size, max_batches)
     out.pop("tokens", None)  # the seq2seq reports never listed it
     hypotheses: list[str] = []
     if any(n in names for n in DECODED_METRICS):
-        n = len(dataset) if max_examples is None else min(max_examples, len(dataset))
+        hypotheses = decode_dataset(model, dataset, tokenizer, decoding, batch_size=batch_size,
+                                    max_examples=max_examples)
+        n = len(hypotheses)
         if n == 0:
             return out, hypotheses
-        src = [dataset[i]["src_ids"] for i in range(n)]
-        config = model.config
-        ids = decode_seq2seq(model, src, beam=beam, length_penalty=length_penalty, max_new_tokens=max_new_tokens,
-                             batch_size=batch_size, pad_id=config.pad_id, eos_id=config.eos_id)
-        hypotheses = [tokenizer.decode(seq).strip() for seq in ids]
         refs = references[:n]
         if "bleu" in names:
             score = bleu(hypotheses, refs)
@@ -79,5 +162,38 @@ def seq2seq_metrics(model: nn.Module, dataset: Any, references: list[str], token
         if "exact_match" in names:
             out["exact_match"] = sum(h == r.strip() for h, r in zip(hypotheses, refs, strict=True)) / n
         out["decoded"] = n
-        out["beam"] = beam
+        out["beam"] = decoding.beam
+    return out, hypotheses
+
+
+def length_summary(dataset: Any) -> dict[str, Any]:
+    """How many examples of a dataset were truncated (and skipped) for length, for the evaluation report."""
+    report = dataset.length_report
+    out: dict[str, Any] = {"truncated_examples": report.truncated,
+                           "truncated_percent": 100.0 * report.truncated / max(report.total, 1)}
+    if report.skipped:
+        out["skipped_examples"] = report.skipped
+    return out
+
+
+def evaluate_decoded(run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
+                     references: Callable[[], Sequence[str]],
+                     score: Callable[[list[str], list[str]], dict[str, Any]], decode: bool, batch_size: int,
+                     max_batches: int, beam: int | None, max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+    """The evaluation of a task type scored on decoded text (summarization, dialogue): the teacher-forced metrics
+    of ``names``, the split's truncation counts, and, when ``decode``, ``score(hypotheses, references)`` of the
+    first ``max_examples`` dataset items decoded with the run's settings (``references()``: the reference text of
+    every dataset item, in item order)."""
+    dataset = data.datasets[split]
+    out = likelihood_metrics(model, dataset, names, batch_size, max_batches)
+    out.pop("tokens", None)
+    out.update(length_summary(dataset))
+    hypotheses: list[str] = []
+    if decode and max_examples != 0:
+        decoding = decoding_for(run, model.config.max_len, beam)
+        hypotheses = decode_dataset(model, dataset, data.tokenizer, decoding, batch_size=batch_size,
+                                    max_examples=max_examples)
+        if hypotheses:
+            out.update(score(hypotheses, list(references()[: len(hypotheses)])))
+        out["decoded"], out["beam"] = len(hypotheses), decoding.beam
     return out, hypotheses
