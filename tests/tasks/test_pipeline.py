@@ -136,8 +136,12 @@ def test_resume_continues_and_refuses_a_different_model(tmp_path: Path) -> None:
     assert steps == sorted(steps) and steps[-1] == 6
     wider = lm_config(tmp_path, steps=9)
     wider["model"]["d_model"] = 32
-    with pytest.raises(RunError, match=r"model differs from the saved one \(d_model: 16 -> 32"):
+    with pytest.raises(RunError, match=r"with a changed config: model\.d_model: 16 -> 32; .* may change on resume"):
         train_run(from_dict(RunConfig, wider), run_dir, resume=True)
+    other_lr = lm_config(tmp_path, steps=9, lr=0.1)
+    with pytest.raises(RunError, match=r"with a changed config: train\.lr: 0\.003 -> 0\.1; "):
+        train_run(from_dict(RunConfig, other_lr), run_dir, resume=True)
+    assert load_run(run_dir).step == 6  # refused before anything was trained or written
 
 
 def test_load_run_errors(tmp_path: Path) -> None:

@@ -205,6 +205,30 @@ def _config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]
     return [] if saved == current else [f"{prefix[:-1]}: {saved!r} -> {current!r}"]
 
 
+#: Settings that may change when a run is resumed (a longer run, other intervals, another evaluation): they do
+#: not change what the checkpoint means. Anything else (data, model, optimizer, batch, seed) would silently make a
+#: different run out of the saved one.
+RESUMABLE_CHANGES: tuple[str, ...] = (
+    "train.steps", "train.log_every", "train.eval_every", "train.eval_steps", "train.save_every",
+    "train.max_checkpoints", "train.tensorboard", "train.num_workers", "eval.",
+)
+
+
+def _check_resumable_changes(rd: RunDir, diffs: list[str]) -> None:
+    """Log the allowed changes of a resumed run's config; refuse any other in one line naming the first three."""
+    allowed = [d for d in diffs if d.startswith(RESUMABLE_CHANGES)]
+    refused = [d for d in diffs if d not in allowed]
+    if refused:
+        more = f" (and {len(refused) - 3} more)" if len(refused) > 3 else ""
+        raise RunError(
+            f"cannot resume {rd.path} with a changed config: {'; '.join(refused[:3])}{more}; resume with the "
+            f"settings saved in {rd.config_path}, or start a new run (another --run-dir, or --overwrite). Only "
+            "train.steps, the log/eval/save intervals and the eval section may change on resume"
+        )
+    if allowed:
+        logger.warning("resuming with a changed config: %s", "; ".join(allowed))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # training
 
@@ -272,9 +296,7 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
         saved_path = rd.config_path
         if saved_path.is_file():
             saved = load_run_config(saved_path)
-            diffs = _config_differences(to_dict(saved), to_dict(run))
-            if diffs:
-                logger.warning("resuming with a changed config: %s", "; ".join(diffs))
+            _check_resumable_changes(rd, _config_differences(to_dict(saved), to_dict(run)))
         tokenizer = load_tokenizer(rd.tokenizer_path)
         label_set = load_label_set(rd.labels_path) if rd.labels_path.is_file() else None
         data = data or prepare_data(run, tokenizer, label_set, splits=("train", run.eval.split))
