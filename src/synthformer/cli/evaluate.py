@@ -15,10 +15,15 @@ examples:
   synthformer eval runs/mt_multi30k_de_en --split test --beam 4
   synthformer eval runs/mt_multi30k_de_en --beam 1 --max-examples 200   # quick greedy check
   synthformer eval runs/cls_sst2 --split valid              # accuracy
+  synthformer eval runs/table3/samsum_R+V --min-length 10 --no-repeat-ngram-size 3   # ROUGE-1/2/L/Lsum
+  synthformer eval runs/table3/personachat_D                # BLEU-1/4, METEOR, ROUGE-L, CIDEr, distinct-1/2
 
 The metrics are written to RUN_DIR/eval_<split>.json (replacing an earlier evaluation of that split); for
 translation the decoded outputs go to RUN_DIR/eval_<split>_hypotheses.txt. BLEU and chrF are computed by
-sacrebleu on the detokenized output and printed with their signatures.
+sacrebleu on the detokenized output and printed with their signatures. The decoding options (--beam,
+--length-penalty, --min-length, --max-length, --no-repeat-ngram-size) apply to every encoder-decoder task
+and default to the run's eval settings. The metrics are also appended to RUN_DIR/metrics.jsonl as one
+record whose keys start with the split's name ("test_rouge1", ...).
 """
 
 
@@ -35,6 +40,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="split to score (default: test if the task has one, else valid)")
     p.add_argument("--beam", type=int, default=None, metavar="K",
                    help="seq2seq beam size, 1 = greedy (default: the run's eval.beam, 4)")
+    p.add_argument("--length-penalty", type=float, default=None, metavar="A",
+                   help="GNMT length-penalty exponent (default: the run's eval.length_penalty, 0.6)")
+    p.add_argument("--min-length", type=int, default=None, metavar="N",
+                   help="fewest tokens before <eos> (default: the run's eval.min_length, 0)")
+    p.add_argument("--max-length", type=int, default=None, metavar="N",
+                   help="most tokens per output, <eos> included (default: the run's eval.max_decode_len)")
+    p.add_argument("--no-repeat-ngram-size", type=int, default=None, metavar="N",
+                   help="never repeat an n-gram of this size in an output (default: the run's "
+                        "eval.no_repeat_ngram_size, 0 = off)")
     p.add_argument("--max-examples", type=int, default=None, metavar="N", help="seq2seq: decode only the first N")
     p.add_argument("--batch-size", type=int, default=None, metavar="N", help="evaluation batch size")
     add_common_options(p)
@@ -44,15 +58,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print the metrics (and sacrebleu signatures)."""
     from synthformer.tasks import evaluate_run
+    from synthformer.tasks.evaluation import record_evaluation
+    from synthformer.tasks.types.seq2seq_decoding import decoding_overrides
 
     from ._common import CliError
 
-    for name in ("beam", "max_examples", "batch_size"):
+    for name in ("beam", "max_examples", "batch_size", "max_length"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise CliError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    report = evaluate_run(args.run_dir, args.split, beam=args.beam, max_examples=args.max_examples,
-                          batch_size=args.batch_size)
+    for name in ("length_penalty", "min_length", "no_repeat_ngram_size"):
+        value = getattr(args, name)
+        if value is not None and value < 0:
+            raise CliError(f"--{name.replace('_', '-')} must be >= 0, got {value}")
+    with decoding_overrides(length_penalty=args.length_penalty, min_length=args.min_length,
+                            max_decode_len=args.max_length, no_repeat_ngram_size=args.no_repeat_ngram_size):
+        report = evaluate_run(args.run_dir, args.split, beam=args.beam, max_examples=args.max_examples,
+                              batch_size=args.batch_size)
+    record_evaluation(args.run_dir, report.split, report.step, report.metrics)
     print(f"{args.run_dir} (step {report.step}), split {report.split}:")
     for line in format_metrics(report.metrics, prefix="  "):
         print(line)

@@ -18,9 +18,14 @@ examples:
   synthformer generate runs/mt_multi30k_de_en --prompt "Ein Mann fährt Fahrrad." --beam 4
   synthformer generate runs/mt_multi30k_de_en --input sentences.de > sentences.en
   synthformer generate runs/cls_sst2 --input reviews.txt              # one label per line
+  synthformer generate runs/table3/samsum_R+V --input dialogues.txt --min-length 8 --no-repeat-ngram-size 3
+  synthformer generate runs/table3/personachat_D --prompt '{"persona": ["i like to ski."], "turns": ["hi !"]}'
+  synthformer generate runs/table3/dailydialog_V --prompt "Hello , how are you ? __eou__ Fine , thanks . And you ?"
 
 Language models sample (temperature 0 = greedy); translation uses beam search with the run's length
-penalty (beam 1 = greedy); classifiers print "label<TAB>probability". With --input, every line of the file is
+penalty (beam 1 = greedy), --min-length and --no-repeat-ngram-size (defaults: the run's eval settings);
+dialogue runs read a JSON object {"persona": [...], "turns": [...]} or turns separated by __eou__ and
+answer the last turn; classifiers print "label<TAB>probability". With --input, every line of the file is
 one input and (seq2seq, classification) gives one output line.
 """
 
@@ -43,6 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top-p", type=float, default=None, metavar="P", help="LM: nucleus sampling with mass P")
     p.add_argument("--beam", type=int, default=None, metavar="K",
                    help="seq2seq beam size, 1 = greedy (default: the run's eval.beam, 4)")
+    p.add_argument("--length-penalty", type=float, default=None, metavar="A",
+                   help="seq2seq: GNMT length-penalty exponent (default: the run's eval.length_penalty)")
+    p.add_argument("--min-length", type=int, default=None, metavar="N",
+                   help="seq2seq: fewest tokens before <eos> (default: the run's eval.min_length)")
+    p.add_argument("--no-repeat-ngram-size", type=int, default=None, metavar="N",
+                   help="seq2seq: never repeat an n-gram of this size (default: the run's eval.no_repeat_ngram_size)")
     p.add_argument("--seed", type=int, default=0, help="LM: seed of the sampling draws")
     add_common_options(p)
     p.set_defaults(handler=run, default_log_level=logging.WARNING)
@@ -72,6 +83,10 @@ def _check(args: argparse.Namespace) -> None:
         raise CliError(f"--top-p must be in (0, 1], got {args.top_p}")
     if args.beam is not None and args.beam < 1:
         raise CliError(f"--beam must be >= 1, got {args.beam}")
+    for name in ("length_penalty", "min_length", "no_repeat_ngram_size"):
+        value = getattr(args, name)
+        if value is not None and value < 0:
+            raise CliError(f"--{name.replace('_', '-')} must be >= 0, got {value}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,7 +97,9 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_run(args.run_dir)
     inputs = _inputs(args)
     outputs = generate_texts(loaded, inputs, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                             top_k=args.top_k, top_p=args.top_p, beam=args.beam, seed=args.seed)
+                             top_k=args.top_k, top_p=args.top_p, beam=args.beam, seed=args.seed,
+                             length_penalty=args.length_penalty, min_length=args.min_length,
+                             no_repeat_ngram_size=args.no_repeat_ngram_size)
     task_type = loaded.config.task.task_type
     for i, out in enumerate(outputs):
         print(task_type.format_generated(out, i))

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from .config import RunConfig
     from .pipeline import TaskData
 
-__all__ = ["EvalFn", "batches", "device_of", "evaluate_split", "likelihood_metrics", "make_eval_fn", "to_device",
-           "token_nll"]
+__all__ = ["EvalFn", "batches", "device_of", "evaluate_split", "likelihood_metrics", "make_eval_fn",
+           "record_evaluation", "to_device", "token_nll"]
 
 
 class EvalFn:
@@ -131,3 +131,12 @@ def make_eval_fn(run: RunConfig, data: TaskData, split: str = "valid", during_tr
         return metrics
 
     return EvalFn(fn)
+
+
+def record_evaluation(run_dir: Any, split: str, step: int, metrics: Mapping[str, Any]) -> None:
+    """Append an evaluation of ``split`` (``synthformer eval``: the whole split, at the end of a run) to the run's
+    ``metrics.jsonl``, as ``{"step": step, "<split>_<metric>": value, ...}``: the metrics file then holds the
+    periodic validation metrics of training (``eval_*``) and the final ones side by side."""
+    from synthformer.train import RunDir
+
+    RunDir(run_dir).append_metrics({"step": step, **{f"{split}_{k}": v for k, v in metrics.items()}})
