@@ -59,6 +59,7 @@ SCHEDULER_FILE = "scheduler.pt"
 RNG_FILE = "rng.pt"
 STATE_FILE = "trainer_state.json"
 _STEP_RE = re.compile(r"^step_(\d+)$")
+_OLD_RE = re.compile(r"^\.old-(step_\d+)-\d+$")
 _TMP_PREFIX = ".tmp-"
 _OLD_PREFIX = ".old-"
 
@@ -156,13 +157,29 @@ def _step_of(path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _moved_aside(path: Path) -> str | None:
+    """``step_X`` for ``.old-step_X-PID``: a complete checkpoint that a re-save of its step moved aside."""
+    m = _OLD_RE.match(path.name)
+    return m.group(1) if m else None
+
+
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
-    """Complete checkpoints of a run, oldest first (temporary and half-written directories are ignored)."""
+    """Complete checkpoints of a run, oldest first (temporary and half-written directories are ignored).
+
+    A checkpoint moved aside by a re-save of its step that was killed before the new copy went into place
+    (``.old-step_X-PID`` without ``step_X``) is listed under its temporary name: it is the only copy of that step.
+    """
     root = Path(run_dir) / CHECKPOINTS_DIR
     if not root.is_dir():
         return []
     found = [p for p in root.iterdir() if p.is_dir() and _step_of(p) is not None and (p / STATE_FILE).is_file()]
-    return sorted(found, key=lambda p: _step_of(p) or 0)
+    names = {p.name for p in found}
+    for p in root.iterdir():
+        name = _moved_aside(p)
+        if name is not None and name not in names and (p / STATE_FILE).is_file():
+            found.append(p)
+            names.add(name)
+    return sorted(found, key=lambda p: _step_of(Path(_moved_aside(p) or p.name)) or 0)
 
 
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
@@ -248,9 +265,15 @@ def save_checkpoint(
 
 
 def _remove_stale_temporaries(root: Path) -> None:
-    # Left behind only by a hard crash (SIGKILL, power loss) of an earlier save; never a valid checkpoint.
+    # Left behind only by a hard crash (SIGKILL, power loss) of an earlier save. A temporary is never a valid
+    # checkpoint; a copy moved aside is the only one of its step when the crash came before the new copy was in
+    # place: that one is put back instead.
     for p in root.iterdir():
-        if p.name.startswith((_TMP_PREFIX, _OLD_PREFIX)):
+        name = _moved_aside(p)
+        if name is not None and not (root / name).exists() and (p / STATE_FILE).is_file():
+            os.replace(p, root / name)
+            logger.warning("restored checkpoint %s, moved aside by a save that was interrupted", root / name)
+        elif p.name.startswith((_TMP_PREFIX, _OLD_PREFIX)):
             if p.is_dir():
                 shutil.rmtree(p, ignore_errors=True)
             else:

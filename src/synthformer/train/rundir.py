@@ -218,9 +218,44 @@ class RunDir:
 
     # -- metrics -------------------------------------------------------------------------------------------------
     def append_metrics(self, record: Mapping[str, Any]) -> None:
-        """Append ``record`` to ``metrics.jsonl`` as one JSON line."""
-        with open(self.metrics_path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
+        """Append ``record`` to ``metrics.jsonl`` as one JSON line.
+
+        A line torn by a kill mid-write (no newline at the end of the file) is closed first, so the new record
+        starts a line of its own instead of being glued to it; :meth:`read_metrics` then skips the torn one.
+        """
+        with open(self.metrics_path, "a+b") as fh:
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                torn = fh.read(1) != b"\n"
+                fh.seek(0, os.SEEK_END)
+                if torn:
+                    fh.write(b"\n")
+            fh.write((json.dumps(record) + "\n").encode("utf-8"))
+
+    def read_metrics(self) -> list[dict[str, Any]]:
+        """The records of ``metrics.jsonl`` in order ([] if there is none).
+
+        A line that is not a JSON object (cut short by a kill or a full disk while it was written) is skipped
+        with a warning naming its line number; the records around it are kept.
+        """
+        if not self.metrics_path.is_file():
+            return []
+        records = []
+        lines = self.metrics_path.read_bytes().decode("utf-8", errors="replace").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                record = None
+            if not isinstance(record, dict):
+                where = "last line" if number == len(lines) else "line"
+                logger.warning("%s:%d: skipping a torn metrics record (%s, written when the run was killed?): %.60r",
+                               self.metrics_path, number, where, line)
+                continue
+            records.append(record)
+        return records
 
     def truncate_metrics(self, step: int) -> None:
         """Drop the metric lines logged after ``step`` (by a run killed after its last checkpoint), atomically."""
