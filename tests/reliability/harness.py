@@ -98,6 +98,12 @@ def trained_runs(factory: pytest.TempPathFactory) -> Trained:
     return _TRAINED[base]
 
 
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
+    """The trained runs (import this fixture into a test module to use it)."""
+    return trained_runs(tmp_path_factory)
+
+
 @contextmanager
 def _logging_restored() -> Iterator[None]:
     root = logging.getLogger()

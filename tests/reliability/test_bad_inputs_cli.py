@@ -6,19 +6,14 @@ from __future__ import annotations
 import pytest
 
 from .bad_inputs import by_prefix
-from .harness import Case, Env, Trained, check_case, trained_runs
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
-    return trained_runs(tmp_path_factory)
+from .harness import Case, Env, Trained, check_case, trained  # noqa: F401 - trained: the fixture
 
 
 @pytest.mark.parametrize("bad", [c.param() for c in by_prefix("cli:")])
-def test_bad_command_line(bad: Case, trained: Trained, tmp_path, capsys) -> None:
+def test_bad_command_line(bad: Case, trained: Trained, tmp_path, capsys) -> None:  # noqa: F811
     check_case(bad, Env(tmp_path, trained), capsys)
 
 
 @pytest.mark.parametrize("bad", [c.param() for c in by_prefix("config:")])
-def test_bad_config(bad: Case, trained: Trained, tmp_path, capsys) -> None:
+def test_bad_config(bad: Case, trained: Trained, tmp_path, capsys) -> None:  # noqa: F811
     check_case(bad, Env(tmp_path, trained), capsys)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 import random
 
 import numpy as np
@@ -11,6 +10,7 @@ import torch
 from toymodels import ToyLM, state_equal
 
 from synthformer.train import (
+    CheckpointError,
     TrainConfig,
     build_optimizer,
     build_scheduler,
@@ -148,7 +148,7 @@ def test_loading_uses_weights_only(tmp_path, monkeypatch):
 
     # A tampered file holding a pickled callable is refused, and its code never runs.
     torch.save({"state": _Payload(), "param_groups": []}, path / "optimizer.pt")
-    with pytest.raises(pickle.UnpicklingError):
+    with pytest.raises(CheckpointError, match=r"optimizer\.pt: damaged or not a checkpoint file \(UnpicklingError"):
         load_checkpoint(path, trained(1)[0], optimizer=trained(1)[1])
     assert not _Payload.ran
 

@@ -39,7 +39,8 @@ def read_utf8(path: str | os.PathLike[str], errors: str = "strict") -> str:
             byte; ``"replace"`` substitutes U+FFFD for invalid bytes.
 
     Raises:
-        DataError: the file does not exist, or (``errors="strict"``) is not valid UTF-8.
+        DataError: the file does not exist, is a folder, cannot be read, or (``errors="strict"``) is not valid
+            UTF-8.
     """
     path = Path(path)
     try:
@@ -48,6 +49,8 @@ def read_utf8(path: str | os.PathLike[str], errors: str = "strict") -> str:
         raise DataError(path, None, "file not found") from exc
     except IsADirectoryError as exc:
         raise DataError(path, None, "is a directory, expected a file") from exc
+    except OSError as exc:  # no permission, an I/O error: name the file like every other data problem
+        raise DataError(path, None, f"cannot read the file ({exc.strerror or exc})") from exc
     try:
         return raw.decode("utf-8", errors=errors)
     except UnicodeDecodeError as exc:

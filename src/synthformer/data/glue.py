@@ -112,7 +112,7 @@ def read_glue_split(task: str | GlueTask, data_dir: str | Path, split: str) -> l
     """
     task = get_glue_task(task)
     path = glue_split_path(task, data_dir, split)
-    if not path.is_file():
+    if not path.exists():  # a folder (or unreadable file) in its place: read_utf8 says so
         layout = "<folder>/{train,val}.jsonl" if task.benchmark == "super_glue" else "<folder>/<split>.tsv"
         raise DataError(path, None, f"file not found (expected the official {task.benchmark} layout "
                                     f"{Path(data_dir) / layout} with folder {task.folder!r})")

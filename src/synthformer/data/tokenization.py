@@ -137,7 +137,8 @@ def tokenizer_from_payload(payload: Any, where: str) -> Tokenizer:
     file holds its base tokenizer's payload inside.
 
     Raises:
-        ValueError: not a synthformer tokenizer, an unsupported format version, or an unknown kind.
+        ValueError: not a synthformer tokenizer, an unsupported format version, an unknown kind, or a file of a
+            known kind that lacks (or garbles) one of its fields.
     """
     if not isinstance(payload, dict) or "kind" not in payload:
         raise ValueError(f"{where}: not a synthformer tokenizer file (no 'kind')")
@@ -147,4 +148,9 @@ def tokenizer_from_payload(payload: Any, where: str) -> Tokenizer:
     kind = payload["kind"]
     if kind not in _REGISTRY:
         raise ValueError(f"{where}: unknown tokenizer kind {kind!r}; valid kinds: {', '.join(_REGISTRY)}")
-    return _REGISTRY[kind]._from_state(payload)
+    try:
+        return _REGISTRY[kind]._from_state(payload)
+    except KeyError as err:  # each kind reads its own fields; a file cut down or edited lacks one
+        raise ValueError(f"{where}: a damaged {kind!r} tokenizer file (missing field {err})") from None
+    except (TypeError, ValueError, IndexError, AttributeError) as err:
+        raise ValueError(f"{where}: a damaged {kind!r} tokenizer file ({err})") from None

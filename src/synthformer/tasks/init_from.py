@@ -28,7 +28,7 @@ from torch import nn
 from synthformer.data import Tokenizer, load_tokenizer
 from synthformer.models import ModelConfig
 from synthformer.train import ConfigError, RunDir, RunError
-from synthformer.train.checkpoint import MODEL_FILE, STATE_FILE, shape_mismatches
+from synthformer.train.checkpoint import MODEL_FILE, STATE_FILE, read_trainer_state, shape_mismatches
 
 from .loading import read_model_config
 
@@ -124,7 +124,7 @@ def load_pretrained_weights(run: RunConfig, model: nn.Module) -> InitReport:
     missing, unexpected = load_model(model, str(file), strict=False)
     if unexpected:
         raise ConfigError(f"init_from: {file} holds tensors this model has no place for: {', '.join(unexpected)}")
-    step = int(json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8")).get("step", 0))
+    step = read_trainer_state(ckpt / STATE_FILE)["step"]
     with safe_open(str(file), framework="pt") as f:
         loaded = len(list(f.keys()))
     report = InitReport(str(rd.path), str(ckpt), step, loaded, sorted(missing))

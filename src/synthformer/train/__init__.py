@@ -9,12 +9,14 @@ Any module whose ``forward(**batch)`` returns ``{"loss": scalar, "logits": ...}`
 
 from .checkpoint import (
     Checkpoint,
+    CheckpointError,
     WeightsMismatchError,
     capture_rng_state,
     latest_checkpoint,
     list_checkpoints,
     load_checkpoint,
     load_model_weights,
+    read_trainer_state,
     restore_rng_state,
     save_checkpoint,
 )
@@ -35,6 +37,7 @@ from .trainer import Trainer, count_tokens, seed_everything
 __all__ = [
     "BatchStream",
     "Checkpoint",
+    "CheckpointError",
     "ConfigError",
     "RunDir",
     "RunError",
@@ -58,6 +61,7 @@ __all__ = [
     "load_model_weights",
     "lr_multiplier",
     "param_groups",
+    "read_trainer_state",
     "restore_rng_state",
     "save_checkpoint",
     "WeightsMismatchError",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import random
 import re
 import shutil
@@ -30,13 +31,14 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_model
 from torch import nn
 
 __all__ = [
     "CHECKPOINTS_DIR",
     "Checkpoint",
+    "CheckpointError",
     "WeightsMismatchError",
     "capture_rng_state",
     "checkpoint_name",
@@ -44,6 +46,7 @@ __all__ = [
     "list_checkpoints",
     "load_checkpoint",
     "load_model_weights",
+    "read_trainer_state",
     "restore_rng_state",
     "save_checkpoint",
     "shape_mismatches",
@@ -187,11 +190,13 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
     root = Path(run_dir) / CHECKPOINTS_DIR
     pointer = root / LATEST_FILE
     if pointer.is_file():
-        name = pointer.read_text(encoding="utf-8").strip()
+        # a damaged pointer (binary junk included) is only a stale one: the checkpoints themselves decide
+        name = pointer.read_bytes().decode("utf-8", errors="replace").strip()
         target = root / name
         if _STEP_RE.match(name) and (target / STATE_FILE).is_file():
             return target
-        logger.warning("%s names %r, which is not a complete checkpoint; using the newest one", pointer, name)
+        shown = name if len(name) <= 40 else name[:40] + "..."
+        logger.warning("%s names %r, which is not a complete checkpoint; using the newest one", pointer, shown)
     found = list_checkpoints(run_dir)
     return found[-1] if found else None
 
@@ -316,12 +321,66 @@ class WeightsMismatchError(ValueError):
     """A checkpoint's tensors do not fit the model (another size or architecture); the message names them."""
 
 
+class CheckpointError(ValueError):
+    """A checkpoint file that is missing, damaged (cut short, overwritten) or another run's; the message names
+    the file. Loading errors of torch and safetensors name neither the file nor the problem in user terms (or
+    span many lines), so they are turned into this one."""
+
+
+def _one_line(err: BaseException, limit: int = 160) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text[:limit]}{'...' if len(text) > limit else ''}"
+
+
+def _damaged(path: Path, err: BaseException) -> CheckpointError:
+    # torch's refusal of a pickle explains its weights_only default at length; what matters here is the refusal
+    detail = ("UnpicklingError: holds something other than tensors; refused, nothing in it was run"
+              if isinstance(err, pickle.UnpicklingError) else _one_line(err))
+    return CheckpointError(f"{path}: damaged or not a checkpoint file ({detail}); delete the checkpoint folder "
+                           f"{path.parent.name} to fall back on the previous checkpoint, or train again")
+
+
+def _tensor_shapes(file: Path) -> dict[str, list[int]]:
+    """The tensor shapes of a safetensors file, from its header."""
+    if not file.is_file():
+        raise CheckpointError(f"checkpoint file missing: {file}")
+    try:
+        with safe_open(str(file), framework="pt") as f:
+            return {name: list(f.get_slice(name).get_shape()) for name in f.keys()}
+    except (SafetensorError, OSError, ValueError) as err:  # cut short, empty, not safetensors at all
+        raise _damaged(file, err) from None
+
+
+def read_trainer_state(path: str | Path) -> dict[str, Any]:
+    """A checkpoint's ``trainer_state.json``: a JSON object with an integer ``step``.
+
+    Raises:
+        CheckpointError: the file is unreadable, not JSON, or not such an object (naming the file).
+    """
+    path = Path(path)
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:  # ValueError: invalid JSON or UTF-8
+        raise _damaged(path, err) from None
+    if not isinstance(state, dict):
+        shown = json.dumps(state)
+        raise CheckpointError(f"{path}: expected a JSON object with an integer 'step', got "
+                              f"{shown[:60]}{'...' if len(shown) > 60 else ''}")
+    step = state.get("step")
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise CheckpointError(f"{path}: 'step' must be an integer, got {step!r}")
+    return state
+
+
 def shape_mismatches(file: str | Path, model: nn.Module) -> list[str]:
     """``"name: checkpoint [..], model [..]"`` for each tensor of the safetensors ``file`` whose shape differs
-    from the model's tensor of that name (read from the file's header, no tensor is loaded)."""
+    from the model's tensor of that name (read from the file's header, no tensor is loaded).
+
+    Raises:
+        CheckpointError: the file is missing or not a readable safetensors file.
+    """
     own = model.state_dict()
-    with safe_open(str(file), framework="pt") as f:
-        shapes = {name: list(f.get_slice(name).get_shape()) for name in f.keys()}
+    shapes = _tensor_shapes(Path(file))
     return [f"{name}: checkpoint {shape}, model {list(own[name].shape)}"
             for name, shape in shapes.items() if name in own and list(own[name].shape) != shape]
 
@@ -335,6 +394,7 @@ def load_model_weights(path: str | Path, model: nn.Module, *, strict: bool = Tru
     Raises:
         WeightsMismatchError: tensor shapes differ (the first one named, with both shapes), or, with ``strict``,
             tensors are missing or unexpected.
+        CheckpointError: the weights file is missing or damaged.
     """
     ckpt = _resolve(path)
     file = ckpt / MODEL_FILE
@@ -343,10 +403,14 @@ def load_model_weights(path: str | Path, model: nn.Module, *, strict: bool = Tru
         more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
         raise WeightsMismatchError(f"{file}: the weights do not fit the model: {wrong[0]}{more}")
     try:
-        load_model(model, str(file), strict=strict)
-    except RuntimeError as err:  # missing / unexpected keys: name the first of them in one line
-        first = str(err).strip().splitlines()
-        raise WeightsMismatchError(f"{file}: the weights do not fit the model: {' '.join(first[:2])[:300]}") from None
+        missing, unexpected = load_model(model, str(file), strict=False)
+    except SafetensorError as err:
+        raise _damaged(file, err) from None
+    if strict and (missing or unexpected):  # another architecture or depth: count and name the first of each
+        parts = [f"{len(names)} tensor(s) {where} (first: {sorted(names)[0]})"
+                 for names, where in ((missing, "of the model are not in the checkpoint"),
+                                      (unexpected, "of the checkpoint are not in the model")) if names]
+        raise WeightsMismatchError(f"{file}: the weights do not fit the model: {'; '.join(parts)}")
     return ckpt
 
 
@@ -362,26 +426,47 @@ def load_checkpoint(
     """Load a checkpoint (directory, or run directory for its latest) into the objects given.
 
     Optimizer, scheduler and RNG files are read with ``torch.load(weights_only=True)``: a file holding
-    anything but tensors and primitives raises ``pickle.UnpicklingError`` instead of running code.
+    anything but tensors and primitives is refused (a :class:`CheckpointError`) instead of running code.
     RNG states are returned, not applied (each process picks its own; see :func:`restore_rng_state`).
+
+    Raises:
+        CheckpointError: a file of the checkpoint is missing, damaged, or another model's (naming the file).
+        WeightsMismatchError: the weights do not fit ``model``.
     """
     ckpt = _resolve(path)
     if torch.device(map_location).type == "cpu":
         map_location = "cpu"  # torch.load does not understand "cpu:0", which accelerate uses under torchrun
-    state = json.loads((ckpt / STATE_FILE).read_text(encoding="utf-8"))
+    state = read_trainer_state(ckpt / STATE_FILE)
     if model is not None:
         load_model_weights(ckpt, model, strict=strict)
     if optimizer is not None:
-        optimizer.load_state_dict(_load_tensors(ckpt / OPTIMIZER_FILE, map_location))
+        _load_state_dict(optimizer, ckpt / OPTIMIZER_FILE, map_location)
     if scheduler is not None:
-        scheduler.load_state_dict(_load_tensors(ckpt / SCHEDULER_FILE, map_location))
+        _load_state_dict(scheduler, ckpt / SCHEDULER_FILE, map_location)
     rng_states = None
     if (ckpt / RNG_FILE).is_file():
-        rng_states = _load_tensors(ckpt / RNG_FILE, "cpu")["states"]
-    return Checkpoint(path=ckpt, step=int(state["step"]), trainer_state=state, rng_states=rng_states)
+        rng = _load_tensors(ckpt / RNG_FILE, "cpu")
+        if not isinstance(rng, dict) or not isinstance(rng.get("states"), list):
+            raise CheckpointError(f"{ckpt / RNG_FILE}: expected the RNG states of the run's processes")
+        rng_states = rng["states"]
+    return Checkpoint(path=ckpt, step=state["step"], trainer_state=state, rng_states=rng_states)
+
+
+def _load_state_dict(target: Any, path: Path, map_location: str | torch.device) -> None:
+    """``target.load_state_dict`` from ``path``; a state of another model (other parameter groups or sizes)
+    is named as such."""
+    state = _load_tensors(path, map_location)
+    try:
+        target.load_state_dict(state)
+    except (ValueError, KeyError, TypeError, RuntimeError, AttributeError) as err:
+        raise CheckpointError(f"{path}: does not fit this run ({_one_line(err)}); it is the state of another "
+                              "model or run") from None
 
 
 def _load_tensors(path: Path, map_location: str | torch.device) -> Any:
     if not path.is_file():
-        raise FileNotFoundError(f"checkpoint file missing: {path}")
-    return torch.load(path, map_location=map_location, weights_only=True)
+        raise CheckpointError(f"checkpoint file missing: {path}")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:  # noqa: BLE001 - a cut zip (RuntimeError), a refused pickle, EOF...: a damaged file
+        raise _damaged(path, err) from None

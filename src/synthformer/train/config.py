@@ -315,7 +315,12 @@ def _read_yaml(path: Path) -> Any:
     naming the file and the place (Python's own errors name neither)."""
     if path.is_dir():
         raise ConfigError(f"{path}: is a directory, expected a YAML config file")
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as err:  # no permission, an I/O error
+        raise ConfigError(f"{path}: cannot read the file ({err.strerror or err})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -397,7 +402,12 @@ def load_config(path: str | Path | None, cls: type[T], overrides: Iterable[str] 
     """
     data: Any = {}
     if path is not None:
-        data = _read_yaml(Path(path)) or {}
+        data = _read_yaml(Path(path))
+        if data is None:  # an empty file (or only comments): fine if the overrides give every required key
+            try:
+                return from_dict(cls, _apply_to_dict({}, cls, overrides))
+            except ConfigError as err:
+                raise ConfigError(f"{path}: the file is empty; {err}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of keys to values, got {type(data).__name__}")
     data = _apply_to_dict(data, cls, overrides)
