@@ -41,11 +41,11 @@ from synthformer.train import (
     to_dict,
 )
 
-from .config import RunConfig, load_run_config, resolve_model_config
+from .config import RunConfig, resolve_model_config
 from .evaluation import evaluate_split, make_eval_fn
 from .init_from import check_pretrained_model, load_pretrained_weights, pretrained_tokenizer, write_init_report
 from .lengths import check_truncation, describe_lengths, length_reports
-from .loading import LoadedRun, load_run, read_model_config
+from .loading import LoadedRun, load_run, read_model_config, read_run_config
 from .registry import get_generator
 from .sources import RawData, load_raw_data
 
@@ -291,11 +291,20 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
         raise ConfigError(f"init_from: {run.init_from} is this run's own directory; finetune into another --run-dir")
     existing = rd.check(resume, overwrite) if main_process else []
     run = absolute_paths(run)
+    if resume and main_process and rd.latest_checkpoint() is not None:
+        lost = [p.name for p in (rd.tokenizer_path, rd.model_config_path) if not p.is_file()]
+        if lost:  # a new tokenizer would silently give the saved weights other meanings
+            raise RunError(f"cannot resume {run_dir}: {' and '.join(lost)} missing (the checkpoints need the "
+                           "tokenizer and model config they were trained with); restore it, or start over with "
+                           "--overwrite")
     resuming = resume and rd.tokenizer_path.is_file()
     if resuming:
-        saved_path = rd.config_path
-        if saved_path.is_file():
-            saved = load_run_config(saved_path)
+        if rd.config_path.is_file():
+            saved = read_run_config(rd)
+            if saved.task.type != run.task.type:
+                raise RunError(f"cannot resume {run_dir}: it holds a task.type {saved.task.type!r} run, and this "
+                               f"config trains task.type {run.task.type!r}; resume it with its own config "
+                               f"({rd.config_path}), or train into another --run-dir")
             _check_resumable_changes(rd, _config_differences(to_dict(saved), to_dict(run)))
         tokenizer = load_tokenizer(rd.tokenizer_path)
         label_set = load_label_set(rd.labels_path) if rd.labels_path.is_file() else None

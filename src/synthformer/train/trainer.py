@@ -29,7 +29,7 @@ from accelerate.utils import send_to_device
 from torch import nn
 from tqdm.auto import tqdm
 
-from .checkpoint import atomic_write_text, capture_rng_state, load_checkpoint, restore_rng_state
+from .checkpoint import CheckpointError, atomic_write_text, capture_rng_state, load_checkpoint, restore_rng_state
 from .config import TrainConfig, dump_config, to_dict
 from .hooks import (
     InterruptGuard,
@@ -176,7 +176,11 @@ class Trainer(Recorder):
             )
             self._check_resumed_state(ckpt.trainer_state)
             self.step = ckpt.step
-            self.batches_consumed = int(ckpt.trainer_state["batches_consumed"])
+            try:
+                self.batches_consumed = int(ckpt.trainer_state["batches_consumed"])
+            except (KeyError, TypeError, ValueError):
+                raise CheckpointError(f"{ckpt.path / 'trainer_state.json'}: no valid 'batches_consumed' (the data "
+                                      "position); it is not a state this trainer wrote") from None
             self.tokens_seen = int(ckpt.trainer_state.get("tokens_seen", 0))
             logger.info("resumed from %s (step %d)", ckpt.path, self.step)
 

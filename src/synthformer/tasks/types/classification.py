@@ -149,7 +149,8 @@ class Classification(TaskType):
             for i, ex in enumerate(splits.get(name, [])):
                 if str(ex[1]) not in known:
                     where = getattr(ex, "line", None)
-                    raise DataError(f"{name} split", where if where is not None else i + 1,
+                    source = getattr(task, name, None) or f"{name} split"  # the file, when the split has one
+                    raise DataError(str(source), where if where is not None else i + 1,
                                     f"label {ex[1]!r} never occurs in the training split (labels: {raw.label_set})")
         return raw
 
