@@ -18,7 +18,7 @@ from accelerate import Accelerator
 from accelerate.utils import send_to_device
 from torch import nn
 
-from .checkpoint import capture_rng_state, save_checkpoint
+from .checkpoint import capture_rng_state, latest_checkpoint, save_checkpoint
 from .config import TrainConfig, to_dict
 from .hooks import preserved_rng
 from .loader import BatchStream, eval_batches
@@ -210,11 +210,19 @@ class Recorder:
         }
 
     def _write_checkpoint(self, rng_states: list[dict[str, Any]], batches: int, tokens: int) -> Path:
-        path = save_checkpoint(
-            self.rundir.path, self.step, self.accelerator.unwrap_model(self.model),
-            optimizer=self._optimizer, scheduler=self.scheduler, rng_states=rng_states,
-            trainer_state=self._trainer_state(batches, tokens), max_checkpoints=self.config.max_checkpoints,
-        )
+        try:
+            path = save_checkpoint(
+                self.rundir.path, self.step, self.accelerator.unwrap_model(self.model),
+                optimizer=self._optimizer, scheduler=self.scheduler, rng_states=rng_states,
+                trainer_state=self._trainer_state(batches, tokens), max_checkpoints=self.config.max_checkpoints,
+            )
+        except OSError as err:  # a full disk, a quota, a vanished mount: say what is safe and how to go on
+            previous = latest_checkpoint(self.rundir.path)
+            kept = (f"the previous checkpoint ({previous.name}) is intact" if previous is not None
+                    else "there is no earlier checkpoint")
+            raise OSError(err.errno, f"could not save the checkpoint of step {self.step} in {self.rundir.path}: "
+                                     f"{err.strerror or err}; {kept}; fix the cause and continue with --resume"
+                          ) from err
         self._last_saved_step = self.step
         return path
 
