@@ -34,7 +34,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mixers",),
     ("models", "data", "train", "generate"),
     ("tasks",),
-    ("bench",),
+    ("bench", "analysis"),
+    ("study",),
     ("cli",),
 )
 LAYER_OF: dict[str, int] = {name: i for i, layer in enumerate(LAYERS) for name in layer}
