@@ -196,7 +196,7 @@ MALFORMED_CASES: list[Case] = [
          "invalid JSON"),
     _bad("classification-jsonl", "one-class", _jsonl([{"text": t, "label": 1} for t, _ in _TEXTS]),
          "train split", "at least 2 classes", "['1']"),
-    _bad("classification-jsonl", "unseen-valid-label", _jsonl([{"text": "fine", "label": "maybe"}]), "valid split",
+    _bad("classification-jsonl", "unseen-valid-label", _jsonl([{"text": "fine", "label": "maybe"}]), "dev.jsonl:1",
          "'maybe'", "never occurs in the training split", file="dev.jsonl",
          task={"valid": "@/dev.jsonl", "valid_fraction": 0.0}),
     _bad("classification-csv", "text-after-quote", _lines(['"fine"x,1'], "text,label"), "reviews.csv:2",

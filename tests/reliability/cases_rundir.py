@@ -21,14 +21,6 @@ from .harness import BINARY, Case, Env, case
 Argv = Callable[[Env], Sequence[Any]]
 Damage = Callable[[Env, Path], Any]
 PROMPTS = {"lm": "def ", "seq2seq": "123", "cls": "a gorgeous movie"}
-AWAITING_RESUME_FILES = ("awaiting fix: --resume without the run's tokenizer or model_config.json starts over and "
-                         "rewrites them (pipeline.py, see /tmp/helper_requests.md)")
-AWAITING_SAVED_CONFIG = ("awaiting fix: --resume names a bad value of the saved config.yaml without naming the file "
-                         "(pipeline.py, see /tmp/helper_requests.md)")
-AWAITING_STATE_KEYS = ("awaiting fix: --resume from a trainer_state.json without 'batches_consumed' raises KeyError "
-                       "(trainer.py, see /tmp/helper_requests.md)")
-AWAITING_TASK_TYPE = ("awaiting fix: --resume into a run of another task type does not say so (the task.type "
-                      "difference is not among the ones named; pipeline.py, see /tmp/helper_requests.md)")
 
 
 def ckpt_file(name: str) -> Callable[[Path], Path]:
@@ -149,8 +141,7 @@ STATE_FILE_CASES = [
 
 T = "run directory: tokenizer"
 TOKENIZER_CASES = [
-    *_cases(T, "tokenizer-missing", missing(TOKENIZER), ALL, "synthformer_tokenizer.json",
-            xfail={"resume": AWAITING_RESUME_FILES}),
+    *_cases(T, "tokenizer-missing", missing(TOKENIZER), ALL, "synthformer_tokenizer.json"),
     *_cases(T, "tokenizer-truncated", truncated(TOKENIZER), ALL, "synthformer_tokenizer.json", "not a valid"),
     *_cases(T, "tokenizer-foreign", foreign(TOKENIZER, "cls"), ("eval", "generate"), "synthformer_tokenizer.json",
             "35 ids", "32"),
@@ -164,8 +155,7 @@ TOKENIZER_CASES = [
 
 M = "run directory: model_config.json"
 MODEL_CONFIG_CASES = [
-    *_cases(M, "model-config-missing", missing(MODEL_CONFIG), ALL, "model_config.json",
-            xfail={"resume": AWAITING_RESUME_FILES}),
+    *_cases(M, "model-config-missing", missing(MODEL_CONFIG), ALL, "model_config.json"),
     *_cases(M, "model-config-truncated", truncated(MODEL_CONFIG), ALL, "model_config.json", "not a valid model config"),
     *_cases(M, "model-config-foreign", foreign(MODEL_CONFIG, "seq2seq"), ("eval", "generate"), "model_config.json",
             "arch='seq2seq'"),
@@ -181,8 +171,7 @@ MODEL_CONFIG_CASES = [
 C = "run directory: config.yaml"
 CONFIG_CASES = [
     *_cases(C, "config-yaml-missing", missing(CONFIG), ("eval", "generate"), "config.yaml"),
-    *_cases(C, "config-yaml-truncated", cut_after(CONFIG, "d_model:"), ALL, "config.yaml", "d_model", "None",
-            xfail={"resume": AWAITING_SAVED_CONFIG}),
+    *_cases(C, "config-yaml-truncated", cut_after(CONFIG, "d_model:"), ALL, "config.yaml", "d_model", "None"),
     *_cases(C, "config-yaml-unclosed-bracket", edited_text(CONFIG, "d_model: 16", "d_model: [16"), ("eval",),
             "config.yaml", "not valid YAML", "line"),
     *_cases(C, "config-yaml-foreign", foreign(CONFIG, "seq2seq"), ("eval", "generate"), "config.yaml",
@@ -199,7 +188,7 @@ CHECKPOINT_CASES = [
     *_cases(S, "trainer-state-step-text", edited_json(STATE, step="six"), ("eval", "resume"), "trainer_state.json",
             "'six'"),
     *_cases(S, "trainer-state-foreign", replaced(STATE, '{"step": 6}'), ("resume",), "trainer_state.json",
-            "batches_consumed", xfail={"resume": AWAITING_STATE_KEYS}),
+            "batches_consumed"),
     *_cases(S, "checkpoints-missing", lambda env, run: shutil.rmtree(run / "checkpoints"), ("eval", "generate"),
             "has no checkpoint yet"),
     # recovered, with a warning naming the file: the previous complete checkpoint is used (generate writes nothing)
@@ -250,11 +239,11 @@ OTHER_RUN_CASES = [
     *[case(R, f"run-dir-not-a-run-{verb}", _not_a_run(_folder_of_notes, verb), "notes",
            "not a synthformer run directory") for verb in ("eval", "generate")],
     case(R, "resume-lm-config-on-classification-run", _other_type("lm", "cls"), "run-cls", "task.type",
-         "'classification'", "'lm'", xfail=AWAITING_TASK_TYPE),
+         "'classification'", "'lm'"),
     case(R, "resume-classification-config-on-lm-run", _other_type("cls", "lm"), "run-lm", "task.type", "'lm'",
-         "'classification'", xfail=AWAITING_TASK_TYPE),
+         "'classification'"),
     case(R, "resume-seq2seq-config-on-lm-run", _other_type("seq2seq", "lm"), "run-lm", "task.type", "'lm'",
-         "'seq2seq'", xfail=AWAITING_TASK_TYPE),
+         "'seq2seq'"),
 ]
 
 CHANGED = "run directory: --resume with a changed config"

@@ -33,9 +33,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from scipy.stats import pearsonr, spearmanr
-from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
-
 from synthformer.data.glue import GlueTask, TextToTextExample, get_glue_task
 from synthformer.train import ConfigError
 
@@ -139,6 +136,11 @@ def score_predictions(task: str | GlueTask, predictions: Sequence[str],
     others = {e.task for e in examples} - {task.name}
     if others:
         raise ValueError(f"{task.name}: examples of other tasks among those scored: {', '.join(sorted(others))}")
+
+    # Imported here, not at the top: SciPy and scikit-learn take about 2 s to import, which every command (a
+    # one-line error included) would otherwise pay at start, although only GLUE scoring needs them.
+    from scipy.stats import pearsonr, spearmanr
+    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
     metrics: dict[str, float] = {}
     if task.labels is None:
