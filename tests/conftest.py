@@ -16,14 +16,16 @@ def _one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.fixture(autouse=True)
-def _quiet_machine(monkeypatch):
+@pytest.fixture(autouse=True, scope="session")
+def _quiet_machine():
     """An idle load average: the CLI's busy-machine warning (tested on its own) depends on what else runs on the
-    machine and would otherwise appear in the output of any test."""
+    machine and would otherwise appear in the output of any test (module-scoped fixtures included)."""
     import os
 
-    if hasattr(os, "getloadavg"):
-        monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    with pytest.MonkeyPatch.context() as patch:
+        if hasattr(os, "getloadavg"):
+            patch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+        yield
 
 
 @pytest.fixture

@@ -196,7 +196,12 @@ def _final_weights(run: Path) -> dict[str, torch.Tensor]:
 def uninterrupted(tmp_path_factory) -> tuple[Path, dict[str, torch.Tensor]]:
     tmp = tmp_path_factory.mktemp("faults")
     cfg = write_yaml(tmp / "lm.yaml", lm_config(tmp, save_every=2, eval_every=0))
-    assert main(["train", str(cfg), "--run-dir", str(tmp / "whole"), "--no-progress", "-q"]) == 0
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in the tests that compare with it (the test-wide one-thread setting is per test)
+    try:
+        assert main(["train", str(cfg), "--run-dir", str(tmp / "whole"), "--no-progress", "-q"]) == 0
+    finally:
+        torch.set_num_threads(threads)
     return cfg, _final_weights(tmp / "whole")
 
 
