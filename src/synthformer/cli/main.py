@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import bench, compare, evaluate, generate, train
+from . import bench, compare, evaluate, generate, study, train
 from ._common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CliError, apply_threads, configure_logging, is_user_error
 
 __all__ = ["build_parser", "main"]
@@ -29,7 +29,7 @@ examples:
 'synthformer VERB --help' explains each verb.
 """
 
-_VERBS = (train, evaluate, generate, compare, bench)
+_VERBS = (train, evaluate, generate, compare, study, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

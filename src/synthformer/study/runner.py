@@ -1,0 +1,160 @@
+"""Running a study: one run per (variant, seed), each trained, evaluated and recorded, resumable at any point.
+
+Layout of a study directory::
+
+    OUT/study.json                  the manifest (:mod:`synthformer.study.manifest`)
+    OUT/<variant>/seed<k>/          a complete run directory (``synthformer eval`` / ``generate`` work on it),
+                                    with the study's clock and result record (:mod:`synthformer.study.runs`)
+
+Runs go seed by seed (every variant with the first seed, then every variant with the next): a study stopped
+half-way already has one complete row per variant. A run with a result record is finished and is read back, not
+trained again; any other run is trained with ``resume=True``, which continues from its latest checkpoint (or
+starts fresh when it has none).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synthformer.tasks import RunConfig, TaskData, evaluate_run, prepare_data, train_run
+from synthformer.train import RunDir, to_dict
+
+from .manifest import StudySpec, Variant, check_manifest
+from .runs import RunClock, RunRecord, read_clock, read_record, write_record
+
+__all__ = ["OnRun", "StudyResult", "run_dir_of", "run_study"]
+
+logger = logging.getLogger(__name__)
+
+#: Called after each run with (runs done, runs in all, the run's record, whether it was read back).
+OnRun = Callable[[int, int, RunRecord, bool], None]
+
+
+@dataclass
+class StudyResult:
+    """Every run's record, in the study's order, and where they are."""
+
+    out: Path
+    spec: StudySpec
+    variants: list[Variant]
+    records: list[RunRecord]
+    metric: str
+    seconds: float
+    continued: bool
+    """True if the study directory already held this study (some runs may have been read back)."""
+
+
+def run_dir_of(out: Path, variant: Variant, seed: int) -> Path:
+    """``OUT/<variant>/seed<k>``."""
+    return Path(out) / variant.dir_name / f"seed{seed}"
+
+
+def _last_eval(run_dir: Path, key: str) -> float:
+    """The last value of ``key`` in the run's ``metrics.jsonl`` (nan if never logged)."""
+    for record in reversed(RunDir(run_dir).read_metrics()):
+        value = record.get(key)
+        if isinstance(value, (int, float)):
+            return float(value)
+    return math.nan
+
+
+def _finish(run: RunConfig, variant: Variant, seed: int, run_dir: Path, parameters: int, metric: str) -> RunRecord:
+    """Evaluate a trained run on its test split (when it has one) and build its record from the run directory."""
+    test = None
+    if run.task.has_test_split:
+        report = evaluate_run(run_dir, "test")
+        value = report.metrics.get(metric, report.metrics.get(f"eval_{metric}"))
+        test = float(value) if isinstance(value, (int, float)) else math.nan
+    clock = read_clock(run_dir)
+    last = clock[-1] if clock else {"step": run.train.steps, "wall_s": math.nan, "pause_s": 0.0}
+    train_s = float(last["wall_s"]) - float(last.get("pause_s", 0.0))
+    return RunRecord(
+        variant=variant.name, seed=seed, run_dir=str(run_dir), parameters=parameters, steps=run.train.steps,
+        metric=metric, valid_metric=_last_eval(run_dir, f"eval_{metric}"),
+        valid_loss=_last_eval(run_dir, "eval_loss"), test_metric=test,
+        steps_per_second=float(last["step"]) / train_s if train_s > 0 else math.nan,
+        wall_seconds=float(last["wall_s"]),
+    )
+
+
+def _train_one(run: RunConfig, run_dir: Path, data: TaskData, progress: bool,
+               on_trainer: Callable[[Any], None] | None) -> int:
+    """Train (or continue) one run; returns its parameter count."""
+    clock = RunClock(run_dir)
+
+    def attach(trainer: Any) -> None:
+        clock.attach(trainer)
+        if on_trainer is not None:
+            on_trainer(trainer)
+
+    try:
+        result = train_run(run, run_dir, resume=True, progress=progress, data=data, on_trainer=attach)
+    except BaseException:
+        clock.record()  # where a Ctrl-C stopped it: the trainer saved this step
+        raise
+    return result.parameters
+
+
+def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bool = False,
+              on_run: OnRun | None = None, on_trainer: Callable[[Any], None] | None = None) -> StudyResult:
+    """Train and evaluate every (variant, seed) of ``spec`` into ``out``, continuing an earlier sitting.
+
+    Args:
+        base: the base run config (``spec.config`` is its dict).
+        spec: the study.
+        out: the study directory.
+        progress: one progress bar over the runs, with the trainer's bar inside.
+        on_run: called after each run (finished now or read back).
+        on_trainer: handed to :func:`~synthformer.tasks.train_run` for each run trained (tests, custom hooks).
+
+    Raises:
+        RunError: ``out`` holds a different study (or is a file); a run directory in use by another process.
+        ConfigError: an unknown kind or grid value (found before anything is trained).
+    """
+    start = time.perf_counter()
+    out = Path(out)
+    variants = spec.variants
+    runs = {v.name: spec.variant_config(base, v) for v in variants}  # checks every variant before training any
+    continued = check_manifest(out, spec)
+    metric = base.task.task_type.comparison_metric(base.task)
+    plan = [(v, seed) for seed in spec.seeds for v in variants]
+    records: list[RunRecord] = []
+    shared: dict[str, TaskData] = {}  # variants that differ only in the model share the prepared data
+    bar = _outer_bar(len(plan), progress)
+    try:
+        for done, (variant, seed) in enumerate(plan, start=1):
+            run_dir = run_dir_of(out, variant, seed)
+            record = read_record(run_dir)
+            read_back = record is not None
+            if record is None:
+                run = dataclasses.replace(runs[variant.name], train=dataclasses.replace(runs[variant.name].train,
+                                                                                        seed=seed))
+                key = json.dumps([to_dict(run.task), run.eval.split], sort_keys=True, default=str)
+                if key not in shared:
+                    shared[key] = prepare_data(run, splits=("train", run.eval.split))
+                bar.set_description(f"{variant.name} seed {seed}")
+                parameters = _train_one(run, run_dir, shared[key], progress, on_trainer)
+                record = _finish(run, variant, seed, run_dir, parameters, metric)
+                write_record(record)
+            records.append(record)
+            bar.update(1)
+            if on_run is not None:
+                on_run(done, len(plan), record, read_back)
+    finally:
+        bar.close()
+    return StudyResult(out, spec, variants, records, metric, time.perf_counter() - start, continued)
+
+
+def _outer_bar(total: int, progress: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="study", unit="run", dynamic_ncols=True, disable=not progress, position=0,
+                leave=True)
