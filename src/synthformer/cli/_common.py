@@ -15,6 +15,7 @@ __all__ = [
     "HelpFormatter",
     "add_common_options",
     "apply_threads",
+    "check_at_least",
     "configure_logging",
     "format_metrics",
     "is_user_error",
@@ -110,6 +111,14 @@ def warn_if_busy() -> None:
     warning = oversubscription_warning(torch.get_num_threads(), os.getloadavg()[0], _cores())
     if warning:
         logger.warning(warning)
+
+
+def check_at_least(args: argparse.Namespace, names: tuple[str, ...], minimum: int) -> None:
+    """Refuse the first option of ``names`` that is given (not None) and below ``minimum``, naming it."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and value < minimum:
+            raise CliError(f"--{name.replace('_', '-')} must be >= {minimum}, got {value}")
 
 
 def configure_logging(delta: int, default: int = logging.WARNING) -> None:

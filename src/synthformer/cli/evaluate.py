@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from ._common import HelpFormatter, add_common_options, format_metrics
+from ._common import HelpFormatter, add_common_options, check_at_least, format_metrics
 
 __all__ = ["register", "run"]
 
@@ -58,24 +58,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print the metrics (and sacrebleu signatures)."""
     from synthformer.tasks import evaluate_run
-    from synthformer.tasks.evaluation import record_evaluation
-    from synthformer.tasks.types.seq2seq_decoding import decoding_overrides
 
-    from ._common import CliError
-
-    for name in ("beam", "max_examples", "batch_size", "max_length"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise CliError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    for name in ("length_penalty", "min_length", "no_repeat_ngram_size"):
-        value = getattr(args, name)
-        if value is not None and value < 0:
-            raise CliError(f"--{name.replace('_', '-')} must be >= 0, got {value}")
-    with decoding_overrides(length_penalty=args.length_penalty, min_length=args.min_length,
-                            max_decode_len=args.max_length, no_repeat_ngram_size=args.no_repeat_ngram_size):
-        report = evaluate_run(args.run_dir, args.split, beam=args.beam, max_examples=args.max_examples,
-                              batch_size=args.batch_size)
-    record_evaluation(args.run_dir, report.split, report.step, report.metrics)
+    check_at_least(args, ("beam", "max_examples", "batch_size", "max_length"), 1)
+    check_at_least(args, ("length_penalty", "min_length", "no_repeat_ngram_size"), 0)
+    decoding = {"length_penalty": args.length_penalty, "min_length": args.min_length,
+                "max_decode_len": args.max_length, "no_repeat_ngram_size": args.no_repeat_ngram_size}
+    report = evaluate_run(args.run_dir, args.split, beam=args.beam, max_examples=args.max_examples,
+                          batch_size=args.batch_size, decoding=decoding)
     print(f"{args.run_dir} (step {report.step}), split {report.split}:")
     for line in format_metrics(report.metrics, prefix="  "):
         print(line)

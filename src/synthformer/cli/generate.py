@@ -7,7 +7,7 @@ import argparse
 import logging
 import sys
 
-from ._common import CliError, HelpFormatter, add_common_options
+from ._common import CliError, HelpFormatter, add_common_options, check_at_least
 
 __all__ = ["register", "run"]
 
@@ -73,20 +73,10 @@ def _inputs(args: argparse.Namespace) -> list[str]:
 
 
 def _check(args: argparse.Namespace) -> None:
-    if args.max_new_tokens is not None and args.max_new_tokens < 1:
-        raise CliError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
-    if args.temperature < 0:
-        raise CliError(f"--temperature must be >= 0, got {args.temperature}")
-    if args.top_k is not None and args.top_k < 1:
-        raise CliError(f"--top-k must be >= 1, got {args.top_k}")
+    check_at_least(args, ("max_new_tokens", "top_k", "beam"), 1)
+    check_at_least(args, ("temperature", "length_penalty", "min_length", "no_repeat_ngram_size"), 0)
     if args.top_p is not None and not 0 < args.top_p <= 1:
         raise CliError(f"--top-p must be in (0, 1], got {args.top_p}")
-    if args.beam is not None and args.beam < 1:
-        raise CliError(f"--beam must be >= 1, got {args.beam}")
-    for name in ("length_penalty", "min_length", "no_repeat_ngram_size"):
-        value = getattr(args, name)
-        if value is not None and value < 0:
-            raise CliError(f"--{name.replace('_', '-')} must be >= 0, got {value}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -42,7 +42,7 @@ from synthformer.train import (
 )
 
 from .config import RunConfig, resolve_model_config
-from .evaluation import evaluate_split, make_eval_fn
+from .evaluation import evaluate_split, make_eval_fn, record_evaluation
 from .init_from import check_pretrained_model, load_pretrained_weights, pretrained_tokenizer, write_init_report
 from .lengths import check_truncation, describe_lengths, length_reports
 from .loading import LoadedRun, load_run, read_model_config, read_run_config
@@ -392,9 +392,14 @@ class EvalReport:
 
 
 def evaluate_run(run_dir: str | Path, split: str | None = None, *, beam: int | None = None,
-                 max_examples: int | None = None, batch_size: int | None = None) -> EvalReport:
-    """Score the latest checkpoint of a run on ``split`` (default: :func:`default_eval_split`) and write
-    ``RUN/eval_<split>.json`` (and, for seq2seq, the decoded outputs to ``RUN/eval_<split>_hypotheses.txt``).
+                 max_examples: int | None = None, batch_size: int | None = None,
+                 decoding: Mapping[str, Any] | None = None) -> EvalReport:
+    """Score the latest checkpoint of a run on ``split`` (default: :func:`default_eval_split`), write
+    ``RUN/eval_<split>.json`` (and, for seq2seq, the decoded outputs to ``RUN/eval_<split>_hypotheses.txt``) and
+    append the metrics to ``RUN/metrics.jsonl`` as ``<split>_<name>`` at the checkpoint's step.
+
+    ``decoding`` replaces ``eval`` settings of the run for this evaluation (``length_penalty``,
+    ``max_decode_len``, ``min_length``, ``no_repeat_ngram_size``; None values are ignored).
 
     Raises:
         RunError: not a usable run directory, or a split the task does not have.
@@ -406,6 +411,9 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, *, beam: int | N
         run = dataclasses.replace(run, eval=dataclasses.replace(run.eval, batch_size=batch_size))
     if max_examples is not None:
         run = dataclasses.replace(run, eval=dataclasses.replace(run.eval, max_examples=max_examples))
+    changes = {k: v for k, v in (decoding or {}).items() if v is not None}
+    if changes:  # EvalConfig checks the names and values again
+        run = dataclasses.replace(run, eval=dataclasses.replace(run.eval, **changes))
     data = prepare_data(run, loaded.tokenizer, loaded.label_set, splits=(split,))
     if split not in data.datasets:
         raise RunError(f"the task of {loaded.run_dir} has no {split!r} split (it has: {', '.join(data.raw.splits)})")
@@ -426,4 +434,5 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, *, beam: int | N
     if hypotheses:
         rd.hypotheses_path(split).write_text(
             "".join(h.replace("\n", " ") + "\n" for h in hypotheses), encoding="utf-8")
+    record_evaluation(loaded.run_dir, split, loaded.step, metrics)
     return EvalReport(split, loaded.step, metrics, hypotheses, path)

@@ -2,17 +2,15 @@
 
 :class:`Decoding` gathers the decoder settings of a run (``eval.beam``, ``eval.length_penalty``,
 ``eval.max_decode_len``, ``eval.min_length``, ``eval.no_repeat_ngram_size``); :func:`decoding_for` reads them from
-a run config, with the overrides of an active :func:`decoding_overrides` block (``synthformer eval --min-length
-...``) and of the caller (``synthformer generate`` options).
+a run config (``synthformer eval``'s options are applied to it by ``evaluate_run``), with the overrides of the
+caller (``synthformer generate`` options).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,20 +25,13 @@ if TYPE_CHECKING:
     from ..config import RunConfig
     from ..pipeline import TaskData
 
-__all__ = ["DECODED_METRICS", "Decoding", "decode_dataset", "decode_seq2seq", "decoding_for", "decoding_overrides",
+__all__ = ["DECODED_METRICS", "Decoding", "decode_dataset", "decode_seq2seq", "decoding_for",
            "evaluate_decoded", "length_summary", "seq2seq_metrics"]
 
 logger = logging.getLogger(__name__)
 
 #: Metrics that need decoded output (the others are computed with teacher forcing).
 DECODED_METRICS: tuple[str, ...] = ("bleu", "chrf", "rouge", "exact_match")
-#: ``eval`` settings :func:`decoding_overrides` may change.
-_DECODING_KEYS = ("length_penalty", "max_decode_len", "min_length", "no_repeat_ngram_size")
-# never mutated: each block sets a new mapping (a tuple of items, immutable as ContextVar defaults must be)
-_OVERRIDES: contextvars.ContextVar[tuple[tuple[str, Any], ...]] = contextvars.ContextVar("decoding_overrides",
-                                                                                         default=())
-
-
 @dataclass(frozen=True)
 class Decoding:
     """How an encoder-decoder's outputs are decoded: beam size (1: greedy), GNMT length penalty, the most
@@ -54,28 +45,12 @@ class Decoding:
     no_repeat_ngram_size: int = 0
 
 
-@contextlib.contextmanager
-def decoding_overrides(**changes: Any) -> Iterator[None]:
-    """Within the block, :func:`decoding_for` uses these ``eval`` settings (``length_penalty``,
-    ``max_decode_len``, ``min_length``, ``no_repeat_ngram_size``; None values are ignored) instead of the run's:
-    ``synthformer eval`` passes its decoding options this way to the evaluation of a saved run."""
-    unknown = sorted(set(changes) - set(_DECODING_KEYS))
-    if unknown:
-        raise ValueError(f"decoding_overrides: unknown setting(s) {unknown}; valid: {', '.join(_DECODING_KEYS)}")
-    merged = {**dict(_OVERRIDES.get()), **{k: v for k, v in changes.items() if v is not None}}
-    token = _OVERRIDES.set(tuple(merged.items()))
-    try:
-        yield
-    finally:
-        _OVERRIDES.reset(token)
-
-
 def decoding_for(run: RunConfig, model_max_len: int, beam: int | None = None, max_new_tokens: int | None = None,
                  **changes: Any) -> Decoding:
-    """The decoding settings of ``run`` (its ``eval`` section, then :func:`decoding_overrides`, then ``changes``
-    that are not None), ``beam`` and ``max_new_tokens`` when given; the length limit is capped by the model's
-    ``max_len``, and a ``min_length`` that leaves no room for ``<eos>`` is lowered (with a warning)."""
-    settings = {**dict(_OVERRIDES.get()), **{k: v for k, v in changes.items() if v is not None}}
+    """The decoding settings of ``run`` (its ``eval`` section, then ``changes`` that are not None), ``beam`` and
+    ``max_new_tokens`` when given; the length limit is capped by the model's ``max_len``, and a ``min_length``
+    that leaves no room for ``<eos>`` is lowered (with a warning)."""
+    settings = {k: v for k, v in changes.items() if v is not None}
     ev = dataclasses.replace(run.eval, **settings) if settings else run.eval  # re-checked by EvalConfig
     limit = min(max_new_tokens or ev.max_decode_len or run.task.target_len, model_max_len)
     min_length = ev.min_length
