@@ -1,0 +1,140 @@
+"""A study end to end on tiny runs: resuming between runs and inside a run gives the same table, finished runs are
+not trained again, and the figures and the report are complete."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import pytest
+
+from synthformer.study import StudySpec, run_dir_of, run_study, write_outputs
+from synthformer.study.runs import read_clock
+from synthformer.tasks import RunConfig, load_run_config
+from tests.tasks.helpers import lm_config, write_yaml
+
+KINDS = ["V", "R"]
+
+
+def base_config(tmp: Path) -> RunConfig:
+    cfg = write_yaml(tmp / "lm.yaml", lm_config(tmp, steps=4, save_every=2, eval_every=2, log_every=2))
+    return load_run_config(cfg)
+
+
+def numbers(table) -> list[tuple]:
+    """Everything in the table that does not depend on timing."""
+    return [(r.variant, r.seeds, r.valid, r.valid_mean, r.valid_std, r.valid_loss_mean, r.parameters, r.diff,
+             r.p_value) for r in table.rows]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """An uninterrupted study: 2 kinds x 2 seeds x 4 steps, with its outputs."""
+    import torch
+
+    torch.set_num_threads(1)
+    tmp = tmp_path_factory.mktemp("study")
+    base = base_config(tmp)
+    spec = StudySpec.from_run(base, KINDS, [], 2)
+    result = run_study(base, spec, tmp / "out")
+    return base, spec, result, write_outputs(result)
+
+
+class Stop(Exception):
+    pass
+
+
+def test_study_killed_between_runs_resumes_to_the_same_table(study, tmp_path) -> None:
+    _, _, _, outputs = study
+    base = base_config(tmp_path)
+    spec = StudySpec.from_run(base, KINDS, [], 2)
+    out = tmp_path / "out"
+
+    def stop_after_two(done, total, record, read_back) -> None:
+        if done == 2:
+            raise Stop  # as a kill between the 2nd and the 3rd run
+
+    with pytest.raises(Stop):
+        run_study(base, spec, out, on_run=stop_after_two)
+    finished = [run_dir_of(out, v, 0) for v in spec.variants]
+    assert not run_dir_of(out, spec.variants[0], 1).exists()
+    mtimes = {p: p.stat().st_mtime_ns for d in finished for p in (d / "checkpoints").rglob("*")}
+    assert mtimes
+
+    seen = []
+    result = run_study(base, spec, out, on_run=lambda done, total, record, read_back: seen.append(read_back))
+    assert result.continued and seen == [True, True, False, False]
+    assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes  # the finished runs were not trained again
+    assert numbers(write_outputs(result).table) == numbers(outputs.table)
+
+
+def test_half_finished_run_resumes_from_its_checkpoint(study, tmp_path) -> None:
+    _, _, _, outputs = study
+    base = base_config(tmp_path)
+    spec = StudySpec.from_run(base, KINDS, [], 2)
+    out = tmp_path / "out"
+    starts = []
+
+    def interrupt_at_step_3(trainer) -> None:
+        starts.append(trainer.step)
+        train_step = trainer._train_step
+
+        def step():
+            if trainer.step == 3:
+                raise KeyboardInterrupt  # Ctrl-C in step 4: the trainer saves step 3
+            return train_step()
+
+        trainer._train_step = step
+
+    with pytest.raises(KeyboardInterrupt):
+        run_study(base, spec, out, on_trainer=interrupt_at_step_3)
+    first = run_dir_of(out, spec.variants[0], spec.seeds[0])
+    assert (first / "checkpoints").is_dir() and not (first / "study_result.json").exists()
+    assert read_clock(first)[-1]["step"] == 3
+
+    result = run_study(base, spec, out, on_trainer=lambda trainer: starts.append(trainer.step))
+    assert starts == [0, 3, 0, 0, 0]  # the half-finished run continued from its step-3 checkpoint
+    assert numbers(write_outputs(result).table) == numbers(outputs.table)
+    clock = read_clock(first)
+    assert [r["step"] for r in clock] == sorted(r["step"] for r in clock)  # no record of a lost step is left
+    assert clock[-1]["wall_s"] > 0
+
+
+def test_another_study_into_the_same_directory_is_refused(study) -> None:
+    from synthformer.train import RunError
+
+    base, spec, result, _ = study
+    other = StudySpec.from_run(base, ["V", "D"], [], 2)
+    with pytest.raises(RunError, match=r"holds a different study \(kinds: \['V', 'R'\] -> \['V', 'D'\]\)"):
+        run_study(base, other, result.out)
+
+
+def test_figures_are_png_images_of_the_expected_size_with_content(study) -> None:
+    from matplotlib.image import imread
+
+    from synthformer.study.curves import FIGURE_DPI, FIGURE_SIZE
+
+    _, _, _, outputs = study
+    assert [p.name for p in outputs.figures] == ["curves_steps.png", "curves_wall.png"]
+    for path in outputs.figures:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        pixels = imread(path)
+        assert pixels.shape[:2] == (FIGURE_SIZE[1] * FIGURE_DPI, FIGURE_SIZE[0] * FIGURE_DPI)
+        assert pixels[..., :3].std() > 0.01
+
+
+def test_report_embeds_every_table_and_figure(study) -> None:
+    _, spec, result, outputs = study
+    html = outputs.html.read_text(encoding="utf-8")
+    assert html.count('<table class="results">') == 1 and html.count('<table class="runs">') == 1
+    assert "Vanilla (V)" in html and "Random (R)" in html and "p (Welch)" in html
+    images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert [base64.b64decode(i) for i in images] == [p.read_bytes() for p in outputs.figures]
+    for record in result.records:
+        assert record.run_dir in html
+    md = outputs.markdown.read_text(encoding="utf-8")
+    assert (outputs.tables["md"].read_text(encoding="utf-8").strip() in md)
+    assert all(f"]({p.name})" in md for p in outputs.figures)
+    assert len(result.records) == len(spec.variants) * len(spec.seeds) == 4
+    assert all(r.steps_per_second > 0 and r.wall_seconds > 0 and r.test_metric is None for r in result.records)
