@@ -138,3 +138,20 @@ def test_report_embeds_every_table_and_figure(study) -> None:
     assert all(f"]({p.name})" in md for p in outputs.figures)
     assert len(result.records) == len(spec.variants) * len(spec.seeds) == 4
     assert all(r.steps_per_second > 0 and r.wall_seconds > 0 and r.test_metric is None for r in result.records)
+
+
+def test_classifier_study_sets_the_encoder_kind_and_scores_the_test_split(tmp_path, capsys) -> None:
+    from synthformer.study.table import format_markdown
+    from synthformer.tasks import load_run
+    from tests.tasks.helpers import classification_config
+
+    cfg = write_yaml(tmp_path / "cls.yaml", classification_config(tmp_path, steps=2, save_every=2, eval_every=2))
+    base = load_run_config(cfg)
+    spec = StudySpec.from_run(base, ["vanilla", "dense+vanilla"], [], 1)  # long names: the paper's spelling
+    assert spec.kinds == ["V", "D+V"]
+    result = run_study(base, spec, tmp_path / "out", progress=True)
+    assert "study" in capsys.readouterr().err  # the bar over the runs
+    assert load_run(result.records[1].run_dir).config.model_section["encoder_kind"] == "D+V"
+    assert all(r.metric == "accuracy" and r.test_metric is not None for r in result.records)
+    table = write_outputs(result).table
+    assert table.has_test and "test accuracy" in format_markdown(table)

@@ -85,7 +85,7 @@ def _finish(run: RunConfig, variant: Variant, seed: int, run_dir: Path, paramete
     )
 
 
-def _train_one(run: RunConfig, run_dir: Path, data: TaskData, progress: bool,
+def _train_one(run: RunConfig, run_dir: Path, data: TaskData | None, progress: bool,
                on_trainer: Callable[[Any], None] | None) -> int:
     """Train (or continue) one run; returns its parameter count."""
     clock = RunClock(run_dir)
@@ -137,11 +137,14 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
             if record is None:
                 run = dataclasses.replace(runs[variant.name], train=dataclasses.replace(runs[variant.name].train,
                                                                                         seed=seed))
-                key = json.dumps([to_dict(run.task), run.eval.split], sort_keys=True, default=str)
-                if key not in shared:
-                    shared[key] = prepare_data(run, splits=("train", run.eval.split))
+                data = None  # a half-finished run reads its own saved tokenizer (train_run does that)
+                if not RunDir(run_dir).tokenizer_path.is_file():
+                    key = json.dumps([to_dict(run.task), run.eval.split], sort_keys=True, default=str)
+                    if key not in shared:
+                        shared[key] = prepare_data(run, splits=("train", run.eval.split))
+                    data = shared[key]
                 bar.set_description(f"{variant.name} seed {seed}")
-                parameters = _train_one(run, run_dir, shared[key], progress, on_trainer)
+                parameters = _train_one(run, run_dir, data, progress, on_trainer)
                 record = _finish(run, variant, seed, run_dir, parameters, metric)
                 write_record(record)
             records.append(record)
