@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from synthformer.analysis import analyze, analyze_run
+from synthformer.analysis import analyze, analyze_run, find_runs
 from synthformer.analysis.figures import alpha_figure_size, figure_size, grid
 from synthformer.cli import analyze as analyze_cli
 from synthformer.tasks import RunError
@@ -51,7 +51,7 @@ def _check_figures(out: Path, data: dict) -> None:
 
 
 def test_lm_analysis_renders_every_figure(lm_run, tmp_path) -> None:
-    result = analyze_run(lm_run.path, tmp_path / "out", max_batches=2)
+    result = analyze_run(lm_run.path, tmp_path / "out", max_batches=2, positions=12)
     data = json.loads((tmp_path / "out" / "analysis.json").read_text(encoding="utf-8"))
     assert data["seed"] == 3 and data["kinds"] == {"decoder": "R+V"} and data["step"] == 6
     assert data["figures"] == [p.name for p in result.figures]
@@ -70,6 +70,7 @@ def test_lm_analysis_renders_every_figure(lm_run, tmp_path) -> None:
             assert 0.0 < dist["local_mass"] <= 1.0 and len(dist["local_mass_per_head"]) == 2
             assert dist["distances"] == list(range(16))  # a causal LM of max_len 16
     assert data["example"]["tokens"].keys() == {"decoder"}  # an LM has no encoder
+    assert data["example"]["positions_shown"] == 12
     report = (tmp_path / "out" / "analysis.md").read_text(encoding="utf-8")
     for name in data["figures"]:
         assert f"]({name})" in report
@@ -104,8 +105,8 @@ def test_cli_verb_and_a_study_directory(lm_run, tmp_path, capsys) -> None:
         assert json.loads((folder / "analysis.json").read_text())["example"]["source"] == "valid example 2"
     index = (study / "analysis" / "analysis.md").read_text(encoding="utf-8")
     assert "(runs/R+V_seed0/analysis.md)" in index and "R+V_seed1" in index
-    # a second analysis of the study does not take its own output folder for runs
-    assert len(analyze(study, max_batches=1)) == 2
+    # a second analysis of the study would not take its own output folder for runs
+    assert find_runs(study) == [study / "runs" / "R+V_seed0", study / "runs" / "R+V_seed1"]
 
 
 def test_bad_inputs_fail_in_one_line(lm_run, tmp_path) -> None:
@@ -121,6 +122,28 @@ def test_bad_inputs_fail_in_one_line(lm_run, tmp_path) -> None:
     analyze_cli.register(parser.add_subparsers())
     with pytest.raises(SystemExit):  # argparse: --example and --example-index exclude each other
         parser.parse_args(["analyze", str(lm_run.path), "--example", "x", "--example-index", "1"])
-    args = parser.parse_args(["analyze", str(lm_run.path), "--batches", "0"])
-    with pytest.raises(analyze_cli.CliError, match="--batches must be >= 1, got 0"):
-        args.handler(args)
+    for option in ("--batches", "--positions"):
+        args = parser.parse_args(["analyze", str(lm_run.path), option, "0"])
+        with pytest.raises(analyze_cli.CliError, match=f"{option} must be >= 1, got 0"):
+            args.handler(args)
+
+
+def test_classifier_analysis_has_the_encoder_only(tmp_path) -> None:
+    from synthformer.tasks import train_run
+    from synthformer.tasks.config import RunConfig
+    from synthformer.train import from_dict
+
+    from ..tasks.helpers import classification_config
+
+    train_run(from_dict(RunConfig, classification_config(tmp_path, steps=2, eval_every=0)), tmp_path / "run")
+    result = analyze_run(tmp_path / "run", max_batches=1)  # default output folder: RUN_DIR/analysis
+    assert result.out == tmp_path / "run" / "analysis"
+    assert result.data["kinds"] == {"encoder": "R+V"} and result.data["example"]["tokens"].keys() == {"encoder"}
+    _check_figures(result.out, result.data)
+    # padding is left out and each real query's weights over the real keys sum to 1: the weights counted add up
+    # to one per (real query, head)
+    layer = result.data["layers"]["encoder_layer1"]
+    for part in ("R", "V", "R+V"):
+        hist, dist = layer["histogram"]["trained"][part], layer["distance"]["trained"][part]
+        assert hist["mean"] * hist["count"] == pytest.approx(dist["query_rows"] * layer["heads"])
+        assert hist["count"] < dist["query_rows"] * layer["heads"] * 16  # fewer pairs than unpadded (max_len 16)

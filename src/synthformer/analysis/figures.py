@@ -123,7 +123,8 @@ def heatmap_figure(path: Path, title: str, rows: Sequence[tuple[str, np.ndarray]
     Args:
         path: the PNG to write.
         title: the figure's title.
-        rows: ``(row label, weights (H, L, L))``: query along the vertical axis, key along the horizontal one.
+        rows: ``(row label, weights (H, L, L))``: query along the vertical axis, key along the horizontal one. Each
+            panel's colour scale tops out at its 99th percentile of positive weights (larger ones saturate).
         queries, keys: the tokens at the query and key positions (shown when there are at most 40).
     """
     heads = rows[0][1].shape[0]
@@ -131,11 +132,19 @@ def heatmap_figure(path: Path, title: str, rows: Sequence[tuple[str, np.ndarray]
     for r, (label, weights) in enumerate(rows):
         for h in range(heads):
             ax = axes[r, h]
-            image = ax.imshow(weights[h], cmap="viridis", vmin=0.0, interpolation="nearest", aspect="auto")
+            image = ax.imshow(weights[h], cmap="viridis", vmin=0.0, vmax=_colour_top(weights[h]),
+                              interpolation="nearest", aspect="auto")
             ax.set_title(f"{label}, head {h + 1}", fontsize="small")
             _token_ticks(ax, queries, keys)
-            fig.colorbar(image, ax=ax, shrink=0.8)
+            fig.colorbar(image, ax=ax, shrink=0.8, extend="max")
     return _save(fig, path)
+
+
+def _colour_top(weights: np.ndarray) -> float:
+    """The top of a heatmap's colour scale: the 99th percentile of its positive weights. The few largest weights
+    (a causal layer's first query attends its only key with weight 1) would otherwise darken everything else."""
+    positive = weights[weights > 0]
+    return float(np.quantile(positive, 0.99)) if positive.size else 1.0
 
 
 def _token_ticks(ax, queries: Sequence[str], keys: Sequence[str]) -> None:

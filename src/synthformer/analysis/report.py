@@ -110,7 +110,9 @@ def write_markdown(path: Path, data: dict[str, Any]) -> Path:
                   "initialisation, dotted line).", "", *_images(names, "alpha_"), "", *alpha, ""]
     lines += [f"## Attention of each layer and head on {data['example']['source']} (paper Figures 4-6)", "",
               "Rows: for a mixture each part's own softmax, then the mixture; columns: heads. Query on the vertical "
-              "axis, key on the horizontal one.", "", *_images(names, "heatmap_"), ""]
+              f"axis, key on the horizontal one; the first {data['example']['positions_shown']} positions. Each "
+              "panel's colour scale ends at its 99th percentile of positive weights (larger ones saturate).", "",
+              *_images(names, "heatmap_"), ""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines), encoding="utf-8")
     return path

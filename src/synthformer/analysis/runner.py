@@ -117,7 +117,8 @@ def _layers_json(sites: list[AttentionSite], hists: dict, profiles: dict) -> dic
     return layers
 
 
-def _draw(out: Path, sites: list[AttentionSite], layers: dict, example: Example, loaded: LoadedRun) -> list[Path]:
+def _draw(out: Path, sites: list[AttentionSite], layers: dict, example: Example, loaded: LoadedRun,
+          positions: int) -> list[Path]:
     """Every figure of the analysis; returns the files in report order."""
     paths: list[Path] = []
     name = loaded.run_dir.name
@@ -150,9 +151,10 @@ def _draw(out: Path, sites: list[AttentionSite], layers: dict, example: Example,
     captured = capture_inputs(loaded.model, sites, example.batch)
     for site in sites:
         got = captured[site.key]
-        rows = [(figures.kind_label(part), w[0].numpy())  # (H, L, L) of the batch's only sample
+        n = positions
+        rows = [(figures.kind_label(part), w[0, :, :n, :n].numpy())  # (H, n, n): the first n positions of the sample
                 for part, w in part_weights(site.module, got.x, got.key_padding_mask).items()]
-        tokens = example.tokens.get(site.stack, [])
+        tokens = example.tokens.get(site.stack, [])[:n]
         paths.append(figures.heatmap_figure(
             out / f"heatmap_{site.key}.png",
             f"{name}: {_STACK_SHORT[site.stack]} L{site.layer} on {example.source}", rows, tokens, tokens))
@@ -160,8 +162,8 @@ def _draw(out: Path, sites: list[AttentionSite], layers: dict, example: Example,
 
 
 def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: str = "valid", max_batches: int = 4,
-                batch_size: int | None = None, example: str | None = None,
-                example_index: int | None = None) -> RunAnalysis:
+                batch_size: int | None = None, example: str | None = None, example_index: int | None = None,
+                positions: int = 64) -> RunAnalysis:
     """Analyse one trained run and write its figures, ``analysis.json`` and ``analysis.md`` to ``out``.
 
     Args:
@@ -172,6 +174,7 @@ def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: st
         batch_size: their size (default the run's evaluation batch size).
         example: a text to show in the heatmaps (framed as the run's model reads it).
         example_index: else the example of ``split`` at this index (default 0).
+        positions: the heatmaps show the example's first ``positions`` queries and keys (readable cells).
 
     Raises:
         RunError: not a run directory, or a split the task does not have.
@@ -181,6 +184,8 @@ def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: st
         raise ValueError("give --example TEXT or --example-index N, not both")
     if max_batches < 1:
         raise ValueError(f"--batches must be >= 1, got {max_batches}")
+    if positions < 1:
+        raise ValueError(f"--positions must be >= 1, got {positions}")
     loaded = load_run(run_dir)
     run = loaded.config
     out = Path(out) if out is not None else loaded.run_dir / "analysis"
@@ -206,9 +211,9 @@ def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: st
                            f"pretrained weights ({run.init_from}), not from these") if run.init_from else
                           "re-initialised from train.seed (the pipeline's order): the weights the run started from",
         "split": split, "batches": max_batches, "batch_size": size, "examples": count,
-        "example": {"source": ex.source, "tokens": ex.tokens}, "layers": layers,
+        "example": {"source": ex.source, "tokens": ex.tokens, "positions_shown": positions}, "layers": layers,
     }
-    paths = _draw(out, sites, layers, ex, loaded)
+    paths = _draw(out, sites, layers, ex, loaded, positions)
     result["figures"] = [p.name for p in paths]
     write_json(out / "analysis.json", result)
     write_markdown(out / "analysis.md", result)

@@ -160,10 +160,12 @@ class DistanceProfile:
         return self.uniform / max(self.rows, 1)
 
     def summary(self) -> dict[str, Any]:
-        """Local mass (per head and mean over heads), its chance level, and the mean weight by distance."""
+        """Local mass (per head and mean over heads), its chance level, the query rows counted (samples x real
+        positions) and the mean weight by distance (and under uniform attention)."""
         mass = self.local_mass()
         return {
             "window": self.window,
+            "query_rows": self.rows,
             "local_mass": float(mass.mean()),
             "local_mass_per_head": [float(v) for v in mass],
             "uniform_local_mass": self.uniform_local_mass(),

@@ -52,6 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "output)")
     which.add_argument("--example-index", metavar="N", type=int, default=None,
                        help="show example N of the split in the heatmaps (default: the first, 0)")
+    p.add_argument("--positions", metavar="N", type=int, default=64,
+                   help="the heatmaps show the example's first N positions")
     p.add_argument("--split", choices=("valid", "test", "train"), default="valid",
                    help="split whose examples the statistics and heatmaps use")
     p.add_argument("--batches", metavar="N", type=int, default=4,
@@ -66,14 +68,15 @@ def run(args: argparse.Namespace) -> int:
     """Analyse and print where each run's report was written."""
     from synthformer.analysis import analyze
 
-    for name in ("batches", "batch_size"):
+    for name in ("batches", "batch_size", "positions"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise CliError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     if args.example_index is not None and args.example_index < 0:
         raise CliError(f"--example-index must be >= 0, got {args.example_index}")
     results = analyze(args.run_dir, args.out, split=args.split, max_batches=args.batches,
-                      batch_size=args.batch_size, example=args.example, example_index=args.example_index)
+                      batch_size=args.batch_size, example=args.example, example_index=args.example_index,
+                      positions=args.positions)
     for result in results:
         layers = result.data["layers"].values()
         local = "; ".join(f"{layer['stack'][:3]} L{layer['layer']} {part} {d['local_mass']:.2f}"
