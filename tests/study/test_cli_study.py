@@ -56,6 +56,7 @@ def test_grid_study_end_to_end_then_interrupt_and_continue(tmp_path, capsys, mon
     (["--seeds", "0"], "--seeds must be >= 1, got 0"),
     (["--grid", "model.n_heads"], "--grid: expected KEY=V1,V2,..."),
     (["--kinds", "V,Nope"], "Nope"),
+    (["--kinds", "V,Linformer"], "variant 'Linformer' cannot be built: Linformer cannot be causal"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, capsys, args, message) -> None:
     cfg = write_yaml(tmp_path / "lm.yaml", lm_config(tmp_path))

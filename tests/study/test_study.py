@@ -155,3 +155,13 @@ def test_classifier_study_sets_the_encoder_kind_and_scores_the_test_split(tmp_pa
     assert all(r.metric == "accuracy" and r.test_metric is not None for r in result.records)
     table = write_outputs(result).table
     assert table.has_test and "test accuracy" in format_markdown(table)
+
+
+def test_main_metric_is_the_comparison_metric_when_the_run_reports_it(tmp_path) -> None:
+    from synthformer.study.runner import main_metric
+    from tests.tasks.helpers import classification_config, seq2seq_config
+
+    assert main_metric(base_config(tmp_path)) == "bits_per_character"
+    assert main_metric(load_run_config(write_yaml(tmp_path / "c.yaml", classification_config(tmp_path)))) == "accuracy"
+    # the algorithmic generator reports exact match and chrF, not the seq2seq type's BLEU
+    assert main_metric(load_run_config(write_yaml(tmp_path / "s.yaml", seq2seq_config()))) == "exact_match"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .manifest import Variant
 from .runs import RunRecord, eval_curve
-from .table import METRIC_NAMES
+from .table import METRIC_NAMES, PERCENT_METRICS
 
 __all__ = ["FIGURE_DPI", "FIGURE_SIZE", "Curve", "collect_curves", "plot_curves"]
 
@@ -68,7 +68,7 @@ def plot_curves(curves: Sequence[Curve], metric: str, path: Path, x_axis: str = 
     import matplotlib.pyplot as plt
 
     name = METRIC_NAMES.get(metric, metric)
-    scale = 100.0 if metric == "accuracy" else 1.0
+    scale = 100.0 if metric in PERCENT_METRICS else 1.0
     fig, ax = plt.subplots(figsize=FIGURE_SIZE, dpi=FIGURE_DPI)
     try:
         colors = plt.get_cmap("tab10" if len(curves) <= 10 else "tab20")
@@ -84,7 +84,7 @@ def plot_curves(curves: Sequence[Curve], metric: str, path: Path, x_axis: str = 
             ax.fill_between(xs, [scale * curve.low[j] for j in keep], [scale * curve.high[j] for j in keep],
                             color=color, alpha=0.2, linewidth=0)
         ax.set_xlabel("training steps" if x_axis == "steps" else "wall time (s)")
-        ax.set_ylabel(f"validation {name}" + (" (%)" if metric == "accuracy" else ""))
+        ax.set_ylabel(f"validation {name}" + (" (%)" if metric in PERCENT_METRICS else ""))
         ax.set_title(f"Validation {name} against {'training steps' if x_axis == 'steps' else 'wall time'} "
                      "(mean over seeds, band: min-max)")
         ax.grid(True, alpha=0.3)

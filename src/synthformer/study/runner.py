@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synthformer.tasks import RunConfig, TaskData, evaluate_run, prepare_data, train_run
-from synthformer.train import RunDir, to_dict
+from synthformer.models import build_model
+from synthformer.tasks import RunConfig, TaskData, evaluate_run, prepare_data, resolve_model_config, train_run
+from synthformer.train import ConfigError, RunDir, to_dict
 
 from .manifest import StudySpec, Variant, check_manifest
 from .runs import RunClock, RunRecord, read_clock, read_record, write_record
 
-__all__ = ["OnRun", "StudyResult", "run_dir_of", "run_study"]
+__all__ = ["OnRun", "StudyResult", "check_buildable", "main_metric", "run_dir_of", "run_study"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,35 @@ class StudyResult:
 def run_dir_of(out: Path, variant: Variant, seed: int) -> Path:
     """``OUT/<variant>/seed<k>``."""
     return Path(out) / variant.dir_name / f"seed{seed}"
+
+
+def main_metric(run: RunConfig) -> str:
+    """The metric the table and curves show: the task type's comparison metric (``synthformer compare``'s) when
+    the run reports it, else the run's first metric besides the loss (e.g. a generator's ``exact_match``), else
+    the loss."""
+    names = run.metrics
+    preferred = run.task.task_type.comparison_metric(run.task)
+    if preferred in names or preferred == "loss":
+        return preferred
+    return next((m for m in names if m != "loss"), "loss")
+
+
+def check_buildable(run: RunConfig, variant: Variant) -> None:
+    """Build the variant's model on the meta device (no memory, no data): a kind that cannot serve where
+    ``with_kind`` puts it (Linformer in a causal decoder) fails now, not after the variants before it trained.
+
+    Raises:
+        ConfigError: naming the variant and why its model cannot be built.
+    """
+    import torch
+
+    arch_classes = 2 if run.task.task_type.arch == "classifier" else None  # any count builds; the data's comes later
+    config = resolve_model_config(run, vocab_size=256, num_classes=arch_classes)
+    try:
+        with torch.device("meta"):
+            build_model(config)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"study: variant {variant.name!r} cannot be built: {err}") from None
 
 
 def _last_eval(run_dir: Path, key: str) -> float:
@@ -123,8 +153,10 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
     out = Path(out)
     variants = spec.variants
     runs = {v.name: spec.variant_config(base, v) for v in variants}  # checks every variant before training any
+    for variant in variants:
+        check_buildable(runs[variant.name], variant)
     continued = check_manifest(out, spec)
-    metric = base.task.task_type.comparison_metric(base.task)
+    metric = main_metric(base)
     plan = [(v, seed) for seed in spec.seeds for v in variants]
     records: list[RunRecord] = []
     shared: dict[str, TaskData] = {}  # variants that differ only in the model share the prepared data

@@ -21,12 +21,14 @@ from typing import Any
 from .manifest import Variant
 from .runs import RunRecord
 
-__all__ = ["METRIC_NAMES", "StudyTable", "VariantRow", "format_value", "mean_std", "summarize", "welch_p",
-           "write_tables"]
+__all__ = ["METRIC_NAMES", "PERCENT_METRICS", "StudyTable", "VariantRow", "format_value", "mean_std", "summarize",
+           "welch_p", "write_tables"]
 
 #: How a metric is named in table headers.
 METRIC_NAMES = {"bits_per_character": "bits/char", "bits_per_byte": "bits/byte", "accuracy": "accuracy",
-                "bleu": "BLEU", "loss": "loss"}
+                "bleu": "BLEU", "chrf": "chrF", "exact_match": "exact match", "loss": "loss"}
+#: Metrics that are fractions, shown in percent.
+PERCENT_METRICS = ("accuracy", "exact_match")
 _LOWER_IS_BETTER = ("loss", "bits_per_character", "bits_per_byte", "perplexity")
 SIGNIFICANCE = 0.05
 
@@ -151,7 +153,8 @@ def format_value(metric: str, value: float | None, std: float | None = None, sig
     """``1.2345 ± 0.0100`` (accuracy in percent: ``81.20 ± 0.50%``); ``-`` for no value."""
     if value is None or not math.isfinite(value):
         return "-"
-    scale, unit, digits = (100.0, "%", 2) if metric == "accuracy" else (1.0, "", 2 if metric == "bleu" else 4)
+    scale, unit, digits = (100.0, "%", 2) if metric in PERCENT_METRICS else (1.0, "", 2 if metric in ("bleu", "chrf")
+                                                                                  else 4)
     text = f"{scale * value:{'+' if signed else ''}.{digits}f}"
     if std is not None and math.isfinite(std):
         text += f" ± {scale * std:.{digits}f}"
@@ -175,7 +178,7 @@ def table_cells(table: StudyTable) -> tuple[list[str], list[list[str]]]:
     body = []
     for row in table.rows:
         diff, p = _diff_text(row, table.metric)
-        if row.reference is not None and row.reference != "V":
+        if row.reference is not None and row.reference.split(" ")[0] != "V":  # the note says "to V"
             diff += f" vs {row.reference}"
         cells = [row.label, str(row.seeds), format_value(table.metric, row.valid_mean, row.valid_std)]
         if table.has_test:
