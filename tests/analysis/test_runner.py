@@ -27,8 +27,8 @@ def _expected_sizes(data: dict) -> dict[str, tuple[int, int]]:
         mine = [layer for layer in layers if layer["stack"] == stack]
         if not mine:
             continue
-        panels = sum(len(layer["histogram"]["trained"]) for layer in mine)
-        sizes[f"histogram_{stack}.png"] = figure_size(*grid(panels))
+        per_layer = len(mine[0]["histogram"]["trained"])  # the layers are alike: one layer per row
+        sizes[f"histogram_{stack}.png"] = figure_size(len(mine), per_layer)
         sizes[f"distance_{stack}.png"] = figure_size(*grid(len(mine)))
         bars = sum(layer["heads"] for layer in mine if layer["alpha"])
         if bars:

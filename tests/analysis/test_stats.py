@@ -27,6 +27,12 @@ def test_identity_attention_is_fully_local() -> None:
     assert torch.allclose(profile.local_mass(), torch.ones(3))
     # uniform attention puts 1/(q+1) on the query itself
     assert profile.uniform_local_mass() == pytest.approx(sum(1 / (q + 1) for q in range(length)) / length)
+    # the histogram leaves out the first query, whose only key gets weight 1 whatever the model
+    hist = WeightHistogram()
+    hist.add(w, allowed)
+    s = hist.summary()
+    assert s["count"] == 2 * 3 * sum(q + 1 for q in range(1, length))
+    assert s["counts"][-1] == 2 * 3 * (length - 1) and s["counts"][0] == s["count"] - s["counts"][-1]
 
 
 def test_band_attention_local_mass_and_profile() -> None:

@@ -93,15 +93,17 @@ def _save_grid(fig: Figure, axes: np.ndarray, used: int, path: Path) -> Path:
     return _save(fig, path)
 
 
-def histogram_figure(path: Path, title: str, panels: Sequence[tuple[str, Sequence[float], Sequence[float]]]) -> Path:
-    """Histograms of attention weights, one panel per layer: at initialisation (grey) and after training.
+def histogram_figure(path: Path, title: str, panels: Sequence[tuple[str, Sequence[float], Sequence[float]]],
+                     per_row: int | None = None) -> Path:
+    """Histograms of attention weights, one panel per layer (and part): at initialisation (grey) and trained.
 
     Args:
         path: the PNG to write.
         title: the figure's title.
         panels: ``(panel title, counts at init, counts trained)``; counts over equal bins of [0, 1].
+        per_row: panels per row (one layer's parts side by side); default :func:`grid`'s.
     """
-    rows, cols = grid(len(panels))
+    rows, cols = grid(len(panels)) if per_row is None else grid(len(panels), max_cols=per_row)
     fig, axes = _figure(rows, cols, title)
     for ax, (name, init, trained) in zip(axes.flat, panels, strict=False):
         for counts, label, style in ((init, "initialisation", {"color": "0.55", "linestyle": "--"}),
@@ -215,8 +217,10 @@ def distance_figure(path: Path, title: str,
                 ax.plot(distances, means, color="black", linestyle=":", linewidth=1.0, label="uniform (chance)")
                 continue
             colour = colours.setdefault(label, f"C{len(colours)}")
+            # initialisation drawn above the trained line: a short run barely moves R, and the lines would hide
             ax.plot(distances, means, color=colour, linestyle="-" if trained else "--",
-                    label=label if trained else None, linewidth=1.2)
+                    label=label if trained else None, linewidth=1.2, zorder=2 if trained else 3,
+                    alpha=0.8 if trained else 1.0)
         if seen:
             ax.axvspan(max(-window, min(seen)), min(window, max(seen)), color="0.9", zorder=0)
         _label(ax, name, "distance (query - key)", "mean attention weight", "x-small")

@@ -128,8 +128,10 @@ def _draw(out: Path, sites: list[AttentionSite], layers: dict, example: Example,
         panels = [(_layer_title(site, part), layers[site.key]["histogram"]["init"][part]["counts"],
                    layers[site.key]["histogram"]["trained"][part]["counts"])
                   for site in mine for part in layers[site.key]["histogram"]["trained"]]
+        widths = {len(layers[site.key]["histogram"]["trained"]) for site in mine}
+        per_row = widths.pop() if len(widths) == 1 else None  # one layer per row when the layers are alike
         paths.append(figures.histogram_figure(out / f"histogram_{stack}.png",
-                                              f"{name}: {stack} attention weights", panels))
+                                              f"{name}: {stack} attention weights", panels, per_row))
         lines = []
         for site in mine:
             dist = layers[site.key]["distance"]

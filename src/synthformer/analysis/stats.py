@@ -2,7 +2,8 @@
 relative distance (does a Random Synthesizer learn a local window? paper section 5.1).
 
 Only the (query, key) pairs a layer may attend count (:func:`allowed_pairs`): real tokens on both sides and, in a
-causal layer, keys at or before the query. The zeros of masked pairs would otherwise swamp every histogram.
+causal layer, keys at or before the query. The zeros of masked pairs would otherwise swamp every histogram, and the
+histograms also leave out queries with a single allowed key (weight 1 whatever the model).
 """
 
 from __future__ import annotations
@@ -66,7 +67,12 @@ class WeightHistogram:
     above: int = 0
 
     def add(self, weights: Tensor, allowed: Tensor) -> None:
-        """Count the weights of one batch: weights (B, H, L, L), allowed (B, 1, L, L) bool."""
+        """Count the weights of one batch: weights (B, H, L, L), allowed (B, 1, L, L) bool.
+
+        Query rows with a single allowed key (a causal layer's first query) are left out: their weight is 1
+        whatever the model learned, and would only add a spike at 1.
+        """
+        allowed = allowed & (allowed.sum(-1, keepdim=True) > 1)  # (B, 1, L, L) rows with a choice to make
         values = weights.masked_select(allowed.expand_as(weights)).double()  # (number of allowed entries,)
         if values.numel() == 0:
             return
