@@ -165,3 +165,23 @@ def test_main_metric_is_the_comparison_metric_when_the_run_reports_it(tmp_path) 
     assert main_metric(load_run_config(write_yaml(tmp_path / "c.yaml", classification_config(tmp_path)))) == "accuracy"
     # the algorithmic generator reports exact match and chrF, not the seq2seq type's BLEU
     assert main_metric(load_run_config(write_yaml(tmp_path / "s.yaml", seq2seq_config()))) == "exact_match"
+
+
+def test_a_study_another_process_is_running_is_refused(study) -> None:
+    import subprocess
+    import sys
+
+    from synthformer.train import RunError
+
+    base, spec, result, _ = study
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from synthformer.train import RunDir; "
+         "lock = RunDir(sys.argv[1]).lock(); print('held', flush=True); time.sleep(60)", str(result.out)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunError, match=r"^study directory .* is in use by another process"):
+            run_study(base, spec, result.out)
+    finally:
+        holder.kill()
+        holder.wait()

@@ -26,7 +26,7 @@ from typing import Any
 
 from synthformer.models import build_model
 from synthformer.tasks import RunConfig, TaskData, evaluate_run, prepare_data, resolve_model_config, train_run
-from synthformer.train import ConfigError, RunDir, to_dict
+from synthformer.train import ConfigError, RunDir, RunError, to_dict
 
 from .manifest import StudySpec, Variant, check_manifest
 from .runs import RunClock, RunRecord, read_clock, read_record, write_record
@@ -133,6 +133,22 @@ def _train_one(run: RunConfig, run_dir: Path, data: TaskData | None, progress: b
     return result.parameters
 
 
+def _run_one(run: RunConfig, variant: Variant, seed: int, run_dir: Path, metric: str, shared: dict[str, TaskData],
+             progress: bool, on_trainer: Callable[[Any], None] | None) -> RunRecord:
+    """Train (or continue), evaluate and record one run of the study."""
+    run = dataclasses.replace(run, train=dataclasses.replace(run.train, seed=seed))
+    data = None  # a half-finished run reads its own saved tokenizer (train_run does that)
+    if not RunDir(run_dir).tokenizer_path.is_file():
+        key = json.dumps([to_dict(run.task), run.eval.split], sort_keys=True, default=str)
+        if key not in shared:
+            shared[key] = prepare_data(run, splits=("train", run.eval.split))
+        data = shared[key]
+    parameters = _train_one(run, run_dir, data, progress, on_trainer)
+    record = _finish(run, variant, seed, run_dir, parameters, metric)
+    write_record(record)
+    return record
+
+
 def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bool = False,
               on_run: OnRun | None = None, on_trainer: Callable[[Any], None] | None = None) -> StudyResult:
     """Train and evaluate every (variant, seed) of ``spec`` into ``out``, continuing an earlier sitting.
@@ -146,7 +162,7 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
         on_trainer: handed to :func:`~synthformer.tasks.train_run` for each run trained (tests, custom hooks).
 
     Raises:
-        RunError: ``out`` holds a different study (or is a file); a run directory in use by another process.
+        RunError: ``out`` holds a different study (or is a file), or another process is running the study.
         ConfigError: an unknown kind or grid value (found before anything is trained).
     """
     start = time.perf_counter()
@@ -160,31 +176,23 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
     plan = [(v, seed) for seed in spec.seeds for v in variants]
     records: list[RunRecord] = []
     shared: dict[str, TaskData] = {}  # variants that differ only in the model share the prepared data
-    bar = _outer_bar(len(plan), progress)
+    # One process per study: a second one would train the same runs (and fail on their run locks half-way).
     try:
+        lock = RunDir(out).lock()
+    except RunError as err:  # its message speaks of a run directory
+        raise RunError(str(err).replace("run directory", "study directory", 1)) from None
+    with lock, _outer_bar(len(plan), progress) as bar:
         for done, (variant, seed) in enumerate(plan, start=1):
             run_dir = run_dir_of(out, variant, seed)
             record = read_record(run_dir)
             read_back = record is not None
             if record is None:
-                run = dataclasses.replace(runs[variant.name], train=dataclasses.replace(runs[variant.name].train,
-                                                                                        seed=seed))
-                data = None  # a half-finished run reads its own saved tokenizer (train_run does that)
-                if not RunDir(run_dir).tokenizer_path.is_file():
-                    key = json.dumps([to_dict(run.task), run.eval.split], sort_keys=True, default=str)
-                    if key not in shared:
-                        shared[key] = prepare_data(run, splits=("train", run.eval.split))
-                    data = shared[key]
                 bar.set_description(f"{variant.name} seed {seed}")
-                parameters = _train_one(run, run_dir, data, progress, on_trainer)
-                record = _finish(run, variant, seed, run_dir, parameters, metric)
-                write_record(record)
+                record = _run_one(runs[variant.name], variant, seed, run_dir, metric, shared, progress, on_trainer)
             records.append(record)
             bar.update(1)
             if on_run is not None:
                 on_run(done, len(plan), record, read_back)
-    finally:
-        bar.close()
     return StudyResult(out, spec, variants, records, metric, time.perf_counter() - start, continued)
 
 
