@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mixers",),
     ("models", "data", "train", "generate"),
     ("tasks",),
-    ("bench", "analysis"),
+    ("bench", "analysis", "hf"),
     ("study",),
     ("cli",),
 )

@@ -1,0 +1,1 @@
+"""Hugging Face integration (the ``hf`` extra): ``SynthesizerConfig`` and the Auto-class models wrapping the native ones."""
