@@ -28,6 +28,7 @@ __all__ = [
     "heatmap_figure",
     "histogram_figure",
     "kind_label",
+    "panel_label",
 ]
 
 DPI = 100
@@ -47,6 +48,12 @@ PAPER_NAMES = {
 def kind_label(kind: str) -> str:
     """A kind's label in the paper's words: ``"R+V"`` -> ``"Random + Vanilla (R+V)"``."""
     return " + ".join(PAPER_NAMES.get(p, p) for p in kind.split("+")) + f" ({kind})"
+
+
+def panel_label(kind: str) -> str:
+    """A kind's label in a panel's title: :func:`kind_label` for one kind, ``"mixture R+D+V"`` for a mixture (whose
+    long name would not fit; its parts have their own panels)."""
+    return f"mixture {kind}" if "+" in kind else kind_label(kind)
 
 
 def grid(panels: int, max_cols: int = 3) -> tuple[int, int]:

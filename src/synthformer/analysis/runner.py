@@ -69,7 +69,7 @@ def initial_model(loaded: LoadedRun) -> nn.Module:
 
 
 def _layer_title(site: AttentionSite, part: str) -> str:
-    return f"{_STACK_SHORT[site.stack]} L{site.layer}: {figures.kind_label(part)}"
+    return f"{_STACK_SHORT[site.stack]} L{site.layer}: {figures.panel_label(part)}"
 
 
 def _accumulate(loaded: LoadedRun, init: nn.Module, dataset: Any, batch_size: int, max_batches: int,
@@ -154,7 +154,7 @@ def _draw(out: Path, sites: list[AttentionSite], layers: dict, example: Example,
     for site in sites:
         got = captured[site.key]
         n = positions
-        rows = [(figures.kind_label(part), w[0, :, :n, :n].numpy())  # (H, n, n): the first n positions of the sample
+        rows = [(figures.panel_label(part), w[0, :, :n, :n].numpy())  # (H, n, n): the first n positions of the sample
                 for part, w in part_weights(site.module, got.x, got.key_padding_mask).items()]
         tokens = example.tokens.get(site.stack, [])[:n]
         paths.append(figures.heatmap_figure(

@@ -14,10 +14,11 @@ __all__ = ["register", "run"]
 
 _EPILOG = """\
 examples:
-  synthformer analyze runs/lm_tiny_shakespeare                     # writes runs/lm_tiny_shakespeare/analysis/
-  synthformer analyze runs/lm_tiny_shakespeare --example "ROMEO: But soft" --out figures/lm_R
-  synthformer analyze runs/mt_multi30k_de_en --example-index 12   # encoder and decoder
-  synthformer analyze studies/shakespeare                         # every run of a study directory
+  synthformer analyze runs/lm_tiny_shakespeare              # writes runs/lm_tiny_shakespeare/analysis/
+  synthformer analyze runs/lm_tiny_shakespeare --example "ROMEO: But soft" --out figures/lm_R+V
+  synthformer analyze runs/mt_multi30k_de_en --example-index 12 --positions 32   # encoder and decoder
+  synthformer analyze studies/shakespeare                   # every run of a study (STUDY/<kind>/seed<k>)
+  synthformer analyze studies/shakespeare/R/seed0           # one run of it
 
 Written to OUT (default RUN_DIR/analysis; for a study STUDY/analysis/<run>/ and an index STUDY/analysis/
 analysis.md): histogram_<stack>.png (paper Figures 2-3), heatmap_<stack>_layer<N>.png (Figures 4-6; for a
