@@ -138,7 +138,9 @@ def _run_one(run: RunConfig, variant: Variant, seed: int, run_dir: Path, metric:
     """Train (or continue), evaluate and record one run of the study."""
     run = dataclasses.replace(run, train=dataclasses.replace(run.train, seed=seed))
     data = None  # a half-finished run reads its own saved tokenizer (train_run does that)
-    if not RunDir(run_dir).tokenizer_path.is_file():
+    if RunDir(run_dir).tokenizer_path.is_file():
+        logger.info("%s seed %d: continuing the half-finished run in %s", variant.name, seed, run_dir)
+    else:
         key = json.dumps([to_dict(run.task), run.eval.split], sort_keys=True, default=str)
         if key not in shared:
             shared[key] = prepare_data(run, splits=("train", run.eval.split))
@@ -186,7 +188,9 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
             run_dir = run_dir_of(out, variant, seed)
             record = read_record(run_dir)
             read_back = record is not None
-            if record is None:
+            if read_back:
+                logger.info("%s seed %d: finished earlier, read back from %s", variant.name, seed, run_dir)
+            else:
                 bar.set_description(f"{variant.name} seed {seed}")
                 record = _run_one(runs[variant.name], variant, seed, run_dir, metric, shared, progress, on_trainer)
             records.append(record)
