@@ -17,7 +17,8 @@ def test_reinitialisation_gives_the_weights_the_run_started_from(which, request)
     run = request.getfixturevalue(which)
     loaded = load_run(run.path)
     state = torch.get_rng_state()
-    model = initial_model(loaded)
+    model, note = initial_model(loaded)
+    assert "exactly the weights the run started from" in note
     assert torch.equal(torch.get_rng_state(), state)  # the caller's random stream is left alone
     rebuilt = model.state_dict()
     assert rebuilt.keys() == run.initial.keys()
@@ -92,3 +93,31 @@ def test_sites_and_captured_inputs_of_an_encoder_decoder(seq2seq_run) -> None:
     # the captured input reproduces the layer's output: it is what the layer was given
     y = sites[0].module(enc.x, key_padding_mask=enc.key_padding_mask)
     assert y.shape == enc.x.shape
+
+
+def test_a_finetuned_run_starts_from_its_pretrained_weights(lm_run, tmp_path) -> None:
+    from synthformer.tasks import train_run
+    from synthformer.tasks.config import RunConfig
+    from synthformer.train import from_dict
+
+    from ..tasks.helpers import lm_config
+    from .conftest import _train
+
+    cfg = lm_config(tmp_path, steps=2, eval_every=0)
+    cfg["init_from"] = str(lm_run.path)
+    finetuned = _train(tmp_path / "finetuned", cfg)
+    model, note = initial_model(load_run(finetuned.path))
+    assert f"the pretrained weights of {lm_run.path} (step 6)" in note
+    rebuilt = model.state_dict()
+    for name, tensor in finetuned.initial.items():
+        assert torch.equal(rebuilt[name], tensor), name
+    # the pretrained run gone: the random weights they replaced, and the note says so
+    moved = tmp_path / "moved"
+    cfg2 = lm_config(tmp_path, steps=1, eval_every=0)
+    train_run(from_dict(RunConfig, cfg2), moved)
+    cfg2["init_from"] = str(moved)
+    other = _train(tmp_path / "other", cfg2)
+    for path in (moved / "checkpoints").iterdir():
+        path.rename(tmp_path / f"gone_{path.name}")
+    _, note = initial_model(load_run(other.path))
+    assert "no longer there" in note

@@ -4,12 +4,13 @@ heatmaps, the mixture weights, and the files (figures, ``analysis.json``, ``anal
 The weights at initialisation need no file of their own: :func:`initial_model` rebuilds the model exactly as
 ``synthformer train`` built it before the first step (``seed_everything(train.seed)`` then ``build_model`` of the
 saved ``model_config.json``, the order of :func:`synthformer.tasks.build_task_model`), which gives the same
-tensors bit for bit (tested). A run started from a pretrained one (``init_from``) started from those weights
-instead; its "initialisation" is then the random one the pretrained weights replaced, and the report says so.
+tensors bit for bit (tested). A run started from a pretrained one (``init_from``) started from that run's
+weights, which are loaded the same way when they can still be read (the report says which).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from synthformer.attention import Mixture
 from synthformer.models import build_model
 from synthformer.tasks import LoadedRun, load_run, prepare_data
 from synthformer.tasks.evaluation import batches
-from synthformer.train import RunDir, RunError, seed_everything
+from synthformer.tasks.init_from import load_pretrained_weights
+from synthformer.train import ConfigError, RunDir, RunError, seed_everything
 from synthformer.train.hooks import preserved_rng
 
 from . import figures
@@ -57,15 +59,49 @@ class RunAnalysis:
     figures: list[Path] = field(default_factory=list)
 
 
-def initial_model(loaded: LoadedRun) -> nn.Module:
-    """The run's model as it was before its first training step (eval mode), rebuilt from ``train.seed``.
+def initial_model(loaded: LoadedRun) -> tuple[nn.Module, str]:
+    """The run's model as it was before its first training step (eval mode), and a sentence saying where its
+    weights come from.
 
-    The global RNGs are left as they were.
+    Rebuilt from ``train.seed`` in the pipeline's order; a run started from a pretrained one (``init_from``) then
+    gets that run's latest weights, as training did (the sentence says when that run has trained on since, or
+    can no longer be read: then the weights are the random ones the pretrained weights replaced). The global RNGs
+    are left as they were.
     """
     with preserved_rng():
         seed_everything(loaded.config.train.seed)
         model = build_model(loaded.model_config)
-    return model.eval()
+    note = "re-initialised from train.seed in the pipeline's order: exactly the weights the run started from"
+    if loaded.config.init_from is not None:
+        note = _pretrained_start(loaded, model)
+    return model.eval(), note
+
+
+def _pretrained_start(loaded: LoadedRun, model: nn.Module) -> str:
+    """Load the pretrained weights a finetuning run started from into ``model``; say what was loaded."""
+    source = loaded.config.init_from
+    if RunDir(source).latest_checkpoint() is None:
+        return (f"re-initialised from train.seed; the run started from the pretrained weights of {source}, which "
+                "are no longer there: these are the random weights they replaced")
+    try:
+        report = load_pretrained_weights(loaded.config, model)
+    except (ConfigError, RunError, OSError) as err:
+        return (f"re-initialised from train.seed; the run started from the pretrained weights of {source}, which "
+                f"cannot be read now ({err}): these are the random weights they replaced")
+    note = f"the pretrained weights of {report.source} (step {report.step}), as the run started"
+    started = _started_step(RunDir(loaded.run_dir).init_from_path)
+    if started is not None and started != report.step:
+        note += (f"; but the run started from its step {started}, and {source} has trained on since: these are "
+                 "its newer weights")
+    return note
+
+
+def _started_step(path: Path) -> int | None:
+    """The pretrained step recorded in a run's ``init_from.json`` (None when unreadable)."""
+    try:
+        return int(json.loads(path.read_text(encoding="utf-8"))["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _layer_title(site: AttentionSite, part: str) -> str:
@@ -196,7 +232,7 @@ def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: st
         raise RunError(f"the task of {loaded.run_dir} has no {split!r} split (it has: {', '.join(data.raw.splits)})")
     dataset = data.datasets[split]
     size = batch_size or run.eval.batch_size or run.train.batch_size
-    init = initial_model(loaded)
+    init, init_note = initial_model(loaded)
     sites = attention_sites(loaded.model)
     if not sites:
         raise ValueError(f"{loaded.run_dir}: the model has no attention layer to analyse (its token mixers are "
@@ -209,9 +245,7 @@ def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: st
         "run_dir": str(loaded.run_dir), "step": loaded.step, "checkpoint": str(loaded.checkpoint),
         "seed": run.train.seed, "arch": loaded.model_config.arch,
         "kinds": {site.stack: site.kind for site in sites},
-        "initialisation": ("re-initialised from train.seed (the pipeline's order); the run started from "
-                           f"pretrained weights ({run.init_from}), not from these") if run.init_from else
-                          "re-initialised from train.seed (the pipeline's order): the weights the run started from",
+        "initialisation": init_note,
         "split": split, "batches": max_batches, "batch_size": size, "examples": count,
         "example": {"source": ex.source, "tokens": ex.tokens, "positions_shown": positions}, "layers": layers,
     }
