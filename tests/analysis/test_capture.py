@@ -11,6 +11,9 @@ from synthformer.attention import SynthesizerAttention, masked_softmax
 from synthformer.attention.masking import disallowed
 from synthformer.tasks import load_run
 
+from ..tasks.helpers import lm_config
+from .runs import train_tiny
+
 
 @pytest.mark.parametrize("which", ["lm_run", "seq2seq_run"])
 def test_reinitialisation_gives_the_weights_the_run_started_from(which, request) -> None:
@@ -96,16 +99,9 @@ def test_sites_and_captured_inputs_of_an_encoder_decoder(seq2seq_run) -> None:
 
 
 def test_a_finetuned_run_starts_from_its_pretrained_weights(lm_run, tmp_path) -> None:
-    from synthformer.tasks import train_run
-    from synthformer.tasks.config import RunConfig
-    from synthformer.train import from_dict
-
-    from ..tasks.helpers import lm_config
-    from .conftest import _train
-
     cfg = lm_config(tmp_path, steps=2, eval_every=0)
     cfg["init_from"] = str(lm_run.path)
-    finetuned = _train(tmp_path / "finetuned", cfg)
+    finetuned = train_tiny(tmp_path / "finetuned", cfg)
     model, note = initial_model(load_run(finetuned.path))
     assert f"the pretrained weights of {lm_run.path} (step 6)" in note
     rebuilt = model.state_dict()
@@ -114,9 +110,9 @@ def test_a_finetuned_run_starts_from_its_pretrained_weights(lm_run, tmp_path) ->
     # the pretrained run gone: the random weights they replaced, and the note says so
     moved = tmp_path / "moved"
     cfg2 = lm_config(tmp_path, steps=1, eval_every=0)
-    train_run(from_dict(RunConfig, cfg2), moved)
+    train_tiny(moved, cfg2)
     cfg2["init_from"] = str(moved)
-    other = _train(tmp_path / "other", cfg2)
+    other = train_tiny(tmp_path / "other", cfg2)
     for path in (moved / "checkpoints").iterdir():
         path.rename(tmp_path / f"gone_{path.name}")
     _, note = initial_model(load_run(other.path))

@@ -18,6 +18,9 @@ from synthformer.analysis.figures import alpha_figure_size, figure_size, grid
 from synthformer.cli import analyze as analyze_cli
 from synthformer.tasks import RunError
 
+from ..tasks.helpers import classification_config
+from .runs import train_tiny
+
 
 def _expected_sizes(data: dict) -> dict[str, tuple[int, int]]:
     """The pixel size (width, height) of each figure, from the layout each one has."""
@@ -129,13 +132,7 @@ def test_bad_inputs_fail_in_one_line(lm_run, tmp_path) -> None:
 
 
 def test_classifier_analysis_has_the_encoder_only(tmp_path) -> None:
-    from synthformer.tasks import train_run
-    from synthformer.tasks.config import RunConfig
-    from synthformer.train import from_dict
-
-    from ..tasks.helpers import classification_config
-
-    train_run(from_dict(RunConfig, classification_config(tmp_path, steps=2, eval_every=0)), tmp_path / "run")
+    train_tiny(tmp_path / "run", classification_config(tmp_path, steps=2, eval_every=0))
     result = analyze_run(tmp_path / "run", max_batches=1)  # default output folder: RUN_DIR/analysis
     assert result.out == tmp_path / "run" / "analysis"
     assert result.data["kinds"] == {"encoder": "R+V"} and result.data["example"]["tokens"].keys() == {"encoder"}

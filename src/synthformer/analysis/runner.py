@@ -40,6 +40,9 @@ logger = logging.getLogger(__name__)
 #: The two states of the weights compared by the histograms and distance profiles.
 STATES = ("init", "trained")
 _STACK_SHORT = {"encoder": "Enc", "decoder": "Dec"}
+#: Examples per batch of the statistics: the (B, H, L, L) weights of every part are held at once, so a small batch
+#: keeps a long-context run's analysis within memory (4 batches of 8 at L=1024, 8 heads: ~270 MB per part).
+DEFAULT_BATCH_SIZE = 8
 
 
 @dataclass
@@ -209,7 +212,7 @@ def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: st
         out: where to write (default ``RUN_DIR/analysis``).
         split: the split whose examples the statistics (and, by index, the heatmaps) use.
         max_batches: batches of ``split`` for the histograms and distance profiles (evenly spaced).
-        batch_size: their size (default the run's evaluation batch size).
+        batch_size: their size (default :data:`DEFAULT_BATCH_SIZE`, 8).
         example: a text to show in the heatmaps (framed as the run's model reads it).
         example_index: else the example of ``split`` at this index (default 0).
         positions: the heatmaps show the example's first ``positions`` queries and keys (readable cells).
@@ -231,7 +234,7 @@ def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: st
     if split not in data.datasets:
         raise RunError(f"the task of {loaded.run_dir} has no {split!r} split (it has: {', '.join(data.raw.splits)})")
     dataset = data.datasets[split]
-    size = batch_size or run.eval.batch_size or run.train.batch_size
+    size = batch_size or DEFAULT_BATCH_SIZE
     init, init_note = initial_model(loaded)
     sites = attention_sites(loaded.model)
     if not sites:

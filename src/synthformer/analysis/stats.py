@@ -126,13 +126,14 @@ class DistanceProfile:
         if length > self.max_len or h != self.n_heads:
             raise ValueError(f"expected weights of at most {self.max_len} positions and {self.n_heads} heads, got "
                              f"shape {tuple(weights.shape)}")
-        kept = (weights * allowed).double()  # (B, H, L, L), disallowed pairs zeroed
+        kept = weights * allowed  # (B, H, L, L), disallowed pairs zeroed (in the weights' dtype: memory)
         dist = relative_distances(length, weights.device) + self.max_len - 1  # (L, L) index on the distance axis
-        self.sums.index_add_(1, dist.flatten(), kept.sum(0).reshape(h, length * length))  # (H, L, L) -> (H, L*L)
+        summed = kept.sum(0).double().reshape(h, length * length)  # (H, L, L) -> (H, L*L)
+        self.sums.index_add_(1, dist.flatten(), summed)
         self.pairs.index_add_(0, dist.flatten(), allowed.sum((0, 1)).flatten().double())  # (L, L) -> (L*L,)
         near = (relative_distances(length, weights.device).abs() <= self.window) & allowed  # (B, 1, L, L)
         rows = allowed.any(-1)  # (B, 1, L) query rows with at least one key
-        self.mass += (kept * near).sum(-1).masked_fill(~rows, 0.0).sum((0, 2))  # (B, H, L) -> (H,)
+        self.mass += (kept * near).sum(-1).masked_fill(~rows, 0.0).double().sum((0, 2))  # (B, H, L) -> (H,)
         self.rows += int(rows.sum())
         # what uniform attention over the allowed keys would put in the window: the reference the mass beats
         keys = allowed.sum(-1, keepdim=True).clamp(min=1).double()  # (B, 1, L, 1) allowed keys per query row

@@ -59,8 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="split whose examples the statistics and heatmaps use")
     p.add_argument("--batches", metavar="N", type=int, default=4,
                    help="batches of the split for the histograms and distance profiles (evenly spaced)")
-    p.add_argument("--batch-size", metavar="N", type=int, default=None,
-                   help="their size (default: the run's evaluation batch size)")
+    p.add_argument("--batch-size", metavar="N", type=int, default=8, help="their size")
     add_common_options(p)
     p.set_defaults(handler=run, default_log_level=logging.WARNING)
 
