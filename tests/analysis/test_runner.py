@@ -115,6 +115,8 @@ def test_cli_verb_and_a_study_directory(lm_run, tmp_path, capsys) -> None:
 def test_bad_inputs_fail_in_one_line(lm_run, tmp_path) -> None:
     with pytest.raises(ValueError, match=r"--example-index 999 is out of range: the valid split has \d+ examples"):
         analyze_run(lm_run.path, tmp_path / "a", example_index=999, max_batches=1)
+    with pytest.raises(RunError, match="has no 'test' split \\(it has: train, valid\\)"):
+        analyze_run(lm_run.path, tmp_path / "c", split="test")
     with pytest.raises(RunError, match="neither a run directory nor a study directory"):
         analyze(tmp_path)
     with pytest.raises(RunError, match="not found"):
