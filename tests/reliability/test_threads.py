@@ -18,6 +18,7 @@ pytestmark = pytest.mark.usefixtures("restore_logging")
     (0.3, 2, 2, False),   # an idle machine: its background load does not count
     (2.0, 2, 2, True),    # another training with two threads
     (1.0, 1, 2, False),   # one busy core, one thread: fits
+    (4.0, 1, 2, False),   # one thread has nothing to spin-wait for: --threads cannot help
     (1.0, 2, 2, True),
     (3.0, 1, 16, False),  # a big machine with room left
 ])

@@ -83,8 +83,8 @@ def _cores() -> int:
 def oversubscription_warning(threads: int, load: float, cores: int) -> str | None:
     """The warning to give when ``threads`` more threads on a machine with 1-minute ``load`` would outnumber its
     ``cores`` (by more than half a core, so an idle machine's background load does not count), else None."""
-    if load + threads <= cores + 0.5:
-        return None
+    if threads <= 1 or load + threads <= cores + 0.5:
+        return None  # one thread has no team to wait for: a busy machine only shares its cores then
     free = max(1, cores - round(load))
     return (f"this machine is busy (load {load:.1f} on {cores} cores) and this run uses {threads} threads: threads "
             f"that outnumber the cores wait for each other and throughput can collapse; pass --threads {free} "
