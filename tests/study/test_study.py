@@ -114,8 +114,13 @@ def test_figures_are_png_images_of_the_expected_size_with_content(study) -> None
     from matplotlib.image import imread
 
     from synthformer.study.curves import FIGURE_DPI, FIGURE_SIZE
+    from synthformer.study.runs import eval_curve
 
-    _, _, _, outputs = study
+    _, _, result, outputs = study
+    for record in result.records:  # the points: every evaluation, at its training time (evaluations left out)
+        curve = eval_curve(Path(record.run_dir), "bits_per_character")
+        assert [step for step, _, _ in curve] == [2, 4] and curve[-1][2] == record.valid_metric
+        assert 0 < curve[0][1] < curve[1][1] < record.wall_seconds
     assert [p.name for p in outputs.figures] == ["curves_steps.png", "curves_wall.png"]
     for path in outputs.figures:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

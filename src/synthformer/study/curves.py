@@ -2,8 +2,9 @@
 
 The paper's Figure A.7 plots each model's validation curve against time. Here every variant is one line, the mean
 over its seeds at the steps all seeds evaluated, with a band from the seeds' minimum to their maximum. Times come
-from each run's study clock (:mod:`synthformer.study.runs`); the wall-time axis of a variant is its seeds' mean
-time at each step.
+from each run's study clock (:mod:`synthformer.study.runs`): wall-clock seconds of training, the time spent
+evaluating and saving left out (it depends on how often a run is evaluated, not on the model), summed over
+sittings; a variant's time axis is its seeds' mean time at each step.
 
 matplotlib is imported when a figure is drawn (with the non-interactive Agg backend: no display needed), never
 when ``synthformer`` is imported.
@@ -34,7 +35,7 @@ class Curve:
     label: str
     steps: list[int]
     wall: list[float]
-    """Mean over seeds of the wall seconds at each step (nan where a seed has no time)."""
+    """Mean over seeds of the training seconds at each step (nan where a seed has no time)."""
     mean: list[float]
     low: list[float]
     high: list[float]
@@ -83,7 +84,7 @@ def plot_curves(curves: Sequence[Curve], metric: str, path: Path, x_axis: str = 
                     label=curve.label)
             ax.fill_between(xs, [scale * curve.low[j] for j in keep], [scale * curve.high[j] for j in keep],
                             color=color, alpha=0.2, linewidth=0)
-        ax.set_xlabel("training steps" if x_axis == "steps" else "wall time (s)")
+        ax.set_xlabel("training steps" if x_axis == "steps" else "training time (s, wall clock, evaluations excluded)")
         ax.set_ylabel(f"validation {name}" + (" (%)" if metric in PERCENT_METRICS else ""))
         ax.set_title(f"Validation {name} against {'training steps' if x_axis == 'steps' else 'wall time'} "
                      "(mean over seeds, band: min-max)")

@@ -24,8 +24,8 @@ __all__ = ["FIGURES", "StudyOutputs", "write_outputs"]
 #: The figures of a study: file name -> (x axis, caption).
 FIGURES: dict[str, tuple[str, str]] = {
     "curves_steps.png": ("steps", "Validation metric against training steps (mean over seeds, band: min-max)."),
-    "curves_wall.png": ("wall", "Validation metric against wall time, as the paper's Figure A.7 (mean over seeds, "
-                                "band: min-max)."),
+    "curves_wall.png": ("wall", "Validation metric against training wall-clock time (evaluations and checkpoints "
+                                "left out), as the paper's Figure A.7 (mean over seeds, band: min-max)."),
 }
 
 

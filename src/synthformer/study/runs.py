@@ -102,14 +102,15 @@ class RunClock:
 
 
 def eval_curve(run_dir: Path, metric: str) -> list[tuple[int, float, float]]:
-    """``(step, wall seconds, value)`` of each evaluation of ``eval_<metric>`` in a run's ``metrics.jsonl``.
+    """``(step, training seconds, value)`` of each evaluation of ``eval_<metric>`` in a run's ``metrics.jsonl``.
 
-    The wall time is the clock's at that step (``nan`` where the clock has no record, e.g. a run trained outside
-    a study).
+    Training seconds: the clock's wall time at that step less the time spent evaluating and saving (so that how
+    often a run was evaluated does not stretch its curve); ``nan`` where the clock has no record (a run trained
+    outside a study).
     """
     clock: dict[int, float] = {}
     for r in read_clock(run_dir):  # the first record of a step is its evaluation's (a checkpoint's may follow)
-        clock.setdefault(int(r["step"]), float(r["wall_s"]))
+        clock.setdefault(int(r["step"]), float(r["wall_s"]) - float(r.get("pause_s", 0.0)))
     out = []
     for record in RunDir(run_dir).read_metrics():
         value = record.get(f"eval_{metric}")
