@@ -93,7 +93,8 @@ def write_markdown(path: Path, data: dict[str, Any]) -> Path:
         f"Initial weights: {data['initialisation']}.", "",
         "## Attention weights at initialisation and after training (paper Figures 2-3)", "",
         "Each panel is one layer's weights (mixtures: each part's own softmax, then the mixture); dashed grey: at "
-        "initialisation, blue: trained. The y axis is logarithmic.", "",
+        "initialisation, blue: trained. The y axis is logarithmic. Queries with a single allowed key (a causal "
+        "layer's first) are left out: their weight is 1 whatever the model.", "",
         *_images(names, "histogram_"), "", *_histogram_table(layers), "",
         "## Attention by relative distance (query - key)", "",
         f"Mean attention weight at each distance, per layer; the shaded band is |query - key| <= {window}. The "
