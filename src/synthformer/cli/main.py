@@ -1,6 +1,6 @@
 """``synthformer``: the command line. One thin module per verb (``train``, ``eval``, ``generate``, ``compare``,
-``bench``)
-over the importable functions of :mod:`synthformer.tasks`.
+``study``, ``analyze``, ``bench``) over the importable functions of :mod:`synthformer.tasks`,
+:mod:`synthformer.study` and :mod:`synthformer.analysis`.
 
 User errors (a bad config key or value, a missing file or run directory, a run directory that would be
 overwritten) print one line naming the problem and exit with status 2, never a traceback (``--debug`` shows it).
@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import bench, compare, evaluate, generate, study, train
+from . import analyze, bench, compare, evaluate, generate, study, train
 from ._common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CliError, apply_threads, configure_logging, is_user_error
 
 __all__ = ["build_parser", "main"]
@@ -24,12 +24,13 @@ examples:
   synthformer train configs/algorithmic_reverse.yaml train.steps=300 --run-dir runs/reverse
   synthformer eval runs/reverse --beam 4
   synthformer generate runs/reverse --prompt 12345
+  synthformer analyze runs/reverse                      # attention histograms, heatmaps, alpha (paper Figs. 2-6)
   synthformer bench --preset lm-base                    # the paper's Table 4 on this machine
 
 'synthformer VERB --help' explains each verb.
 """
 
-_VERBS = (train, evaluate, generate, compare, study, bench)
+_VERBS = (train, evaluate, generate, compare, study, analyze, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
