@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="attention kinds, comma-separated (default: the paper's eight, "
                         f"{','.join(DEFAULT_KINDS)}; none with --grid alone)")
     p.add_argument("--seeds", type=int, default=3, metavar="N", help="runs per variant (seeds)")
-    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+    p.add_argument("--grid", action="append", default=None, metavar="KEY=V1,V2",
                    help="vary a config key over values (repeatable: the product of all grids and the kinds)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="study directory (default: a new runs/study-<config>-<date-time>)")
@@ -72,7 +72,7 @@ def _kinds(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             kinds += [k.strip() for k in item.split(",") if k.strip()]
     if args.kinds is not None and not kinds:
         raise CliError("--kinds: expected at least one kind, e.g. --kinds V,R,D")
-    if args.kinds is None and not args.grid:
+    if args.kinds is None and not args.grid:  # --grid alone varies the config's own kinds
         kinds = list(DEFAULT_KINDS)
     return kinds, overrides
 
@@ -83,7 +83,7 @@ def continue_command(args: argparse.Namespace, kinds: list[str], overrides: list
     if kinds:
         parts += ["--kinds", ",".join(kinds)]
     parts += ["--seeds", str(args.seeds)]
-    for grid in args.grid:
+    for grid in args.grid or []:
         parts += ["--grid", grid]
     parts += ["--out", str(out)]
     if args.threads is not None:
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     kinds, extra = _kinds(args)
     overrides = list(args.overrides) + extra
     base = load_run_config(args.config, overrides)
-    spec = StudySpec.from_run(base, kinds, parse_grid(args.grid), args.seeds, overrides)
+    spec = StudySpec.from_run(base, kinds, parse_grid(args.grid or []), args.seeds, overrides)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) if args.out else Path("runs") / f"study-{Path(args.config).stem}-{stamp}"
     variants = spec.variants
