@@ -21,7 +21,7 @@ _EPILOG = """\
 examples:
   synthformer study configs/lm_tiny_shakespeare.yaml --kinds V,R,D,R+V --seeds 3 train.steps=500
   synthformer study configs/lm_tiny_shakespeare.yaml --seeds 3      # the paper's eight variants
-  synthformer study configs/multi30k.yaml --kinds R --grid model.n_heads=2,4,8,16,32 --seeds 2   # Table 9
+  synthformer study configs/mt_multi30k_de_en.yaml --kinds R --grid model.n_heads=2,4,8,16,32 --seeds 2  # Table 9
   synthformer study configs/lm_tiny_shakespeare.yaml --kinds V,R --grid train.lr=1e-3,3e-3 --out runs/lr
 
 Each (variant, seed) is a complete run directory OUT/<variant>/seed<k> ('synthformer eval', 'generate' and
