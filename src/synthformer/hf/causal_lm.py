@@ -1,0 +1,67 @@
+"""``SynthesizerForCausalLM``: the native decoder-only language model behind ``AutoModelForCausalLM``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from torch import Tensor
+from transformers import GenerationMixin
+from transformers.modeling_outputs import CausalLMOutputWithPast
+
+from synthformer.models import token_cross_entropy
+
+from .cache import SynthesizerCache
+from .modeling_base import SynthesizerPreTrainedModel, padding_mask_from_attention
+
+__all__ = ["SynthesizerForCausalLM"]
+
+
+class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
+    """A :class:`~synthformer.models.TransformerLM` (``self.model``) with ``transformers``' interface.
+
+    ``forward(input_ids (B, L), attention_mask (B, L) | None, labels (B, L) | None, past_key_values, use_cache)``
+    returns ``CausalLMOutputWithPast`` with ``logits`` (B, L, V) and, with ``labels``, ``loss``.
+
+    Labels follow ``transformers``' convention: ``labels`` are aligned with ``input_ids`` (usually a copy, -100 at
+    ignored positions) and the model shifts them: position t predicts ``labels[:, t + 1]``. (The native model takes
+    already shifted labels; both give the same loss on the same text.)
+
+    Generation (``generate()``) decodes one token per step on the native cache (a :class:`SynthesizerCache`).
+    Positions are absolute, as in the native decoders: every prompt of a batch must have the same length (no
+    left padding; an ``attention_mask`` with zeros is refused while decoding with the cache).
+    """
+
+    arch: ClassVar[str] = "lm"
+
+    def get_output_embeddings(self):
+        return self.model.lm_head
+
+    def forward(
+        self,
+        input_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        past_key_values: SynthesizerCache | None = None,
+        use_cache: bool | None = None,
+        **kwargs: Any,
+    ) -> CausalLMOutputWithPast:
+        """See the class docstring. Other ``transformers`` arguments (``position_ids``, ``return_dict``, ...) are
+        accepted and ignored: positions follow from the cache."""
+        if input_ids is None or kwargs.get("inputs_embeds") is not None:
+            raise ValueError("SynthesizerForCausalLM needs input_ids (B, L); inputs_embeds is not supported")
+        padding_mask = padding_mask_from_attention(attention_mask)  # (B, L) or None
+        cache = self._decoding_cache(past_key_values, use_cache)
+        if cache is None:
+            logits = self.model(input_ids=input_ids, padding_mask=padding_mask)["logits"]  # (B, L, V)
+        else:
+            if padding_mask is not None:
+                raise ValueError("padded prompts cannot be decoded with the cache (positions are absolute): give "
+                                 "prompts of one length, or generate with use_cache=False")
+            if not cache.started:
+                cache.start(self.model.init_cache(input_ids.shape[0]))
+            logits, cache.native = self.model.decode_step(input_ids, cache.native)  # (B, T, V)
+        loss = None
+        if labels is not None:
+            # transformers' convention: labels aligned with input_ids; position t predicts token t + 1
+            loss = token_cross_entropy(logits[:, :-1], labels[:, 1:], self.config.label_smoothing)
+        return CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=cache)
