@@ -255,6 +255,24 @@ def test_usage_errors_exit_2(capsys) -> None:
     assert "error:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("argv", "overrides"), [
+    (["train", "c.yaml", "--run-dir", "r", "train.lr=3e-4"], ["train.lr=3e-4"]),
+    (["train", "c.yaml", "a=1", "--resume", "b=2"], ["a=1", "b=2"]),
+    (["study", "c.yaml", "--kinds", "V,R", "--seeds", "3", "train.steps=500", "--out", "x"], ["train.steps=500"]),
+    (["compare", "--steps", "3", "model.d_model=16"], ["model.d_model=16"]),
+])
+def test_overrides_after_options_are_still_overrides(argv: list[str], overrides: list[str]) -> None:
+    from synthformer.cli.main import _parse
+
+    assert _parse(build_parser(), argv).overrides == overrides
+
+
+def test_an_unknown_option_after_overrides_is_still_an_error(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "c.yaml", "a=1", "--frobnicate", "b=2"])
+    assert "synthformer train: error: unrecognized arguments: --frobnicate" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the shipped configs on the shared development data (skipped where that folder does not exist)
 

@@ -61,6 +61,12 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     report it as the top-level program's ("synthformer: error: ...", with the top-level usage), unlike every other
     error of the verb."""
     args, unknown = parser.parse_known_args(argv)
+    # Config overrides given after an option ("train CONFIG --run-dir R train.lr=3e-4"): argparse stops
+    # collecting a positional list at the first option, so they come back as unknown. They are still overrides.
+    late = [a for a in unknown if "=" in a and not a.startswith("-")]
+    if late and hasattr(args, "overrides"):
+        args.overrides = [*args.overrides, *late]
+        unknown = [a for a in unknown if a not in late]
     if unknown:
         args.verb_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args
