@@ -21,19 +21,20 @@ import json
 import logging
 import os
 import pickle
-import random
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_model, save_model
+from safetensors.torch import load_model, save_file, save_model
 from torch import nn
+
+from .rng import capture_rng_state, restore_rng_state
 
 __all__ = [
     "CHECKPOINTS_DIR",
@@ -70,50 +71,6 @@ _OLD_PREFIX = ".old-"
 def checkpoint_name(step: int) -> str:
     """Directory name of the checkpoint at ``step`` (zero-padded so names sort like steps)."""
     return f"step_{step:06d}"
-
-
-# --------------------------------------------------------------------------------------------------------------
-# RNG state
-
-
-def capture_rng_state() -> dict[str, Any]:
-    """Snapshot the global RNGs (torch CPU, CUDA if present, python ``random``, numpy's legacy global RNG).
-
-    The result holds only tensors and primitives so it can be saved and loaded with ``weights_only=True``.
-    """
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
-    state: dict[str, Any] = {
-        "torch": torch.get_rng_state(),
-        "python": random.getstate(),
-        "numpy": {
-            "kind": str(kind),
-            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
-            "pos": int(pos),
-            "has_gauss": int(has_gauss),
-            "cached_gaussian": float(cached),
-        },
-    }
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _as_tuple(x: Any) -> Any:
-    # random.setstate needs tuples; some serialisers turn them into lists.
-    return tuple(_as_tuple(v) for v in x) if isinstance(x, (list, tuple)) else x
-
-
-def restore_rng_state(state: dict[str, Any]) -> None:
-    """Restore what :func:`capture_rng_state` captured."""
-    torch.set_rng_state(state["torch"])
-    random.setstate(_as_tuple(state["python"]))
-    npst = state["numpy"]
-    np.random.set_state(
-        (npst["kind"], npst["keys"].numpy().astype(np.uint32), npst["pos"], npst["has_gauss"],
-         npst["cached_gaussian"])
-    )
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -208,9 +165,9 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
 def save_checkpoint(
     run_dir: str | Path,
     step: int,
-    model: nn.Module,
+    model: nn.Module | Mapping[str, torch.Tensor],
     *,
-    optimizer: torch.optim.Optimizer | None = None,
+    optimizer: torch.optim.Optimizer | Mapping[str, Any] | None = None,
     scheduler: Any | None = None,
     rng_states: list[dict[str, Any]] | None = None,
     trainer_state: dict[str, Any] | None = None,
@@ -219,7 +176,9 @@ def save_checkpoint(
     """Write ``RUN/checkpoints/step_XXXXXX`` atomically, point ``latest`` at it, prune to ``max_checkpoints``.
 
     Args:
-        model: the *unwrapped* module (not the DDP wrapper); tied parameters are stored once.
+        model: the *unwrapped* module (not the DDP wrapper); tied parameters are stored once. Or its full state
+            dict, tied tensors already stored once (what a sharded model gathers: see :mod:`.distributed`).
+        optimizer: the optimizer, or its ``state_dict()`` (gathered in the same form).
         rng_states: one :func:`capture_rng_state` dict per process (index = rank).
         trainer_state: JSON-serialisable loop state (step, data position, ...); ``step`` is added.
         max_checkpoints: keep only the newest N checkpoints (0 keeps all); the new one is never pruned.
@@ -234,9 +193,13 @@ def save_checkpoint(
     tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{name}-", dir=root))
     old: Path | None = None
     try:
-        save_model(model, str(tmp / MODEL_FILE), metadata={"step": str(step)})
+        metadata = {"step": str(step)}
+        if isinstance(model, Mapping):
+            save_file({k: v.contiguous() for k, v in model.items()}, str(tmp / MODEL_FILE), metadata=metadata)
+        else:
+            save_model(model, str(tmp / MODEL_FILE), metadata=metadata)
         if optimizer is not None:
-            torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
+            torch.save(optimizer if isinstance(optimizer, Mapping) else optimizer.state_dict(), tmp / OPTIMIZER_FILE)
         if scheduler is not None:
             torch.save(scheduler.state_dict(), tmp / SCHEDULER_FILE)
         if rng_states is not None:
