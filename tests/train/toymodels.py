@@ -100,3 +100,12 @@ def state_equal(a: nn.Module, b: nn.Module) -> bool:
     """True if every tensor of the two state dicts is bit-identical."""
     sa, sb = a.state_dict(), b.state_dict()
     return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def tiny_lm(vocab: int = 16) -> nn.Module:
+    """A real synthformer language model, as small as it gets: 2 blocks of width 16, ``R+V`` attention, no
+    dropout (so runs on different numbers of processes can be compared step by step)."""
+    from synthformer.models import LMConfig, build_model
+
+    return build_model(LMConfig(vocab_size=vocab, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=16,
+                                dropout=0.0, decoder_kind="R+V"))

@@ -91,6 +91,13 @@ class TrainConfig:
     """Keep only the newest N checkpoints (0: keep all)."""
     num_workers: int = 0
     """DataLoader worker processes for map-style datasets."""
+    distributed: Literal["ddp", "fsdp"] = "ddp"
+    """How several processes (``torchrun``, ``accelerate launch``) share the model: ``ddp`` keeps a whole copy of
+    the weights and optimizer state on each; ``fsdp`` shards them (PyTorch FSDP2, ``fully_shard``), each process
+    holding 1/N. The same checkpoints either way; ignored by a single process (docs/distributed.md)."""
+    fsdp_units: list[str] = dataclasses.field(default_factory=lambda: ["TransformerBlock"])
+    """With ``fsdp``: class names of the submodules sharded as units of their own (gathered one at a time in
+    forward and backward); the rest of the model is one more unit."""
 
     def __post_init__(self) -> None:
         # Validate eagerly so a bad value fails at load time, not 10 000 steps in.
@@ -109,13 +116,18 @@ class TrainConfig:
             raise ConfigError(f"lr: expected a finite value > 0, got {self.lr!r}")
         if self.min_lr > self.lr:
             raise ConfigError(f"min_lr: must not exceed lr ({self.lr}), got {self.min_lr!r}")
-        choices = {"optimizer": ("adamw", "adafactor"), "schedule": ("inverse_sqrt", "cosine", "constant")}
+        choices = {"optimizer": ("adamw", "adafactor"), "schedule": ("inverse_sqrt", "cosine", "constant"),
+                   "distributed": ("ddp", "fsdp")}
         for name, valid in choices.items():
             if getattr(self, name) not in valid:
                 raise ConfigError(f"{name}: expected one of {list(valid)}, got {getattr(self, name)!r}")
         self.betas = tuple(self.betas)  # a YAML list arrives as a list
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             raise ConfigError(f"betas: expected two values in [0, 1), got {self.betas!r}")
+        if not isinstance(self.fsdp_units, (list, tuple)) or not all(
+                isinstance(u, str) and u for u in self.fsdp_units):
+            raise ConfigError(f"fsdp_units: expected a list of class names, got {self.fsdp_units!r}")
+        self.fsdp_units = list(self.fsdp_units)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from torch import nn
 
 from .checkpoint import capture_rng_state, latest_checkpoint, save_checkpoint
 from .config import TrainConfig, to_dict
+from .distributed import full_model_state, full_optimizer_state, unsharded
 from .hooks import preserved_rng
 from .loader import BatchStream, eval_batches
 from .rundir import RunDir
@@ -64,6 +65,7 @@ class Recorder:
     accelerator: Accelerator
     model: nn.Module
     is_main: bool
+    sharded: bool
     rank: int
     world_size: int
     step: int
@@ -163,7 +165,7 @@ class Recorder:
         result: dict[str, Any] = {}
         model.eval()
         try:
-            with preserved_rng(), torch.no_grad():
+            with preserved_rng(), torch.no_grad(), unsharded(model):
                 if self.eval_data is not None:
                     result["eval_loss"] = self._eval_loss(model)
                 if self.eval_fn is not None:
@@ -209,11 +211,14 @@ class Recorder:
             "config": to_dict(self.config),
         }
 
-    def _write_checkpoint(self, rng_states: list[dict[str, Any]], batches: int, tokens: int) -> Path:
+    def _write_checkpoint(self, rng_states: list[dict[str, Any]], batches: int, tokens: int,
+                          gathered: tuple[dict[str, Any], dict[str, Any]] | None = None) -> Path:
+        """Save on the main process; ``gathered``: the whole model and optimizer states of a sharded model."""
+        model, optimizer = gathered or (self.accelerator.unwrap_model(self.model), self._optimizer)
         try:
             path = save_checkpoint(
-                self.rundir.path, self.step, self.accelerator.unwrap_model(self.model),
-                optimizer=self._optimizer, scheduler=self.scheduler, rng_states=rng_states,
+                self.rundir.path, self.step, model,
+                optimizer=optimizer, scheduler=self.scheduler, rng_states=rng_states,
                 trainer_state=self._trainer_state(batches, tokens), max_checkpoints=self.config.max_checkpoints,
             )
         except OSError as err:  # a full disk, a quota, a vanished mount: say what is safe and how to go on
@@ -234,9 +239,12 @@ class Recorder:
             torch.distributed.all_gather_object(states, state)
         else:
             states = [state]
+        gathered = None
+        if self.sharded:  # collectives: every process sends its shards, the main process gets the whole
+            gathered = full_model_state(self.model), full_optimizer_state(self.model, self._optimizer)
         path = None
         if self.is_main:
-            path = self._write_checkpoint(states, self.batches_consumed, self.tokens_seen)
+            path = self._write_checkpoint(states, self.batches_consumed, self.tokens_seen, gathered)
         self._last_saved_step = self.step
         self.accelerator.wait_for_everyone()
         return path

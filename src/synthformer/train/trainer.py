@@ -2,7 +2,8 @@
 
 Any ``nn.Module`` whose ``forward(**batch)`` returns a mapping with a scalar ``"loss"`` (docs/CONTRACTS.md)
 can be trained. The loop is built on ``accelerate.Accelerator``, so the same script runs on one CPU, one GPU, or
-under ``torchrun --nproc_per_node=N`` / ``accelerate launch`` with DDP (gloo on CPU).
+under ``torchrun --nproc_per_node=N`` / ``accelerate launch`` with DDP (gloo on CPU), or with the model, its
+gradients and optimizer state sharded by FSDP2 (``train.distributed: fsdp``, :mod:`~synthformer.train.distributed`).
 
 Resume is exact: model, optimizer, scheduler, every process's RNG state and the data position are
 checkpointed, so ``kill`` + ``resume=True`` gives bit-identical weights to an uninterrupted run on the same
@@ -29,8 +30,16 @@ from accelerate.utils import send_to_device
 from torch import nn
 from tqdm.auto import tqdm
 
-from .checkpoint import CheckpointError, atomic_write_text, capture_rng_state, load_checkpoint, restore_rng_state
+from .checkpoint import (
+    CheckpointError,
+    atomic_write_text,
+    capture_rng_state,
+    load_checkpoint,
+    load_model_weights,
+    restore_rng_state,
+)
 from .config import TrainConfig, dump_config, to_dict
+from .distributed import ShardedOptimizerState, as_float, gradient_sync, shard_model
 from .hooks import (
     InterruptGuard,
     any_process,
@@ -54,7 +63,9 @@ class Trainer(Recorder):
 
     Constructing a Trainer seeds the global RNGs with ``config.seed + rank`` (or restores them from the
     checkpoint when resuming), builds the optimizer and schedule from ``config``, and wraps the model with
-    ``accelerator.prepare`` (DDP when several processes run). ``config.batch_size`` is per process and
+    ``accelerator.prepare`` (DDP when several processes run; with ``config.distributed == "fsdp"`` it shards the
+    model with FSDP2 instead, and ``self.model`` holds only this process's shards). ``config.batch_size`` is per
+    process and
     micro-batch; an optimizer step sees ``batch_size * grad_accum * world_size`` examples.
 
     Args:
@@ -160,10 +171,20 @@ class Trainer(Recorder):
 
         # Per-process seeds: model replicas are synchronised by DDP, while dropout masks should differ.
         seed_everything(config.seed + self.rank)
+        self.sharded = config.distributed == "fsdp" and self.world_size > 1
+        if self.sharded:
+            if resume_from is not None:
+                # whole weights into the whole model: sharding then cuts each process's part out of them
+                load_model_weights(resume_from, model)
+            model = shard_model(model, config.fsdp_units, acc.device)
+        # After sharding: FSDP2 replaces the parameters by sharded ones, which the optimizer must hold.
         self._optimizer = build_optimizer(model, config)
         self.scheduler = build_scheduler(self._optimizer, config)
-        # The scheduler is deliberately not prepared: accelerate would step it once per process per step.
-        self.model, self.optimizer = acc.prepare(model, self._optimizer)
+        if self.sharded:  # accelerate would wrap the sharded model in DDP on CPU
+            self.model, self.optimizer = model, self._optimizer
+        else:
+            # The scheduler is deliberately not prepared: accelerate would step it once per process per step.
+            self.model, self.optimizer = acc.prepare(model, self._optimizer)
 
         self.step = 0
         self.batches_consumed = 0
@@ -171,7 +192,9 @@ class Trainer(Recorder):
         ckpt = None
         if resume_from is not None:
             ckpt = load_checkpoint(
-                resume_from, acc.unwrap_model(self.model), optimizer=self._optimizer, scheduler=self.scheduler,
+                resume_from, None if self.sharded else acc.unwrap_model(self.model),
+                optimizer=ShardedOptimizerState(model, self._optimizer) if self.sharded else self._optimizer,
+                scheduler=self.scheduler,
                 map_location="cpu",  # optimizer.load_state_dict moves the state next to each parameter
             )
             self._check_resumed_state(ckpt.trainer_state)
@@ -269,7 +292,8 @@ class Trainer(Recorder):
             n_tokens = int(self.token_counter(batch))
             # Gradients are all-reduced only on the last micro-batch of the step.
             last = micro == cfg.grad_accum - 1
-            with contextlib.nullcontext() if last else acc.no_sync(self.model):
+            no_sync = gradient_sync(self.model, False) if self.sharded else acc.no_sync(self.model)
+            with contextlib.nullcontext() if last else no_sync:
                 loss = self._forward(self.model, batch)
                 # Mean of the micro-batch means: each micro-batch counts equally.
                 acc.backward(loss / cfg.grad_accum)
@@ -282,7 +306,7 @@ class Trainer(Recorder):
         self._in_update = True
         grad_norm = None
         if cfg.grad_clip > 0:
-            grad_norm = float(acc.clip_grad_norm_(self.model.parameters(), cfg.grad_clip))
+            grad_norm = as_float(acc.clip_grad_norm_(self.model.parameters(), cfg.grad_clip))
         self._step_lr = self._optimizer.param_groups[0]["lr"]
         self.optimizer.step()
         self.scheduler.step()
@@ -368,6 +392,10 @@ class Trainer(Recorder):
         if self._last_saved_step == self.step:
             return
         rng, batches, tokens = pending or (capture_rng_state(), self.batches_consumed, self.tokens_seen)
+        if self.sharded:  # the whole weights cannot be gathered without the other processes
+            logger.error("interrupted: a sharded model is saved only at a step boundary (Ctrl-C once); the last "
+                         "checkpoint stands")
+            return
         # Other processes may be anywhere, so no collectives: the main process saves its own RNG state only.
         if self.is_main:
             self._write_checkpoint([rng], batches, tokens)
