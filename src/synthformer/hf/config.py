@@ -80,7 +80,7 @@ class SynthesizerConfig(PretrainedConfig):
             if key != "arch":
                 object.__setattr__(self, key, value)
         kwargs.setdefault("is_encoder_decoder", arch == "seq2seq")
-        if arch == "classifier":
+        if arch == "classifier" and not kwargs.get("id2label"):
             kwargs.setdefault("num_labels", typed.num_classes)
         super().__init__(**kwargs)
         if arch == "classifier" and self.num_labels != typed.num_classes:
