@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import analyze, bench, compare, evaluate, generate, study, train
+from . import analyze, bench, compare, evaluate, export, generate, study, train
 from ._common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CliError, apply_threads, configure_logging, is_user_error
 
 __all__ = ["build_parser", "main"]
@@ -30,7 +30,7 @@ examples:
 'synthformer VERB --help' explains each verb.
 """
 
-_VERBS = (train, evaluate, generate, compare, study, analyze, bench)
+_VERBS = (train, evaluate, generate, compare, study, analyze, bench, export)
 
 
 def build_parser() -> argparse.ArgumentParser:
