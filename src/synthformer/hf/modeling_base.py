@@ -67,6 +67,9 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
     _no_split_modules: ClassVar[list[str]] = ["TransformerBlock"]
     #: the native architecture a wrapper class serves (``SynthesizerConfig.arch``)
     arch: ClassVar[str] = ""
+    #: the losses are means over the batch's counted targets, not sums: tells the HF Trainer (which would
+    #: otherwise infer it from ``**kwargs`` in ``forward``) to average over gradient-accumulation steps itself
+    accepts_loss_kwargs: ClassVar[bool] = False
 
     def __init__(self, config: SynthesizerConfig, native: nn.Module | None = None) -> None:
         if config.arch != self.arch:
