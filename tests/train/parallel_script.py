@@ -1,6 +1,6 @@
 """Run by test_distributed.py under ``torchrun --standalone --nproc_per_node=2`` (gloo on CPU): ``MODE ROOT``.
 
-Trains :func:`toymodels.tiny_lm` for 6 steps with ``train.distributed=MODE`` into ROOT/two, then resumes
+Trains :func:`toymodels.tiny_seq2seq` for 6 steps with ``train.distributed=MODE`` into ROOT/two, then resumes
 ROOT/one_to_two (a single-process run the test rewound to its step-3 checkpoint) to step 6. Writes for the test:
 each rank's whole weights at the end of ROOT/two (``two-rank{r}``) and right after the resume
 (``resumed-rank{r}``), gathered from the shards under FSDP, and how the model was sharded (``shards.json``).
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
-from toymodels import CountingDataset, tiny_lm
+from toymodels import CountingPairs, tiny_seq2seq
 
 from synthformer.train import TrainConfig, Trainer, seed_everything
 
@@ -22,11 +22,25 @@ from synthformer.train import TrainConfig, Trainer, seed_everything
 BATCH = 4
 
 
+def probe(model: torch.nn.Module) -> dict[str, float]:
+    """An eval function that runs the model on the main process only, by ``forward`` and by the decoding methods
+    (which FSDP does not hook): evaluation must need no collectives (under FSDP the weights are unsharded for it),
+    or this would wait for the other process forever."""
+    if torch.distributed.get_rank() != 0:
+        return {}
+    batch = {k: v[None] for k, v in CountingPairs(1, seed=2)[0].items()}
+    memory, mask = model.encode(batch["src_ids"], None)
+    logits, _ = model.decode_step(batch["tgt_ids"][:, :1], model.init_cache(memory, mask))
+    return {"probe": model(**batch)["loss"].item(), "probe_token": logits.argmax().item()}
+
+
 def make(run_dir: Path, mode: str, **kwargs) -> Trainer:
     seed_everything(0)
-    cfg = TrainConfig(steps=6, batch_size=BATCH, grad_accum=2, lr=1e-2, warmup_steps=2, save_every=1, log_every=1,
-                      max_checkpoints=0, distributed=mode)
-    return Trainer(tiny_lm(), CountingDataset(64), cfg, run_dir, progress=False, **kwargs)
+    cfg = TrainConfig(steps=6, batch_size=BATCH, grad_accum=2, lr=1e-2, schedule="constant", save_every=1, log_every=1,
+                      eval_every=3, max_checkpoints=0, distributed=mode)
+    # 9 eval examples: 5 on rank 0 (2 batches), 4 on rank 1 (1 batch)
+    return Trainer(tiny_seq2seq(), CountingPairs(64), cfg, run_dir, eval_data=CountingPairs(9, seed=1),
+                   eval_fn=probe, progress=False, **kwargs)
 
 
 def whole_weights(trainer: Trainer) -> dict[str, torch.Tensor]:

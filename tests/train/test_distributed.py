@@ -48,24 +48,27 @@ def test_torchrun_two_processes_train_and_agree(tmp_path):
 # ----------------------------------------------------------------------------------------------------------------
 # DDP and FSDP2 against one process on the same global batch; checkpoints moved between world sizes
 
-#: Tolerances of 2 processes against 1 on the same global batch: the same sums in another order (float32). Losses
-#: and most weights agree to 1e-5 after 6 steps; the attention's key biases do not: softmax ignores them, so their
-#: true gradient is 0 and what they get is rounding noise, which AdamW scales up to a sizeable part of an update
-#: (measured 2.5e-4 after 6 steps at lr 1e-2). The bound is a tenth of one full update.
+#: Tolerances of 2 processes against 1 on the same global batch: the same sums in another order (float32). AdamW
+#: divides each gradient by its own running size, so the rounding differences of small gradients reach the weights
+#: relatively unshrunk: 1e-4 is a hundredth of one update at lr 1e-2.
 LOSS_TOL = 1e-5
-WEIGHT_TOL = 1e-3
+WEIGHT_TOL = 1e-4
+#: Key biases are compared apart: softmax over the keys ignores a key bias, so its true gradient is 0 and what it
+#: gets is rounding noise, which AdamW scales up to a sizeable part of an update whatever the order of the sums.
+KEY_BIAS_TOL = 0.2 * 1e-2 * 6  # a fifth of 6 full updates
 
 
 def train_one(run_dir: Path, *, resume: bool = False):
     """One process, the global batch of parallel_script.py (2 x 4 examples) in one batch of 8."""
-    from toymodels import CountingDataset, tiny_lm
+    from toymodels import CountingPairs, tiny_seq2seq
 
     from synthformer.train import TrainConfig, Trainer, seed_everything
 
     seed_everything(0)
-    cfg = TrainConfig(steps=6, batch_size=8, grad_accum=2, lr=1e-2, warmup_steps=2, save_every=1, log_every=1,
-                      max_checkpoints=0)
-    return Trainer(tiny_lm(), CountingDataset(64), cfg, run_dir, progress=False, resume=resume)
+    cfg = TrainConfig(steps=6, batch_size=8, grad_accum=2, lr=1e-2, schedule="constant", save_every=1, log_every=1,
+                      eval_every=3, max_checkpoints=0)
+    return Trainer(tiny_seq2seq(), CountingPairs(64), cfg, run_dir, eval_data=CountingPairs(9, seed=1),
+                   progress=False, resume=resume)
 
 
 def rewind(src: Path, dst: Path, step: int) -> Path:
@@ -82,14 +85,23 @@ def weights(run: Path, step: int) -> dict[str, torch.Tensor]:
     return load_file(run / "checkpoints" / f"step_{step:06d}" / "model.safetensors")
 
 
-def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], key_bias: bool = False) -> float:
+    """Max abs difference over every tensor, the key biases left out; or over the key biases alone."""
     assert a.keys() == b.keys()
-    return max(float((a[k] - b[k]).abs().max()) for k in a)
+    diffs = []
+    for k in a:
+        d = (a[k] - b[k]).abs()
+        if k.endswith("qk.bias"):  # (2 d,): query bias, then key bias
+            diffs.append(d[d.numel() // 2:] if key_bias else d[: d.numel() // 2])
+        elif k.endswith("key.bias") == key_bias:
+            diffs.append(d)
+    return max(float(d.max()) for d in diffs)
 
 
-def losses(run: Path) -> dict[int, float]:
+def metric(run: Path, name: str = "loss") -> dict[int, float]:
+    """``name`` by step in the run's metrics.jsonl."""
     lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
-    return {d["step"]: d["loss"] for d in lines if "loss" in d}
+    return {d["step"]: d[name] for d in lines if name in d}
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +131,10 @@ def test_two_processes_equal_one_and_checkpoints_move_between_world_sizes(mode, 
     assert all(torch.equal(rank0[k], v) for k, v in weights(two, 6).items())
     if mode == "fsdp":  # sharded indeed: each block is a unit, and each process holds part of every block tensor
         shards = json.loads((tmp_path / "shards.json").read_text())
-        # fully_shard subclasses each unit: FSDPTransformerLM, FSDPTransformerBlock
-        assert shards["units"] == ["FSDPTransformerLM", "FSDPTransformerBlock", "FSDPTransformerBlock"]
-        blocks = {n: s for n, s in shards["sizes"].items() if n.startswith("decoder.layers.")}
+        # fully_shard subclasses each unit (TransformerBlock -> FSDPTransformerBlock)
+        assert shards["units"] == ["FSDPSeq2SeqTransformer", "FSDPTransformerBlock", "FSDPTransformerBlock",
+                                   "FSDPSynthesizerCrossAttention"]
+        blocks = {n: s for n, s in shards["sizes"].items() if ".layers." in n}
         assert blocks and all(local < whole for local, whole in blocks.values())
 
     # The same checkpoint format as one process (tied weights once, the optimizer's numbered state)...
@@ -133,10 +146,14 @@ def test_two_processes_equal_one_and_checkpoints_move_between_world_sizes(mode, 
     measured["exp_avg step 3"] = max(float((opt_one["state"][i]["exp_avg"] - s["exp_avg"]).abs().max())
                                      for i, s in opt_two["state"].items())
     # ... and the same numbers: first loss, weights after step 1 and after step 6.
-    loss_one, loss_two = losses(single), losses(two)
+    loss_one, loss_two = metric(single), metric(two)
     measured["loss"] = max(abs(loss_one[s] - loss_two[s]) for s in range(1, 7))
+    measured["eval loss"] = max(abs(metric(single, "eval_loss")[s] - metric(two, "eval_loss")[s]) for s in (3, 6))
+    measured["grad norm"] = max(abs(metric(single, "grad_norm")[s] - metric(two, "grad_norm")[s]) for s in (1, 6))
+    assert sorted(metric(two, "eval_probe")) == [3, 6]  # a forward pass on one process alone did not hang
     measured["weights step 1"] = max_diff(weights(single, 1), weights(two, 1))
     measured["weights step 6"] = max_diff(weights(single, 6), weights(two, 6))
+    measured["key bias step 6"] = max_diff(weights(single, 6), weights(two, 6), key_bias=True)
 
     # 1 -> 2: the resumed processes start from the checkpoint's weights and end where one process did.
     resumed = tmp_path / "one_to_two"
@@ -144,7 +161,7 @@ def test_two_processes_equal_one_and_checkpoints_move_between_world_sizes(mode, 
         start = load_file(tmp_path / f"resumed-rank{r}.safetensors")
         assert all(torch.equal(start[k], v) for k, v in weights(single, 3).items())
     measured["1->2 weights step 6"] = max_diff(weights(single, 6), weights(resumed, 6))
-    measured["1->2 loss"] = max(abs(loss_one[s] - losses(resumed)[s]) for s in range(4, 7))
+    measured["1->2 loss"] = max(abs(loss_one[s] - metric(resumed)[s]) for s in range(4, 7))
 
     # 2 -> 1: likewise, in this process.
     back = rewind(two, tmp_path / "two_to_one", 3)
@@ -154,9 +171,9 @@ def test_two_processes_equal_one_and_checkpoints_move_between_world_sizes(mode, 
         assert all(torch.equal(state[k], v) for k, v in weights(two, 3).items())
         trainer.train()
     measured["2->1 weights step 6"] = max_diff(weights(two, 6), weights(back, 6))
-    measured["2->1 loss"] = max(abs(loss_two[s] - losses(back)[s]) for s in range(4, 7))
+    measured["2->1 loss"] = max(abs(loss_two[s] - metric(back)[s]) for s in range(4, 7))
 
     print(f"\n{mode} max abs differences:", {k: f"{v:.1e}" for k, v in measured.items()})
     assert loss_two[6] < loss_two[1]  # it learned
     for key, value in measured.items():
-        assert value <= (LOSS_TOL if "loss" in key else WEIGHT_TOL), (key, value)
+        assert value <= (LOSS_TOL if "loss" in key else KEY_BIAS_TOL if "key" in key else WEIGHT_TOL), (key, value)

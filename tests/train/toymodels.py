@@ -102,10 +102,19 @@ def state_equal(a: nn.Module, b: nn.Module) -> bool:
     return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
-def tiny_lm(vocab: int = 16) -> nn.Module:
-    """A real synthformer language model, as small as it gets: 2 blocks of width 16, ``R+V`` attention, no
-    dropout (so runs on different numbers of processes can be compared step by step)."""
-    from synthformer.models import LMConfig, build_model
+class CountingPairs(CountingDataset):
+    """:class:`CountingDataset` for an encoder-decoder: the source is the sequence, the decoder reads it too."""
 
-    return build_model(LMConfig(vocab_size=vocab, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=16,
-                                dropout=0.0, decoder_kind="R+V"))
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        example = super().__getitem__(i)
+        return {"src_ids": example["input_ids"], "tgt_ids": example["input_ids"], "labels": example["labels"]}
+
+
+def tiny_seq2seq(vocab: int = 16) -> nn.Module:
+    """A real synthformer encoder-decoder, as small as it gets: one encoder and one decoder block of width 16,
+    ``R+V`` self-attention, dot-product cross-attention, shared tied embeddings, no dropout (so runs on different
+    numbers of processes can be compared step by step)."""
+    from synthformer.models import Seq2SeqConfig, build_model
+
+    return build_model(Seq2SeqConfig(vocab_size=vocab, d_model=16, n_heads=2, n_layers=1, n_decoder_layers=1,
+                                     d_ff=32, max_len=16, dropout=0.0, encoder_kind="R+V", decoder_kind="R+V"))

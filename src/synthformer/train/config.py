@@ -95,9 +95,13 @@ class TrainConfig:
     """How several processes (``torchrun``, ``accelerate launch``) share the model: ``ddp`` keeps a whole copy of
     the weights and optimizer state on each; ``fsdp`` shards them (PyTorch FSDP2, ``fully_shard``), each process
     holding 1/N. The same checkpoints either way; ignored by a single process (docs/distributed.md)."""
-    fsdp_units: list[str] = dataclasses.field(default_factory=lambda: ["TransformerBlock"])
+    fsdp_units: list[str] = dataclasses.field(
+        default_factory=lambda: ["TransformerBlock", "SynthesizerCrossAttention"])
     """With ``fsdp``: class names of the submodules sharded as units of their own (gathered one at a time in
     forward and backward); the rest of the model is one more unit."""
+    fsdp_forward_methods: list[str] = dataclasses.field(default_factory=lambda: ["memory_kv"])
+    """With ``fsdp``: methods other than ``forward`` that the model calls on a unit directly (the decoder's
+    cross-attention keys of the encoder output); the unit's weights are gathered for them too."""
 
     def __post_init__(self) -> None:
         # Validate eagerly so a bad value fails at load time, not 10 000 steps in.
@@ -124,10 +128,11 @@ class TrainConfig:
         self.betas = tuple(self.betas)  # a YAML list arrives as a list
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             raise ConfigError(f"betas: expected two values in [0, 1), got {self.betas!r}")
-        if not isinstance(self.fsdp_units, (list, tuple)) or not all(
-                isinstance(u, str) and u for u in self.fsdp_units):
-            raise ConfigError(f"fsdp_units: expected a list of class names, got {self.fsdp_units!r}")
-        self.fsdp_units = list(self.fsdp_units)
+        for name in ("fsdp_units", "fsdp_forward_methods"):
+            names = getattr(self, name)
+            if not isinstance(names, (list, tuple)) or not all(isinstance(u, str) and u for u in names):
+                raise ConfigError(f"{name}: expected a list of names, got {names!r}")
+            setattr(self, name, list(names))
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -58,13 +58,18 @@ def is_sharded(model: nn.Module) -> bool:
     return isinstance(model, _fsdp().FSDPModule)
 
 
-def shard_model(model: nn.Module, units: Sequence[str], device: torch.device) -> nn.Module:
+def shard_model(model: nn.Module, units: Sequence[str], device: torch.device,
+                forward_methods: Sequence[str] = ()) -> nn.Module:
     """Shard ``model`` over all processes with FSDP2 (collective); returns it (``fully_shard`` works in place).
 
     The weights of the main process are first broadcast to the others, as DDP does when it wraps a model:
     ``fully_shard`` cuts each process's slice out of that process's own copy, so differently initialised
     copies would otherwise be mixed silently. Units are sharded innermost first (FSDP2 needs children before
     their parents); a name in ``units`` that matches no submodule is only logged (the root is then one unit).
+
+    A unit's weights are gathered when its ``forward`` runs. A model that calls another method of a unit directly
+    (the decoder computes each layer's cross-attention keys with ``memory_kv`` before running the layer) needs
+    that method named in ``forward_methods``: FSDP then gathers the weights for it as well.
     """
     fsdp = _fsdp()
     from torch.distributed.device_mesh import init_device_mesh
@@ -76,15 +81,20 @@ def shard_model(model: nn.Module, units: Sequence[str], device: torch.device) ->
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))
     wanted = set(units)
     found = [m for m in model.modules() if m is not model and type(m).__name__ in wanted]
+    # names now: fully_shard renames each unit's class (TransformerBlock -> FSDPTransformerBlock)
+    missing, name = wanted - {type(m).__name__ for m in found}, type(model).__name__
     # modules() lists parents before their children: reversed, every child comes before its parent
     for module in reversed(found):
         fsdp.fully_shard(module, mesh=mesh, reshard_after_forward=True)
     # the root's weights are needed again as soon as backward starts: they stay gathered between the passes
     fsdp.fully_shard(model, mesh=mesh, reshard_after_forward=False)
-    missing = wanted - {type(m).__name__ for m in found}
+    for module in [*found, model]:
+        for method in forward_methods:
+            if callable(getattr(module, method, None)):
+                fsdp.register_fsdp_forward_method(module, method)
     if missing:
         logger.info("fsdp: no submodule of class %s in %s; sharded as %d unit(s) plus the root",
-                    ", ".join(sorted(missing)), type(model).__name__, len(found))
+                    ", ".join(sorted(missing)), name, len(found))
     return model
 
 
@@ -104,16 +114,15 @@ def _param_names(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[str
 def full_model_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """The whole state dict of a sharded model, on the CPU of the main process (collective; ``{}`` elsewhere).
 
-    Tied parameters are gathered once per name; all but the first name are dropped, as ``safetensors`` stores a
-    tie (loading restores it)."""
+    Tied parameters are gathered once per name; only the alphabetically first name is kept, the one
+    ``safetensors.torch.save_model`` keeps for a single process (loading restores the tie)."""
     state = _state_dict_api().get_model_state_dict(model, options=_options(cpu_offload=True))
-    first: dict[int, str] = {}
-    aliases = []
+    names: dict[int, list[str]] = {}
     for name, param in model.named_parameters(remove_duplicate=False):
-        if first.setdefault(id(param), name) != name:
-            aliases.append(name)
-    for name in aliases:
-        state.pop(name, None)
+        names.setdefault(id(param), []).append(name)
+    for tied in names.values():
+        for name in sorted(tied)[1:]:
+            state.pop(name, None)
     return state
 
 

@@ -38,7 +38,7 @@ from .checkpoint import (
     load_model_weights,
     restore_rng_state,
 )
-from .config import TrainConfig, dump_config, to_dict
+from .config import ConfigError, TrainConfig, dump_config, to_dict
 from .distributed import ShardedOptimizerState, as_float, gradient_sync, shard_model
 from .hooks import (
     InterruptGuard,
@@ -171,12 +171,16 @@ class Trainer(Recorder):
 
         # Per-process seeds: model replicas are synchronised by DDP, while dropout masks should differ.
         seed_everything(config.seed + self.rank)
+        if acc.distributed_type.value in ("FSDP", "DEEPSPEED", "MEGATRON_LM"):
+            # their wrappers hold flattened or partitioned weights, which checkpoints here cannot save whole
+            raise ConfigError(f"accelerate is configured for {acc.distributed_type.value}: launch without its "
+                              "fsdp/deepspeed options and set train.distributed=fsdp to shard the model")
         self.sharded = config.distributed == "fsdp" and self.world_size > 1
         if self.sharded:
             if resume_from is not None:
                 # whole weights into the whole model: sharding then cuts each process's part out of them
                 load_model_weights(resume_from, model)
-            model = shard_model(model, config.fsdp_units, acc.device)
+            model = shard_model(model, config.fsdp_units, acc.device, config.fsdp_forward_methods)
         # After sharding: FSDP2 replaces the parameters by sharded ones, which the optimizer must hold.
         self._optimizer = build_optimizer(model, config)
         self.scheduler = build_scheduler(self._optimizer, config)
