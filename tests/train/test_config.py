@@ -102,3 +102,13 @@ def test_dict_roundtrip():
     assert from_dict(Experiment, data) == cfg
     with pytest.raises(TypeError, match="overrides must be a list"):
         apply_overrides(cfg, "train.lr=1")
+
+
+def test_distributed_settings():
+    cfg = apply_overrides(Experiment(name="x"), ["train.distributed=fsdp", "train.fsdp_units=[Block, Cross]"])
+    assert cfg.train.distributed == "fsdp" and cfg.train.fsdp_units == ["Block", "Cross"]
+    assert TrainConfig().distributed == "ddp"  # the default: a whole replica per process
+    with pytest.raises(ConfigError, match=r"^train\.distributed: expected one of \['ddp', 'fsdp'\], got 'zero3'$"):
+        apply_overrides(Experiment(name="x"), ["train.distributed=zero3"])
+    with pytest.raises(ConfigError, match=r"^fsdp_forward_methods: expected a list of names, got \[''\]$"):
+        TrainConfig(fsdp_forward_methods=[""])
