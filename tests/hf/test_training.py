@@ -67,6 +67,7 @@ def test_trainer_on_the_classifier(tmp_path):
     assert mean_loss(model, data) < before
 
 
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")  # peft calls it
 def test_lora_trains_only_its_adapters(tmp_path):
     from peft import LoraConfig, get_peft_model
 
