@@ -124,6 +124,9 @@ def test_what_the_cache_refuses():
         model(input_ids=ids, attention_mask=mask, past_key_values=model.new_cache())
     with pytest.raises(TypeError, match="must be a SynthesizerCache"):
         model(input_ids=ids, past_key_values=object())
+    with pytest.raises(ValueError, match="would read 27 positions .* max_len is 24"):
+        model.generate(ids, max_new_tokens=24)
+    assert model.generate(ids, max_new_tokens=21).shape == (3, 25)  # 4 + 21 - 1 = 24 positions: the most
     cache.batch_repeat_interleave(2)
     assert cache.batch_size == 6
     cache.reset()

@@ -107,3 +107,22 @@ def test_seq2seq_greedy_and_beam_equal_native(kind):
     hf = model.generate(src, max_new_tokens=10, num_beams=3, length_penalty=0.0, early_stopping=True,
                         do_sample=False)[:, 1:]
     assert until_eos(hf) == beam_search(native, src, beam_size=3, alpha=0.0, max_new_tokens=10).to_lists()
+
+
+def test_losses_follow_the_transformers_label_conventions():
+    native = tiny_lm("R+V")
+    model = SynthesizerForCausalLM.from_native(native).eval()
+    ids = prompts(length=8)
+    labels = ids.clone()
+    labels[0, -2:] = -100
+    with torch.no_grad():
+        # transformers: labels aligned with input_ids, the model shifts; native: labels already shifted
+        hf = model(input_ids=ids, labels=labels).loss
+        assert torch.equal(hf, native(input_ids=ids[:, :-1], labels=labels[:, 1:])["loss"])
+    seq2seq = tiny_seq2seq("R")
+    model = SynthesizerForConditionalGeneration.from_native(seq2seq).eval()
+    src, targets = source_batch(), prompts(length=5)[:, 1:]  # y1 .. y4
+    decoder_inputs = torch.cat([torch.full((3, 1), BOS), targets[:, :-1]], dim=1)  # <bos> y1 .. y3
+    with torch.no_grad():
+        hf = model(input_ids=src, labels=targets).loss  # decoder inputs built from the labels
+        assert torch.equal(hf, seq2seq(src_ids=src, tgt_ids=decoder_inputs, labels=targets)["loss"])

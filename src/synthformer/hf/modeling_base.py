@@ -30,6 +30,9 @@ __all__ = ["SynthesizerPreTrainedModel", "padding_mask_from_attention"]
 
 logger = logging.getLogger(__name__)
 
+#: the ``max_length`` ``generate()`` uses when neither it nor ``max_new_tokens`` is given
+HF_DEFAULT_MAX_LENGTH = 20
+
 
 def padding_mask_from_attention(attention_mask: Tensor | None) -> Tensor | None:
     """``transformers``' attention mask (B, L), 1 = real token, to the native padding mask (B, L) bool, True =
@@ -87,6 +90,8 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
             gen.bos_token_id, gen.eos_token_id, gen.pad_token_id = config.bos_id, config.eos_id, config.pad_id
             if config.is_encoder_decoder:
                 gen.decoder_start_token_id = config.bos_id
+            if config.max_len + 1 < HF_DEFAULT_MAX_LENGTH and gen.max_length is None:
+                gen.max_length = config.max_len + 1  # transformers' default would run past the positions
 
     @classmethod
     def from_native(cls, native: nn.Module, **config_kwargs: Any) -> SynthesizerPreTrainedModel:
@@ -126,9 +131,18 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
                             f"{type(past_key_values).__name__}")
         return past_key_values
 
-    def _prepare_cache_for_generation(self, generation_config: Any, model_kwargs: dict, *args: Any, **kwargs: Any):
+    def _prepare_cache_for_generation(self, generation_config: Any, model_kwargs: dict, generation_mode: Any = None,
+                                      batch_size: int | None = None, max_cache_length: int | None = None,
+                                      *args: Any, **kwargs: Any) -> None:
         """``generate()`` hook: a :class:`SynthesizerCache` instead of ``transformers``' key/value caches; no cache
-        (the prefix recomputed every step) when a mixer cannot decode incrementally or ``use_cache=False``."""
+        (the prefix recomputed every step) when a mixer cannot decode incrementally or ``use_cache=False``.
+
+        Refuses up front a generation that would run past ``max_len`` (``max_cache_length``: the positions the
+        decoder will read, ``max_length - 1``), rather than failing in the middle."""
+        if max_cache_length is not None and max_cache_length > self.config.max_len:
+            raise ValueError(
+                f"generation would read {max_cache_length} positions (prompt + max_new_tokens - 1, or max_length - "
+                f"1) but the model's max_len is {self.config.max_len}; lower max_new_tokens or max_length")
         if model_kwargs.get("past_key_values") is not None:
             return
         if not generation_config.use_cache or not self.model.supports_cache:
