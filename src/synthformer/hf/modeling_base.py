@@ -115,7 +115,8 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
         return dict(getattr(self, "_tied_weights_keys", None) or {})
 
     def get_input_embeddings(self) -> nn.Module:
-        embed = getattr(self.model, "embed", None) or self.model.src_embed
+        """The token embedding table (the source side's for an encoder-decoder)."""
+        embed = self.model.src_embed if hasattr(self.model, "src_embed") else self.model.embed
         return embed.token
 
     def new_cache(self) -> SynthesizerCache:
