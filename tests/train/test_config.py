@@ -112,3 +112,5 @@ def test_distributed_settings():
         apply_overrides(Experiment(name="x"), ["train.distributed=zero3"])
     with pytest.raises(ConfigError, match=r"^fsdp_forward_methods: expected a list of names, got \[''\]$"):
         TrainConfig(fsdp_forward_methods=[""])
+    with pytest.raises(ConfigError, match=r"^train\.optimizer: distributed=fsdp .*, got 'adafactor'$"):
+        apply_overrides(Experiment(name="x"), ["train.distributed=fsdp", "train.optimizer=adafactor"])

@@ -128,6 +128,10 @@ class TrainConfig:
         self.betas = tuple(self.betas)  # a YAML list arrives as a list
         if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
             raise ConfigError(f"betas: expected two values in [0, 1), got {self.betas!r}")
+        if self.distributed == "fsdp" and self.optimizer != "adamw":
+            # measured: torch's Adafactor updates a norm of the sharded parameter in place, which DTensor refuses
+            raise ConfigError(f"optimizer: distributed=fsdp trains with 'adamw' only (torch's Adafactor cannot step "
+                              f"sharded parameters), got {self.optimizer!r}")
         for name in ("fsdp_units", "fsdp_forward_methods"):
             names = getattr(self, name)
             if not isinstance(names, (list, tuple)) or not all(isinstance(u, str) and u for u in names):

@@ -64,8 +64,8 @@ class Trainer(Recorder):
     Constructing a Trainer seeds the global RNGs with ``config.seed + rank`` (or restores them from the
     checkpoint when resuming), builds the optimizer and schedule from ``config``, and wraps the model with
     ``accelerator.prepare`` (DDP when several processes run; with ``config.distributed == "fsdp"`` it shards the
-    model with FSDP2 instead, and ``self.model`` holds only this process's shards). ``config.batch_size`` is per
-    process and
+    model with FSDP2 instead: ``self.sharded`` is then True and ``self.model`` holds only this process's shards,
+    see :mod:`~synthformer.train.distributed` for the whole state dict). ``config.batch_size`` is per process and
     micro-batch; an optimizer step sees ``batch_size * grad_accum * world_size`` examples.
 
     Args:
