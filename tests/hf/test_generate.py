@@ -79,6 +79,20 @@ def test_stopping_criteria_and_eos_end_generation():
     assert set(row[row.index(stop) + 1 :]) <= {0}
 
 
+def test_stop_strings_with_the_exported_tokenizer():
+    from synthformer.data.tokenizer_kinds import CharTokenizer
+    from synthformer.hf.tokenizer import to_hf_tokenizer
+
+    tokenizer = to_hf_tokenizer(CharTokenizer("abcdefghijklmnopqrst"))  # 24 ids: the tiny models' vocabulary
+    model = lm("R")
+    ids = tokenizer(["kqt"], return_tensors="pt").input_ids
+    free = tokenizer.decode(model.generate(ids, do_sample=False, max_new_tokens=12, eos_token_id=None)[0, 3:])
+    assert free == "ppppppbbbbbb"
+    out = model.generate(ids, do_sample=False, max_new_tokens=12, eos_token_id=None, stop_strings=["pb"],
+                         tokenizer=tokenizer)
+    assert tokenizer.decode(out[0, 3:]) == "ppppppb"
+
+
 @pytest.mark.parametrize("kind", ["V", "R"])
 def test_beam_search_with_length_penalty_and_several_sequences(kind):
     model = SynthesizerForConditionalGeneration.from_native(tiny_seq2seq(kind)).eval()

@@ -1,4 +1,4 @@
-"""The HF Trainer trains a wrapped model, and PEFT LoRA adapts the attention projections of every layer."""
+"""The HF Trainer trains the three wrapped models, and PEFT LoRA adapts the attention projections of every layer."""
 
 from __future__ import annotations
 
@@ -10,8 +10,12 @@ pytest.importorskip("peft")
 import torch  # noqa: E402
 from transformers import Trainer, TrainingArguments  # noqa: E402
 
-from synthformer.hf import SynthesizerForCausalLM, SynthesizerForSequenceClassification  # noqa: E402
-from synthformer.models import ClassifierConfig, LMConfig, build_model  # noqa: E402
+from synthformer.hf import (  # noqa: E402
+    SynthesizerForCausalLM,
+    SynthesizerForConditionalGeneration,
+    SynthesizerForSequenceClassification,
+)
+from synthformer.models import ClassifierConfig, LMConfig, Seq2SeqConfig, build_model  # noqa: E402
 
 from .helpers import SMALL  # noqa: E402
 
@@ -48,6 +52,20 @@ def test_trainer_lowers_the_loss(kind, tmp_path):
     before = mean_loss(model, data)
     Trainer(model=model, args=arguments(tmp_path), train_dataset=data).train()
     assert mean_loss(model, data) < 0.7 * before
+
+
+def test_trainer_on_the_encoder_decoder(tmp_path):
+    torch.manual_seed(0)
+    model = SynthesizerForConditionalGeneration.from_native(
+        build_model(Seq2SeqConfig(**{**SMALL, "encoder_kind": "D", "decoder_kind": "R"})))
+    gen = torch.Generator().manual_seed(2)
+    data = []
+    for _ in range(32):  # reverse the source; labels end with <eos>, decoder inputs come from the labels
+        src = torch.randint(4, 24, (6,), generator=gen)
+        data.append({"input_ids": src, "labels": torch.cat([src.flip(0), torch.tensor([3])])})
+    before = mean_loss(model, data)
+    Trainer(model=model, args=arguments(tmp_path, max_steps=20), train_dataset=data).train()
+    assert mean_loss(model, data) < 0.8 * before
 
 
 def test_trainer_on_the_classifier(tmp_path):
