@@ -23,7 +23,7 @@ from synthformer.hf import SynthesizerForCausalLM, SynthesizerForConditionalGene
 from synthformer.tasks import load_run  # noqa: E402
 from tests.tasks.helpers import classification_config, lm_config, seq2seq_config, write_yaml  # noqa: E402
 
-from .helpers import source_batch, tiny_lm, tiny_seq2seq  # noqa: E402
+from .helpers import decoding_kinds, source_batch, tiny_lm, tiny_seq2seq  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("restore_logging")
 
@@ -70,6 +70,17 @@ def test_save_and_load_keep_the_weights_and_the_ties(tie, tmp_path, monkeypatch)
         assert ("model.lm_head.weight" in f.keys()) != tie  # a tied tensor is written once
     loaded = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
     assert (loaded.model.lm_head.weight is loaded.model.embed.token.weight) == tie
+    ids = torch.randint(4, 24, (2, 6))
+    with torch.no_grad():
+        assert torch.equal(loaded(input_ids=ids).logits, native(input_ids=ids)["logits"])
+
+
+@pytest.mark.parametrize("kind", decoding_kinds())
+def test_every_kind_round_trips(kind, tmp_path):
+    native = tiny_lm(kind)
+    SynthesizerForCausalLM.from_native(native).save_pretrained(tmp_path)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert not any(t.is_meta for t in [*loaded.parameters(), *loaded.buffers()])
     ids = torch.randint(4, 24, (2, 6))
     with torch.no_grad():
         assert torch.equal(loaded(input_ids=ids).logits, native(input_ids=ids)["logits"])
