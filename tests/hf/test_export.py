@@ -153,3 +153,10 @@ def test_export_refuses_a_non_empty_folder_and_a_missing_run(tmp_path, capsys):
     run_dir = tmp_path / "nope"
     assert main(["export", str(run_dir), str(tmp_path / "out")]) == 2
     assert "is not empty; choose another folder or pass --overwrite" in capsys.readouterr().err
+
+
+def test_export_without_the_hf_extra_says_how_to_install_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "synthformer.hf.export", None)  # as if transformers were not installed
+    assert main(["export", str(tmp_path / "run"), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "needs the hf extra" in err and "pip install 'synthformer[hf]'" in err
