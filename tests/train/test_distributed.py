@@ -177,3 +177,21 @@ def test_two_processes_equal_one_and_checkpoints_move_between_world_sizes(mode, 
     assert loss_two[6] < loss_two[1]  # it learned
     for key, value in measured.items():
         assert value <= (LOSS_TOL if "loss" in key else KEY_BIAS_TOL if "key" in key else WEIGHT_TOL), (key, value)
+
+
+def test_accelerate_sharding_setups_are_refused(tmp_path):
+    """accelerate's own FSDP/DeepSpeed wrappers would make checkpoints that cannot be saved whole: refused, before
+    anything in the run directory changes, and the directory is not left locked."""
+    from types import SimpleNamespace
+
+    from accelerate.utils import DistributedType
+    from toymodels import CountingDataset, ToyLM
+
+    from synthformer.train import ConfigError, TrainConfig, Trainer
+
+    for kind in (DistributedType.FSDP, DistributedType.DEEPSPEED):
+        acc = SimpleNamespace(is_main_process=True, process_index=0, num_processes=1, distributed_type=kind)
+        with pytest.raises(ConfigError, match=rf"^accelerate is configured for {kind.value}: .*train\.distributed"):
+            Trainer(ToyLM(), CountingDataset(8), TrainConfig(steps=1, batch_size=2), tmp_path / "run",
+                    accelerator=acc, progress=False)
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())

@@ -158,6 +158,10 @@ class Trainer(Recorder):
     def _setup(self, model: nn.Module, train_data: Any, resume: bool, overwrite: bool, run_config: Any | None,
                summary_writer: Any) -> None:
         acc, config, rundir = self.accelerator, self.config, self.rundir
+        if acc.distributed_type.value in ("FSDP", "DEEPSPEED", "MEGATRON_LM"):
+            # their wrappers hold flattened or partitioned weights, which checkpoints here cannot save whole
+            raise ConfigError(f"accelerate is configured for {acc.distributed_type.value}: launch without its "
+                              "fsdp/deepspeed options and set train.distributed=fsdp to shard the model")
         # Never destroy a user's run: every process checks before the main one deletes anything.
         existing = rundir.check(resume, overwrite, training_only=True)
         resume_from = rundir.latest_checkpoint() if resume else None
@@ -171,10 +175,6 @@ class Trainer(Recorder):
 
         # Per-process seeds: model replicas are synchronised by DDP, while dropout masks should differ.
         seed_everything(config.seed + self.rank)
-        if acc.distributed_type.value in ("FSDP", "DEEPSPEED", "MEGATRON_LM"):
-            # their wrappers hold flattened or partitioned weights, which checkpoints here cannot save whole
-            raise ConfigError(f"accelerate is configured for {acc.distributed_type.value}: launch without its "
-                              "fsdp/deepspeed options and set train.distributed=fsdp to shard the model")
         self.sharded = config.distributed == "fsdp" and self.world_size > 1
         if self.sharded:
             if resume_from is not None:
