@@ -142,6 +142,9 @@ def test_resume_continues_and_refuses_a_different_model(tmp_path: Path) -> None:
     with pytest.raises(RunError, match=r"with a changed config: train\.lr: 0\.003 -> 0\.1; "):
         train_run(from_dict(RunConfig, other_lr), run_dir, resume=True)
     assert load_run(run_dir).step == 6  # refused before anything was trained or written
+    sharded = lm_config(tmp_path, steps=7, eval_every=0)
+    sharded["train"]["distributed"] = "fsdp"  # the same checkpoint files: a run may switch (one process here)
+    assert train_run(from_dict(RunConfig, sharded), run_dir, resume=True).steps == 1
 
 
 def test_load_run_errors(tmp_path: Path) -> None:

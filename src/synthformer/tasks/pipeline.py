@@ -38,7 +38,6 @@ from synthformer.train import (
     Trainer,
     is_main_process,
     seed_everything,
-    to_dict,
 )
 
 from .config import RunConfig, resolve_model_config
@@ -47,6 +46,7 @@ from .init_from import check_pretrained_model, load_pretrained_weights, pretrain
 from .lengths import check_truncation, describe_lengths, length_reports
 from .loading import LoadedRun, load_run, read_model_config, read_run_config
 from .registry import get_generator
+from .resume import check_resume_config, config_differences
 from .sources import RawData, load_raw_data
 
 __all__ = [
@@ -195,40 +195,6 @@ def absolute_paths(run: RunConfig) -> RunConfig:
     return run
 
 
-def _config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ between two config dicts."""
-    if isinstance(saved, Mapping) and isinstance(current, Mapping):
-        out = []
-        for key in sorted(set(saved) | set(current), key=str):
-            out += _config_differences(saved.get(key), current.get(key), f"{prefix}{key}.")
-        return out
-    return [] if saved == current else [f"{prefix[:-1]}: {saved!r} -> {current!r}"]
-
-
-#: Settings that may change when a run is resumed (a longer run, other intervals, another evaluation): they do
-#: not change what the checkpoint means. Anything else (data, model, optimizer, batch, seed) would silently make a
-#: different run out of the saved one.
-RESUMABLE_CHANGES: tuple[str, ...] = (
-    "train.steps", "train.log_every", "train.eval_every", "train.eval_steps", "train.save_every",
-    "train.max_checkpoints", "train.tensorboard", "train.num_workers", "eval.",
-)
-
-
-def _check_resumable_changes(rd: RunDir, diffs: list[str]) -> None:
-    """Log the allowed changes of a resumed run's config; refuse any other in one line naming the first three."""
-    allowed = [d for d in diffs if d.startswith(RESUMABLE_CHANGES)]
-    refused = [d for d in diffs if d not in allowed]
-    if refused:
-        more = f" (and {len(refused) - 3} more)" if len(refused) > 3 else ""
-        raise RunError(
-            f"cannot resume {rd.path} with a changed config: {'; '.join(refused[:3])}{more}; resume with the "
-            f"settings saved in {rd.config_path}, or start a new run (another --run-dir, or --overwrite). Only "
-            "train.steps, the log/eval/save intervals and the eval section may change on resume"
-        )
-    if allowed:
-        logger.warning("resuming with a changed config: %s", "; ".join(allowed))
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # training
 
@@ -301,11 +267,7 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
     if resuming:
         if rd.config_path.is_file():
             saved = read_run_config(rd)
-            if saved.task.type != run.task.type:
-                raise RunError(f"cannot resume {run_dir}: it holds a task.type {saved.task.type!r} run, and this "
-                               f"config trains task.type {run.task.type!r}; resume it with its own config "
-                               f"({rd.config_path}), or train into another --run-dir")
-            _check_resumable_changes(rd, _config_differences(to_dict(saved), to_dict(run)))
+            check_resume_config(rd, saved, run)
         tokenizer = load_tokenizer(rd.tokenizer_path)
         label_set = load_label_set(rd.labels_path) if rd.labels_path.is_file() else None
         data = data or prepare_data(run, tokenizer, label_set, splits=("train", run.eval.split))
@@ -319,7 +281,7 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
     model, model_config = build_task_model(run, data)
     if resuming and rd.model_config_path.is_file():
         saved_model = read_model_config(rd).to_dict()  # a config of an earlier version: in today's terms
-        diffs = _config_differences(saved_model, model_config.to_dict())
+        diffs = config_differences(saved_model, model_config.to_dict())
         if diffs:
             raise RunError(f"cannot resume {run_dir}: the model differs from the saved one ({'; '.join(diffs)}); "
                            "train into a new --run-dir or pass --overwrite")

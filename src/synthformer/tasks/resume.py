@@ -1,0 +1,78 @@
+"""What may change when a run is resumed: ``synthformer train --resume`` with a config that differs from the one
+saved in the run directory continues the same run only for changes that do not alter what the checkpoint means."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from synthformer.train import RunDir, RunError, read_trainer_state, to_dict
+
+from .config import RunConfig
+
+__all__ = ["RESUMABLE_CHANGES", "check_resumable_changes", "check_resume_config", "config_differences",
+           "same_global_batch"]
+
+logger = logging.getLogger(__name__)
+
+
+def config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two config dicts."""
+    if isinstance(saved, Mapping) and isinstance(current, Mapping):
+        out = []
+        for key in sorted(set(saved) | set(current), key=str):
+            out += config_differences(saved.get(key), current.get(key), f"{prefix}{key}.")
+        return out
+    return [] if saved == current else [f"{prefix[:-1]}: {saved!r} -> {current!r}"]
+
+
+#: Settings that may change when a run is resumed (a longer run, other intervals, another evaluation, DDP or FSDP:
+#: checkpoints are the same files either way): they do not change what the checkpoint means. Anything else (data,
+#: model, optimizer, batch, seed) would silently make a different run out of the saved one.
+RESUMABLE_CHANGES: tuple[str, ...] = (
+    "train.steps", "train.log_every", "train.eval_every", "train.eval_steps", "train.save_every",
+    "train.max_checkpoints", "train.tensorboard", "train.num_workers", "train.distributed", "train.fsdp_units",
+    "train.fsdp_forward_methods", "eval.",
+)
+
+
+def same_global_batch(rd: RunDir, saved: RunConfig, run: RunConfig) -> bool:
+    """Whether ``train.batch_size`` times the number of processes is what the latest checkpoint was trained with
+    (a run moved to another number of processes keeps its optimizer steps when the global batch stays)."""
+    latest = rd.latest_checkpoint()
+    if latest is None:
+        return False
+    saved_world = int(read_trainer_state(latest / "trainer_state.json").get("world_size", 1))
+    world = int(os.environ.get("WORLD_SIZE", "1"))  # set by torchrun / accelerate launch
+    return saved.train.batch_size * saved_world == run.train.batch_size * world
+
+
+def check_resumable_changes(rd: RunDir, diffs: list[str], *, batch_ok: bool = False) -> None:
+    """Log the allowed changes of a resumed run's config; refuse any other in one line naming the first three.
+    ``batch_ok``: ``train.batch_size`` may change too (the global batch stays, see :func:`same_global_batch`)."""
+    prefixes = RESUMABLE_CHANGES + (("train.batch_size:",) if batch_ok else ())
+    allowed = [d for d in diffs if d.startswith(prefixes)]
+    refused = [d for d in diffs if d not in allowed]
+    if refused:
+        more = f" (and {len(refused) - 3} more)" if len(refused) > 3 else ""
+        raise RunError(
+            f"cannot resume {rd.path} with a changed config: {'; '.join(refused[:3])}{more}; resume with the "
+            f"settings saved in {rd.config_path}, or start a new run (another --run-dir, or --overwrite). Only "
+            "train.steps, the log/eval/save intervals, DDP/FSDP, the eval section and a train.batch_size that keeps "
+            "batch_size x processes may change on resume"
+        )
+    if allowed:
+        logger.warning("resuming with a changed config: %s", "; ".join(allowed))
+
+
+def check_resume_config(rd: RunDir, saved: RunConfig, run: RunConfig) -> None:
+    """Refuse to resume the run of ``rd`` (trained with ``saved``) with ``run`` when it is another task type or
+    another run (:func:`check_resumable_changes`); log the changes that are allowed."""
+    if saved.task.type != run.task.type:
+        raise RunError(f"cannot resume {rd.path}: it holds a task.type {saved.task.type!r} run, and this config "
+                       f"trains task.type {run.task.type!r}; resume it with its own config ({rd.config_path}), or "
+                       "train into another --run-dir")
+    check_resumable_changes(rd, config_differences(to_dict(saved), to_dict(run)),
+                            batch_ok=same_global_batch(rd, saved, run))
