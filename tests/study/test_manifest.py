@@ -51,6 +51,10 @@ def test_manifest_written_then_same_study_continues_and_another_is_refused(tmp_p
         check_manifest(out, spec(seeds=[0, 1, 2]))
     with pytest.raises(RunError, match=r"train\.lr: 0\.003 -> 0\.001"):
         check_manifest(out, spec(config={"train": {"steps": 4, "lr": 0.001}}))
+    # how runs execute (DDP or FSDP and its units, loader workers), also when a newer version changes a default:
+    # the same study
+    executed = {"steps": 4, "lr": 0.003, "distributed": "fsdp", "fsdp_units": ["Block"], "num_workers": 2}
+    assert check_manifest(out, spec(config={"train": executed})) is True
     (out / MANIFEST).write_text("{not json")
     with pytest.raises(RunError, match="not a study manifest"):
         check_manifest(out, spec())

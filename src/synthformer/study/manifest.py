@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from synthformer.tasks.resume import EXECUTION_SETTINGS
 from synthformer.train import ConfigError, RunError, apply_overrides, to_dict
 from synthformer.train.checkpoint import atomic_write_text
 
@@ -186,7 +187,7 @@ def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[s
         if isinstance(a, Mapping) and isinstance(b, Mapping):
             for k in sorted(set(a) | set(b), key=str):
                 walk(a.get(k), b.get(k), f"{prefix}{k}.")
-        elif a != b:
+        elif a != b and not prefix[:-1].startswith(EXECUTION_SETTINGS):
             out.append(f"{prefix[:-1]}: {a!r} -> {b!r}")
 
     walk(saved.get("config", {}), current.get("config", {}), "")

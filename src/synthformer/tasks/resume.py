@@ -12,8 +12,8 @@ from synthformer.train import RunDir, RunError, read_trainer_state, to_dict
 
 from .config import RunConfig
 
-__all__ = ["RESUMABLE_CHANGES", "check_resumable_changes", "check_resume_config", "config_differences",
-           "same_global_batch"]
+__all__ = ["EXECUTION_SETTINGS", "RESUMABLE_CHANGES", "check_resumable_changes", "check_resume_config",
+           "config_differences", "same_global_batch"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,11 @@ RESUMABLE_CHANGES: tuple[str, ...] = (
     "train.steps", "train.log_every", "train.eval_every", "train.eval_steps", "train.save_every",
     "train.max_checkpoints", "train.tensorboard", "train.num_workers", "train.distributed", "train.fsdp_units",
     "train.fsdp_forward_methods", "eval.",
+)
+#: Of those, the settings of how a run executes, not of what it computes: a study that differs only in them (or in
+#: their defaults, which a newer version may change) is the same study.
+EXECUTION_SETTINGS: tuple[str, ...] = (
+    "train.tensorboard", "train.num_workers", "train.distributed", "train.fsdp_units", "train.fsdp_forward_methods",
 )
 
 
