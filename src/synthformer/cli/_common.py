@@ -14,6 +14,7 @@ __all__ = [
     "CliError",
     "HelpFormatter",
     "add_common_options",
+    "add_decoding_options",
     "apply_threads",
     "check_at_least",
     "configure_logging",
@@ -71,6 +72,25 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         help="torch threads (default: one per core). On a machine shared with other jobs give the cores left free: "
              "threads that outnumber the cores wait for each other (docs/reliability.md, 'Threads')",
     )
+
+
+def add_decoding_options(parser: argparse.ArgumentParser, *, max_length: bool, prefix: str = "") -> None:
+    """The encoder-decoder decoding options of ``eval`` and ``generate`` (``--beam``, ``--length-penalty``,
+    ``--min-length``, ``--no-repeat-ngram-size`` and, with ``max_length``, ``--max-length``); each defaults to
+    the run's ``eval`` setting. ``prefix`` starts each help text (``"seq2seq: "`` where the verb serves LMs too)."""
+    parser.add_argument("--beam", type=int, default=None, metavar="K",
+                        help=f"{prefix}beam size, 1 = greedy (default: the run's eval.beam, 4)")
+    parser.add_argument("--length-penalty", type=float, default=None, metavar="A",
+                        help=f"{prefix}GNMT length-penalty exponent (default: the run's eval.length_penalty, 0.6)")
+    parser.add_argument("--min-length", type=int, default=None, metavar="N",
+                        help=f"{prefix}fewest tokens before <eos> (default: the run's eval.min_length, 0)")
+    if max_length:
+        parser.add_argument("--max-length", type=int, default=None, metavar="N",
+                            help=f"{prefix}most tokens per output, <eos> included (default: the run's "
+                                 "eval.max_decode_len)")
+    parser.add_argument("--no-repeat-ngram-size", type=int, default=None, metavar="N",
+                        help=f"{prefix}never repeat an n-gram of this size in an output (default: the run's "
+                             "eval.no_repeat_ngram_size, 0 = off)")
 
 
 def _cores() -> int:

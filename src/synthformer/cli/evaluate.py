@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from ._common import HelpFormatter, add_common_options, check_at_least, format_metrics
+from ._common import HelpFormatter, add_common_options, add_decoding_options, check_at_least, format_metrics
 
 __all__ = ["register", "run"]
 
@@ -38,17 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by 'synthformer train'")
     p.add_argument("--split", choices=("test", "valid"), default=None,
                    help="split to score (default: test if the task has one, else valid)")
-    p.add_argument("--beam", type=int, default=None, metavar="K",
-                   help="seq2seq beam size, 1 = greedy (default: the run's eval.beam, 4)")
-    p.add_argument("--length-penalty", type=float, default=None, metavar="A",
-                   help="GNMT length-penalty exponent (default: the run's eval.length_penalty, 0.6)")
-    p.add_argument("--min-length", type=int, default=None, metavar="N",
-                   help="fewest tokens before <eos> (default: the run's eval.min_length, 0)")
-    p.add_argument("--max-length", type=int, default=None, metavar="N",
-                   help="most tokens per output, <eos> included (default: the run's eval.max_decode_len)")
-    p.add_argument("--no-repeat-ngram-size", type=int, default=None, metavar="N",
-                   help="never repeat an n-gram of this size in an output (default: the run's "
-                        "eval.no_repeat_ngram_size, 0 = off)")
+    add_decoding_options(p, max_length=True, prefix="seq2seq: ")
     p.add_argument("--max-examples", type=int, default=None, metavar="N", help="seq2seq: decode only the first N")
     p.add_argument("--batch-size", type=int, default=None, metavar="N", help="evaluation batch size")
     add_common_options(p)

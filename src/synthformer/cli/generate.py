@@ -7,7 +7,7 @@ import argparse
 import logging
 import sys
 
-from ._common import CliError, HelpFormatter, add_common_options, check_at_least
+from ._common import CliError, HelpFormatter, add_common_options, add_decoding_options, check_at_least
 
 __all__ = ["register", "run"]
 
@@ -46,14 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperature", type=float, default=1.0, help="LM sampling temperature (0 = greedy)")
     p.add_argument("--top-k", type=int, default=None, metavar="K", help="LM: sample among the K most likely tokens")
     p.add_argument("--top-p", type=float, default=None, metavar="P", help="LM: nucleus sampling with mass P")
-    p.add_argument("--beam", type=int, default=None, metavar="K",
-                   help="seq2seq beam size, 1 = greedy (default: the run's eval.beam, 4)")
-    p.add_argument("--length-penalty", type=float, default=None, metavar="A",
-                   help="seq2seq: GNMT length-penalty exponent (default: the run's eval.length_penalty)")
-    p.add_argument("--min-length", type=int, default=None, metavar="N",
-                   help="seq2seq: fewest tokens before <eos> (default: the run's eval.min_length)")
-    p.add_argument("--no-repeat-ngram-size", type=int, default=None, metavar="N",
-                   help="seq2seq: never repeat an n-gram of this size (default: the run's eval.no_repeat_ngram_size)")
+    add_decoding_options(p, max_length=False, prefix="seq2seq: ")
     p.add_argument("--seed", type=int, default=0, help="LM: seed of the sampling draws")
     add_common_options(p)
     p.set_defaults(handler=run, default_log_level=logging.WARNING)
