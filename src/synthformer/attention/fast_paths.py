@@ -41,8 +41,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from . import fused
 from .base import dot_logits
-from .masking import disallowed, masked_softmax
+from .masking import any_true, disallowed, masked_softmax
 
 if TYPE_CHECKING:
     from .shell import SynthesizerAttention
@@ -162,8 +163,11 @@ def _materialized_blocks(
     s = start + t
     mask = disallowed(t, s, start, layer.causal, key_padding_mask, v.device)  # (B|1, 1, T, S) or None
     size = _block_size(layer, b, t, s, state)
-    n = (-(-b // size[0]), -(-heads // size[1]))
     drop = layer.dropout if layer.training else 0.0
+    if state is None and fused.should_fuse(torch.is_grad_enabled(), s):
+        return fused.fused_attention(combine, factors, v, mask, size, drop)
+    fused.calls["blocks"] += 1
+    n = (-(-b // size[0]), -(-heads // size[1]))
     grid = _grid((factors, v, mask), b, heads, size, n)
     out = [[None] * n[1] for _ in range(n[0])]
     for j in range(n[1]):
@@ -219,6 +223,8 @@ def _shared_alignment(layer: SynthesizerAttention, x: Tensor, v: Tensor, key_pad
 
 def _underflows(den: Tensor, key_padding_mask: Tensor, causal: bool) -> bool:
     """True if some row with a real key got so little probability mass that the ratio would lose precision."""
+    if den.device.type == "meta":  # no values to test: take the ratio path, whose shapes are the same
+        return False
     real = ~key_padding_mask  # (B, L)
     has_key = real.cumsum(-1) > 0 if causal else real.any(-1, keepdim=True).expand_as(real)  # (B, L)
     tiny = torch.finfo(den.dtype).tiny ** 0.5
@@ -315,7 +321,7 @@ def masked_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p:
     additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(mask, torch.finfo(q.dtype).min / 2)
     y = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout_p, scale=scale)
     fully_masked = mask.all(-1, keepdim=True)  # (B|1, 1, T, 1)
-    return y.masked_fill(fully_masked, 0.0) if bool(fully_masked.any()) else y
+    return y.masked_fill(fully_masked, 0.0) if any_true(fully_masked) else y
 
 
 __all__ = ["attend", "AlignmentCache", "FR_SDPA_MIN_LEN", "masked_sdpa", "masked_softmax"]

@@ -67,6 +67,15 @@ def disallowed(
     return mask
 
 
+def any_true(t: Tensor) -> bool:
+    """``bool(t.any())`` for a bool tensor; True on the ``meta`` device, whose tensors hold no values.
+
+    Used to skip optional work (a fill that changes nothing); on ``meta`` the work is then done, which is
+    correct either way and keeps shape-only runs (the device tests) free of data-dependent reads.
+    """
+    return True if t.device.type == "meta" else bool(t.any())
+
+
 def masked_softmax(logits: Tensor, mask: Tensor | None) -> Tensor:
     """Softmax over the last (key) axis with disallowed pairs removed.
 
@@ -85,4 +94,4 @@ def masked_softmax(logits: Tensor, mask: Tensor | None) -> Tensor:
     fully_masked = mask.all(dim=-1, keepdim=True)
     # the mask is small (B|1, 1, T, S); skipping the fill when no row is fully masked (causal layers without
     # padding) saves a pass over the L x L probabilities
-    return probs.masked_fill(fully_masked, 0.0) if bool(fully_masked.any()) else probs
+    return probs.masked_fill(fully_masked, 0.0) if any_true(fully_masked) else probs

@@ -9,6 +9,8 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from synthformer.attention.masking import any_true
+
 from .config import ModelConfig, choice, is_int
 from .layers import Embeddings
 from .losses import classification_loss
@@ -101,7 +103,7 @@ class TransformerClassifier(nn.Module):
         """Class logits (and the loss with ``labels``); see the class docstring."""
         if padding_mask is None:
             padding_mask = input_ids == self.config.pad_id
-        if not bool(padding_mask.any()):
+        if not any_true(padding_mask):  # (True on meta: shape-only runs keep the mask)
             padding_mask = None  # nothing to mask: lets the mixers take their unmasked fast paths
         h = self.encoder(self.embed(input_ids), padding_mask=padding_mask)  # (B, L, d)
         logits = self.head(self.dropout(pool(h, padding_mask, self.config.pooling)))  # (B, d) -> (B, C)

@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
+from synthformer.attention.masking import any_true
+
 from .cache import DecoderCache
 from .config import ModelConfig, check_token_head, positive_int
 from .layers import Embeddings
@@ -129,7 +131,7 @@ class Seq2SeqTransformer(nn.Module):
         batch has no padding)."""
         if src_padding_mask is None:
             src_padding_mask = src_ids == self.config.pad_id
-        if not bool(src_padding_mask.any()):
+        if not any_true(src_padding_mask):  # (True on meta: shape-only runs keep the mask)
             src_padding_mask = None  # nothing to mask: lets the mixers take their unmasked fast paths
         memory = self.encoder(self.src_embed(src_ids), padding_mask=src_padding_mask)
         return memory, src_padding_mask

@@ -1,0 +1,260 @@
+"""Fused attention over materialized logits: ``dropout(softmax(mask(logits))) @ V`` without storing the
+probabilities for the backward pass.
+
+The forward runs one (samples, heads) block at a time (the blocks of ``fast_paths``, whose logits fit the CPU's
+caches) and keeps only what the block's logits are built from (``SynthesizingFunction.logit_factors``: D's
+hidden vectors and learned keys, FD's A and B, R itself, ...) and the output. The backward recomputes each
+block's logits from those factors and P with the same softmax kernel (bitwise the forward's P), then
+``dS = P * (dP - rowsum(dO * O))`` in place in a preallocated dP buffer, and hands dS to the block's logits graph
+for the factors' gradients. This is the backward of FlashAttention (Dao et al., 2022) re-derived for logits
+that are not a product of two thin factors; the identity ``rowsum(P * dP) == rowsum(dO * O)`` avoids a pass
+over P. Tried: keeping the row log-sum-exp and recomputing ``P = exp(logits - lse)`` instead of the softmax;
+logsumexp in the forward is a second exponential pass, and it measured slower (1 thread, B=16, L=256,
+D 0.99 against 0.86-0.91 of V's time for the stored-probability blocks).
+
+Dropout stays exact under recomputation: each forward draws one seed; block n's keep mask is drawn from a
+generator seeded with ``seed + n``, so the backward regenerates the very mask the forward used
+(:func:`keep_mask`, which tests call to rebuild it).
+
+Which branch runs is a module-level choice (:func:`forced`) and every call is counted (``calls``), so tests can
+force each branch and check that it ran.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import Tensor
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from .masking import any_true
+
+#: "auto" (fuse when the fused path is the faster one, see :func:`should_fuse`), "always" or "never".
+MODE = "auto"
+#: Calls per branch of the materialized path: "fused" here, "blocks" for the stored-probabilities blocks.
+calls: Counter = Counter()
+
+
+@contextmanager
+def forced(mode: str) -> Iterator[None]:
+    """Run the enclosed code with the materialized path forced to ``"always"`` fuse, ``"never"``, or ``"auto"``."""
+    global MODE
+    if mode not in ("auto", "always", "never"):
+        raise ValueError(f"fused mode must be 'auto', 'always' or 'never', got {mode!r}")
+    previous, MODE = MODE, mode
+    try:
+        yield
+    finally:
+        MODE = previous
+
+
+#: In "auto" mode, training calls over at least this many keys are fused. Measured on the 2-core CPU at 1 thread
+#: beside other load (forward+backward, d_model 512, 8 heads, time as a ratio to V's, fused against the
+#: stored-probability blocks; noisy, about +-10%): at L=256 (B=16) the recomputation costs more than it saves
+#: (D 0.97 / 0.86, FD 0.91 / 0.84, R+V 1.20 / 1.11, D+V 1.54 / 1.41, GLU 1.19 / 1.07); at L=1024 (B=4), where
+#: the (B, H, L, L) probabilities no longer stay in the caches between forward and backward, fused was as fast
+#: or faster (D 0.98 / 1.00, FD 0.74 / 0.83, R+V 1.14 / 1.15, GLU 1.42 / 1.47; D+V 1.52 / 1.31 the exception)
+#: and keeps no L x L tensor for the backward pass.
+FUSE_MIN_KEYS = 1024
+
+
+def should_fuse(needs_grad: bool, keys: int) -> bool:
+    """Whether the materialized blocks over ``keys`` keys go through :class:`FusedAttention`.
+
+    Without gradients there is nothing to save, so the plain blocks (one pass, no recomputation) are used.
+    """
+    if MODE == "never":
+        return False
+    return MODE == "always" or (needs_grad and keys >= FUSE_MIN_KEYS)
+
+
+def keep_mask(seed: int, block: int, shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
+    """The dropout keep mask of block number ``block``: bool, ``shape``, True where kept (probability 1 - p).
+
+    Drawn from a generator seeded with ``seed + block`` on ``like``'s device, so the forward and the backward
+    (and a test) get the same mask.
+    """
+    gen = torch.Generator(device=like.device)
+    gen.manual_seed(seed + block)
+    return torch.rand(shape, generator=gen, device=like.device, dtype=torch.float32) >= p
+
+
+class _Plan:
+    """What the block loop needs besides tensors: block sizes, how to slice and rebuild the factors."""
+
+    def __init__(self, combine: Callable, spec, mask: Tensor | None, size: tuple[int, int], drop: float):
+        self.combine, self.spec, self.mask, self.size, self.drop = combine, spec, mask, size, drop
+        self.seed = 0
+
+    def blocks(self, batch: int, heads: int) -> Iterator[tuple[int, slice, slice]]:
+        """(block number, sample slice, head slice); heads outer, as in ``fast_paths``."""
+        n = 0
+        for j in range(0, heads, self.size[1]):
+            for i in range(0, batch, self.size[0]):
+                yield n, slice(i, i + self.size[0]), slice(j, j + self.size[1])
+                n += 1
+
+
+def _cut(t: Tensor | None, rows: slice, heads: slice, batch: int, n_heads: int) -> Tensor | None:
+    """Block of a (B|1, H|1, ...) tensor: axis 0 cut when it is the batch's, axis 1 when it is the heads'."""
+    if t is None:  # a mixture's weight slot that alpha was already folded into
+        return None
+    if t.shape[0] == batch:
+        t = t[rows]
+    return t[:, heads] if t.dim() > 1 and t.shape[1] == n_heads else t
+
+
+def _softmax_rows_(logits: Tensor, mask: Tensor | None) -> Tensor:
+    """Masked softmax of ``logits`` (s, h, T, S), in place when ``logits`` is contiguous; returns P.
+
+    The same kernel on the same logits in the forward and the backward gives bitwise the same P, so nothing but
+    the logits' inputs needs to be kept. Disallowed pairs get the dtype's most negative value (as
+    ``masking.masked_softmax``: ``-inf`` would make a fully masked row NaN), and such rows are then zeroed.
+    """
+    if mask is not None:
+        logits.masked_fill_(mask, torch.finfo(logits.dtype).min)
+    if logits.is_contiguous():
+        probs = torch._softmax(logits, -1, False, out=logits)  # the out= overload: no second (T, S) buffer
+    else:  # (D's logits are a transposed view) the kernel writes a strided out= wrongly when it aliases
+        probs = torch.softmax(logits, -1)
+    if mask is not None:
+        fully_masked = mask.all(-1, keepdim=True)  # (s|1, 1, T, 1)
+        if any_true(fully_masked):
+            probs.masked_fill_(fully_masked, 0.0)
+    return probs
+
+
+def _own(logits: Tensor, samples: int, leaves: list[Tensor | None]) -> Tensor:
+    """``logits`` as a tensor the forward may overwrite: (samples, h, T, S).
+
+    A kind whose factors are its logits (``Conv``'s) returns a view of a saved input, and a batch-shared block
+    has one sample: both are copied, so the in-place softmax never writes into a tensor the backward reads.
+    """
+    storage = logits.untyped_storage().data_ptr()
+    if logits.shape[0] != samples or any(x is not None and x.untyped_storage().data_ptr() == storage for x in leaves):
+        return logits.expand(samples, *logits.shape[1:]).clone()
+    return logits
+
+
+class FusedAttention(torch.autograd.Function):
+    """``dropout(softmax(mask(combine(factors)))) @ v`` in blocks, recomputing the probabilities in backward.
+
+    ``forward(plan, v, *leaves)``: v (B, H, S, d_h); leaves the flattened factors (each (B|1, H|1, ...)).
+    Returns (B, H, T, d_h).
+    """
+
+    @staticmethod
+    def forward(ctx, plan: _Plan, v: Tensor, *leaves: Tensor) -> Tensor:
+        b, heads = v.shape[:2]
+        out = None
+        for n, rows, hs in plan.blocks(b, heads):
+            fac = tree_unflatten([_cut(x, rows, hs, b, heads) for x in leaves], plan.spec)
+            vb = v[rows, hs]  # (s, h, S, d_h)
+            logits = _own(plan.combine(fac), vb.shape[0], leaves)  # (s, h, T, S), filled in place
+            mb = None if plan.mask is None else _cut(plan.mask, rows, hs, b, heads)
+            if out is None:
+                out = v.new_empty(b, heads, logits.shape[-2], v.shape[-1])
+            probs = _softmax_rows_(logits, mb)
+            if plan.drop > 0.0:
+                probs = probs * keep_mask(plan.seed, n, vb.shape[:2] + probs.shape[-2:], plan.drop, probs)
+                probs = probs.mul_(1.0 / (1.0 - plan.drop))
+            out[rows, hs] = probs @ vb  # (s, h, T, S) @ (s, h, S, d_h)
+        ctx.plan = plan
+        # the backward recomputes the logits under the forward's autocast state (bf16 GEMMs give bf16 logits)
+        device = v.device.type
+        enabled = torch.amp.is_autocast_available(device) and torch.is_autocast_enabled(device)
+        ctx.autocast = (device, enabled, torch.get_autocast_dtype(device) if enabled else None)
+        ctx.save_for_backward(v, out, *leaves)
+        return out
+
+    @staticmethod
+    def backward(ctx, d_out: Tensor):
+        device, enabled, dtype = ctx.autocast
+        if not enabled:  # no autocast context at all: ``meta`` has no autocast, even a disabled one
+            return FusedAttention._backward(ctx, d_out)
+        with torch.autocast(device, dtype=dtype):
+            return FusedAttention._backward(ctx, d_out)
+
+    @staticmethod
+    def _backward(ctx, d_out: Tensor) -> tuple:
+        plan: _Plan = ctx.plan
+        v, out, *leaves = ctx.saved_tensors
+        b, heads = v.shape[:2]
+        d_out = d_out.contiguous()
+        delta = (d_out * out).sum(-1, keepdim=True)  # (B, H, T, 1): rowsum(P * dP) == rowsum(dO * O)
+        # the blocks cover every (sample, head) once: v's gradient and a leaf cut on both axes are written, not
+        # summed, so they need no zero fill; a leaf shared by several blocks (D's keys, R) accumulates
+        dv = torch.empty_like(v) if ctx.needs_input_grad[1] else None
+        wanted = [ctx.needs_input_grad[2 + k] for k in range(len(leaves))]
+        owned = [x is not None and x.shape[0] == b and x.dim() > 1 and x.shape[1] == heads for x in leaves]
+        grads = [
+            None if not w else torch.empty_like(x) if o else torch.zeros_like(x)
+            for x, w, o in zip(leaves, wanted, owned, strict=True)
+        ]
+        buffers: list[Tensor] = []  # the block's P and dP, allocated once and reused by every block
+        for n, rows, hs in plan.blocks(b, heads):
+            cut = [_cut(x, rows, hs, b, heads) for x in leaves]
+            cut = [None if c is None else c.detach().requires_grad_(w) for c, w in zip(cut, wanted, strict=True)]
+            with torch.enable_grad():
+                logits = plan.combine(tree_unflatten(cut, plan.spec))  # (s|1, h, T, S) with its graph
+            vb, gb = v[rows, hs], d_out[rows, hs]
+            shape = vb.shape[:2] + logits.shape[-2:]  # (s, h, T, S)
+            if not buffers:
+                buffers = [logits.new_empty(shape), logits.new_empty(shape, dtype=torch.result_type(gb, vb))]
+            p_buf, dp_buf = (t[: shape[0]] for t in buffers)  # the last block may hold fewer samples
+            mb = None if plan.mask is None else _cut(plan.mask, rows, hs, b, heads)
+            probs = _softmax_rows_(p_buf.copy_(logits.detach()), mb)  # bitwise the forward's P
+            d_probs = torch.matmul(gb, vb.transpose(-1, -2), out=dp_buf)  # (s, h, T, S): dO V^T
+            if plan.drop > 0.0:
+                keep = keep_mask(plan.seed, n, shape, plan.drop, probs)
+                scale = 1.0 / (1.0 - plan.drop)
+                dropped = probs * keep * scale  # what multiplied V in the forward
+                d_probs.mul_(keep).mul_(scale)
+            else:
+                dropped = probs
+            if dv is not None:
+                dv[rows, hs] = dropped.transpose(-1, -2) @ gb  # (s, h, S, T) @ (s, h, T, d_h)
+            if not any(wanted):
+                continue
+            d_logits = d_probs.sub_(delta[rows, hs]).mul_(probs)  # dS = P (dP - delta), in place
+            if logits.shape[0] != d_logits.shape[0]:
+                d_logits = d_logits.sum(0, keepdim=True)  # logits shared by the block's samples
+            targets = [c for c, w in zip(cut, wanted, strict=True) if w]
+            got = iter(torch.autograd.grad(logits, targets, d_logits, allow_unused=True))
+            for k, w in enumerate(wanted):
+                if not w:
+                    continue
+                g, dest = next(got), _cut(grads[k], rows, hs, b, heads)
+                if g is None:
+                    if owned[k]:
+                        dest.zero_()
+                elif owned[k]:
+                    dest.copy_(g)
+                else:
+                    dest.add_(g)
+        return (None, dv, *grads)
+
+
+def fused_attention(
+    combine: Callable, factors, v: Tensor, mask: Tensor | None, size: tuple[int, int], drop: float
+) -> Tensor:
+    """``dropout(softmax(mask(combine(factors)))) @ v`` without storing the probabilities: (B, H, T, d_h).
+
+    Args:
+        combine: maps a block of ``factors`` (the same tree, each tensor cut to the block's samples and heads)
+            to its (samples|1, heads, T, S) logits.
+        factors: nested tuple of tensors (B|1, H|1, ...) and None (``SynthesizingFunction.logit_factors``).
+        v: (B, H, S, d_h) values.
+        mask: (B|1, 1, T, S) bool, True where disallowed, or None.
+        size: (samples, heads) per block.
+        drop: dropout probability on the probabilities (0 outside training).
+    """
+    calls["fused"] += 1
+    leaves, spec = tree_flatten(factors)
+    plan = _Plan(combine, spec, mask, size, drop)
+    if drop > 0.0:
+        plan.seed = int(torch.randint(0, 2**62, ()).item())  # from the global generator: manual_seed reproduces
+    return FusedAttention.apply(plan, v, *leaves)

@@ -1,0 +1,171 @@
+"""The fused materialized path (``attention.fused``) equals the reference, forward and gradients, for every kind.
+
+Each test forces a branch (``fused.forced``) and checks from the call counter that the branch actually ran:
+a test that silently took the other path would prove nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.func import functional_call
+
+from synthformer.attention import SynthesizerAttention, fast_paths, fused
+
+from .conftest import ALL_KINDS, D_MODEL, MAX_LEN, build, padding
+from .reference import reference_forward
+
+#: kinds whose training forward reaches the materialized blocks (the others take SDPA or the shared alignment)
+FUSED_KINDS = [k for k in ALL_KINDS if k not in ("V", "R", "Fix", "FR", "Fix+FR")]
+
+
+def _grads(y: torch.Tensor, w: torch.Tensor, inputs: list[torch.Tensor]) -> list[torch.Tensor | None]:
+    return list(torch.autograd.grad((y * w).sum(), inputs, allow_unused=True))
+
+
+def _run_forced(attn: SynthesizerAttention, mode: str, x: torch.Tensor, mask) -> torch.Tensor:
+    """attn(x, mask) with the fused branch forced to ``mode``; asserts the forced branch ran."""
+    fused.calls.clear()
+    with fused.forced(mode):
+        y = attn(x, mask)
+    branch = "fused" if mode == "always" else "blocks"
+    assert fused.calls[branch] > 0 and fused.calls["blocks" if branch == "fused" else "fused"] == 0, fused.calls
+    return y
+
+
+def _assert_same(a: list, b: list, atol: float) -> None:
+    for ga, gb in zip(a, b, strict=True):
+        if ga is None or gb is None:  # a parameter the output does not read (unused by both)
+            assert ga is None or not ga.any()
+            assert gb is None or not gb.any()
+        else:
+            torch.testing.assert_close(ga, gb, atol=atol, rtol=0)
+
+
+@pytest.mark.parametrize("length", [MAX_LEN, MAX_LEN - 3], ids=["max_len", "shorter"])
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("kind", FUSED_KINDS)
+def test_fused_equals_the_reference_in_float64(kind, causal, length):
+    """Outputs against the paper's equations (reference.py); input and parameter gradients against them too."""
+    attn = build(kind, causal=causal)
+    x = torch.randn(3, length, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = padding(3, length)
+    fast = _run_forced(attn, "always", x, mask)
+    want = reference_forward(attn, x, mask)
+    torch.testing.assert_close(fast, want, atol=1e-10, rtol=0)
+    w = torch.randn_like(fast)
+    params = list(attn.parameters())
+    _assert_same(_grads(fast, w, [x, *params]), _grads(want, w, [x, *params]), atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", FUSED_KINDS)
+def test_both_branches_agree_with_masks_and_blocks(kind, monkeypatch):
+    """Forced fused against forced stored-probability blocks, several (sample, head) blocks per call."""
+    monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", 1)  # one sample and one head per block
+    attn = build(kind, causal=True)
+    x = torch.randn(3, MAX_LEN - 1, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = padding(3, MAX_LEN - 1)
+    mask[0, 0] = True  # a fully masked first row in a causal layer: zeros, finite gradients
+    fast = _run_forced(attn, "always", x, mask)
+    blocks = _run_forced(attn, "never", x, mask)
+    torch.testing.assert_close(fast, blocks, atol=1e-12, rtol=0)
+    w = torch.randn_like(fast)
+    params = list(attn.parameters())
+    grads = _grads(fast, w, [x, *params])
+    assert all(g is None or torch.isfinite(g).all() for g in grads)
+    _assert_same(grads, _grads(blocks, w, [x, *params]), atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", FUSED_KINDS)
+def test_gradcheck_through_the_fused_backward(kind):
+    """``torch.autograd.gradcheck`` on a small shape: the input and every trained parameter."""
+    attn = build(kind, causal=True)
+    names = [n for n, p in attn.named_parameters() if p.requires_grad]
+    params = [attn.get_parameter(n).detach().clone().requires_grad_() for n in names]
+    x = torch.randn(2, 5, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = padding(2, 5)
+
+    def fn(x, *ps):
+        return functional_call(attn, dict(zip(names, ps, strict=True)), (x, mask))
+
+    fused.calls.clear()
+    with fused.forced("always"):
+        assert torch.autograd.gradcheck(fn, (x, *params), eps=1e-6, atol=1e-6)
+    assert fused.calls["fused"] > 0
+
+
+@pytest.mark.parametrize("kind", ["D", "FD", "R+V", "D+V", "GLU", "Conv"])
+def test_fused_in_float32_and_bf16(kind):
+    """Tolerances: fp32 1e-5 absolute on outputs of unit scale; bf16 autocast 3e-2 (8 mantissa bits, two GEMMs)."""
+    torch.manual_seed(0)
+    attn = SynthesizerAttention(64, 4, 64, kind=kind, causal=False)
+    x = torch.randn(4, 60, 64, requires_grad=True)
+    mask = torch.zeros(4, 60, dtype=torch.bool)
+    mask[1, 40:] = True
+    fast = _run_forced(attn, "always", x, mask)
+    blocks = _run_forced(attn, "never", x, mask)
+    assert (fast - blocks).abs().max().item() < 1e-5
+    g_fast, g_blocks = _grads(fast, torch.ones_like(fast), [x]), _grads(blocks, torch.ones_like(fast), [x])
+    assert (g_fast[0] - g_blocks[0]).abs().max().item() < 1e-4
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        fast16 = _run_forced(attn, "always", x, mask)
+    assert fast16.dtype == torch.bfloat16
+    assert (fast16.float() - blocks).abs().max().item() < 3e-2
+    (g16,) = _grads(fast16.float(), torch.ones_like(fast), [x])
+    assert torch.isfinite(g16).all()
+
+
+class _Recorder:
+    """Wraps ``fused.keep_mask``: every (seed, block) it was asked for, and the masks it returned."""
+
+    def __init__(self, real):
+        self.real, self.masks, self.calls = real, {}, []
+
+    def __call__(self, seed, block, shape, p, like):
+        mask = self.real(seed, block, shape, p, like)
+        self.calls.append((seed, block))
+        if (seed, block) in self.masks:
+            assert torch.equal(self.masks[(seed, block)], mask), "the backward drew another dropout mask"
+        self.masks[(seed, block)] = mask
+        return mask
+
+
+@pytest.mark.parametrize("kind", ["D", "FD", "R+V", "D+V", "GLU", "Conv"])
+def test_dropout_mask_is_the_same_in_forward_and_backward(kind, monkeypatch):
+    """Dropout on: the backward regenerates the forward's masks, and the result equals the plain path with the
+    recorded mask applied by hand (outputs and gradients)."""
+    monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", 1)  # several blocks, each with its own mask
+    recorder = _Recorder(fused.keep_mask)
+    monkeypatch.setattr(fused, "keep_mask", recorder)
+    p = 0.4
+    attn = build(kind, causal=True)
+    attn.dropout = p
+    attn.train()
+    b, t = 3, MAX_LEN
+    x = torch.randn(b, t, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = padding(b, t)
+    y = _run_forced(attn, "always", x, mask)
+    forward_calls = list(recorder.calls)
+    w = torch.randn_like(y)
+    params = list(attn.parameters())
+    grads = _grads(y, w, [x, *params])
+    assert recorder.calls[len(forward_calls) :] == forward_calls  # backward asked for the same (seed, block)s
+    # the plain path with the recorded masks: probabilities * keep / (1 - p), then @ V and the projection
+    size = fast_paths._block_size(attn, b, t, t, None)
+    keep = torch.empty(b, attn.n_heads, t, t, dtype=torch.bool)
+    seed = forward_calls[0][0]
+    for n, rows, hs in fused._Plan(None, None, None, size, p).blocks(b, attn.n_heads):
+        keep[rows, hs] = recorder.masks[(seed, n)]
+    assert 0.3 < 1 - keep.float().mean().item() < 0.5  # the masks really drop about p
+    attn.eval()  # the plain path without its own dropout
+    probs = attn._probabilities(x, 0, None, mask)
+    v = attn.value(x).view(b, t, attn.n_heads, -1).transpose(1, 2)  # (B, H, T, d_h)
+    o = (probs * keep / (1 - p)) @ v  # (B, H, T, d_h)
+    want = attn.out(o.transpose(1, 2).reshape(b, t, -1))  # (B, H, T, d_h) -> (B, T, d)
+    torch.testing.assert_close(y, want, atol=1e-12, rtol=0)
+    _assert_same(grads, _grads(want, w, [x, *params]), atol=1e-12)
+
+
+def test_forced_rejects_unknown_modes():
+    with pytest.raises(ValueError, match="'auto', 'always' or 'never'"), fused.forced("sometimes"):
+        pass
