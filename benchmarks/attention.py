@@ -11,6 +11,10 @@ Usage (the numbers in docs/benchmarks.md came from these):
     python benchmarks/attention.py --lengths 256 --dtype bf16
     python benchmarks/attention.py --decode --contexts 128 256 512 1024
     python benchmarks/attention.py --fr-memory
+    python benchmarks/attention.py --goals    # every run issue 15's goals need, then each goal: holds / does not
+
+Each row prints the kind's FLOP ratio to V (multiply-adds counted from the shapes by
+``synthformer.bench.flops``: the time ratio at V's efficiency) and its efficiency (FLOP ratio / time ratio).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from contextlib import nullcontext
 import torch
 
 from synthformer.attention import SynthesizerAttention
+from synthformer.bench.flops import efficiency, flop_ratio
+from synthformer.bench.goals import module_goals
 from synthformer.bench.measure import peak_bytes
 
 DEFAULT_KINDS = ["V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V", "FR+V", "R+D", "Bottleneck", "GLU", "Conv"]
@@ -70,19 +76,24 @@ def bench_module(args) -> list[dict]:
             base = statistics.median(times["V"])
             for kind in steps:
                 med = statistics.median(times[kind])
+                flops = flop_ratio(kind, args.batch, length, args.d_model, args.heads)
                 row = {
                     "L": length,
                     "mode": mode,
                     "kind": kind,
+                    "causal": args.causal,
+                    "dtype": args.dtype,
                     "ms": med * 1e3,
                     "ratio_to_V": med / base,
                     "speedup_vs_V": base / med,
+                    "flop_ratio": flops,
+                    "efficiency": efficiency(flops, med / base),
                     "peak_MiB": peaks.get(kind, float("nan")) / 2**20,
                 }
                 rows.append(row)
                 print(
                     f"L={length:5d} {mode:8s} {kind:11s} {row['ms']:9.2f} ms  x{row['ratio_to_V']:.2f} of V "
-                    f"(speed-up {row['speedup_vs_V']:.2f})  peak {row['peak_MiB']:8.1f} MiB",
+                    f"(FLOP ratio {flops:.2f}, efficiency {row['efficiency']:.2f})  peak {row['peak_MiB']:8.1f} MiB",
                     flush=True,
                 )
     return rows
@@ -156,6 +167,21 @@ def bench_fr_memory(args) -> list[dict]:
     return rows
 
 
+def bench_goals(args) -> list[dict]:
+    """Every run issue 15's goals need: fp32 bidirectional at L=256 and 1024 with memory, causal at 1024, bf16 at
+    256 (forward+backward)."""
+    goal_kinds = ["V", "D", "FD", "R+V", "D+V", "GLU"]
+    runs = [
+        dict(lengths=[256, 1024], causal=False, dtype="fp32", kinds=goal_kinds, memory=True),
+        dict(lengths=[1024], causal=True, dtype="fp32", kinds=["V", "D", "FD", "R+V"], memory=False),
+        dict(lengths=[256], causal=False, dtype="bf16", kinds=goal_kinds, memory=False),
+    ]
+    rows = []
+    for run in runs:
+        rows += bench_module(argparse.Namespace(**{**vars(args), **run, "modes": ["fwd+bwd"]}))
+    return rows
+
+
 def markdown(rows: list[dict], columns: list[str]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
@@ -182,6 +208,7 @@ def main() -> None:
     p.add_argument("--decode-kinds", nargs="+", default=["V", "R", "D", "FR", "R+V", "D+V"])
     p.add_argument("--decode-batch", type=int, default=16)
     p.add_argument("--fr-memory", action="store_true", help="run the FR L=4096 memory comparison instead")
+    p.add_argument("--goals", action="store_true", help="run what issue 15's goals need and print each verdict")
     p.add_argument("--json", help="write the rows to this JSON file")
     args = p.parse_args()
     if args.decode:
@@ -196,8 +223,10 @@ def main() -> None:
         rows = bench_decode(args)
         print(markdown(rows, ["context", "kind", "us_per_token", "ratio_to_V", "cache_MiB", "cache_ratio_to_V"]))
     else:
-        rows = bench_module(args)
-        print(markdown(rows, ["L", "mode", "kind", "ms", "ratio_to_V", "speedup_vs_V", "peak_MiB"]))
+        rows = bench_goals(args) if args.goals else bench_module(args)
+        columns = ["L", "mode", "kind", "causal", "dtype", "ms", "ratio_to_V", "flop_ratio", "efficiency", "peak_MiB"]
+        print(markdown(rows, columns))
+        print("\n".join(module_goals(rows)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "rows": rows}, f, indent=1)

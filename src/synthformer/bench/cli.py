@@ -22,6 +22,7 @@ import yaml
 
 from synthformer.models import list_presets
 
+from .goals import model_goals
 from .rows import resolve_rows, valid_row_names
 from .table import bench_config, describe_run, run_table, to_markdown, write_outputs
 
@@ -137,6 +138,7 @@ def main(argv: Sequence[str] | None = None, prog: str = DEFAULT_PROG) -> int:
         parser.error(str(err))
     command = shlex.join([*shlex.split(prog), *args_list])
     sys.stdout.write(describe_run(results, command) + "\n\n" + to_markdown(results) + "\n")
+    sys.stdout.write("\n" + "\n".join(model_goals(results)) + "\n")
     if args.out:
         md_path, csv_path = write_outputs(results, args.out, command)
         sys.stdout.write(f"\nwrote {md_path} and {csv_path}\n")

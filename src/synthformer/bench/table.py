@@ -53,8 +53,10 @@ COLUMNS: tuple[str, ...] = (
     "kind",
     "params",
     "flops_per_step",
+    "flop_ratio",
     "steps_per_s",
     "steps_per_s_ratio",
+    "efficiency",
     "tokens_per_s",
     "tokens_per_s_ratio",
     "step_ms",
@@ -272,8 +274,11 @@ def _measure(
                 "kind": c.row.kind,
                 "params": num_parameters(c.model),
                 "flops_per_step": flops[name],
+                # the steps/s ratio at the Transformer's efficiency: its FLOPs per step over this row's (counted)
+                "flop_ratio": flops[base.row.name] / flops[name] if flops[name] else math.nan,
                 "steps_per_s": 1.0 / step_s,
                 "steps_per_s_ratio": base_step / step_s,
+                "efficiency": (base_step / step_s) / (flops[base.row.name] / flops[name]) if flops[name] else math.nan,
                 "tokens_per_s": tokens / step_s,
                 "tokens_per_s_ratio": (tokens / step_s) / (batch_tokens(base.batch) / base_step),
                 "step_ms": step_s * 1e3,
@@ -350,6 +355,8 @@ _MD_COLUMNS: tuple[tuple[str, Any], ...] = (
     ("FLOPs/step", lambda r: f"{r['flops_per_step']:.2e}"),
     ("Steps/s", lambda r: f"{r['steps_per_s']:.3g}"),
     ("Steps/s vs Transformer", lambda r: _ratio(r["steps_per_s_ratio"])),
+    ("FLOP ratio", lambda r: _ratio(r["flop_ratio"])),
+    ("Efficiency", lambda r: _ratio(r["efficiency"])),
     ("Tokens/s", lambda r: f"{r['tokens_per_s']:,.0f}"),
     ("Tokens/s vs Transformer", lambda r: _ratio(r["tokens_per_s_ratio"])),
     ("Peak MiB", lambda r: "" if math.isnan(r["peak_mib"]) else f"{r['peak_mib']:,.1f}"),
@@ -393,7 +400,9 @@ def describe_run(results: Sequence[dict[str, Any]], command: str | None = None) 
         lines.append(f"command: {command}")
     lines.append(
         "columns: a step = forward + backward + AdamW on random tokens; FLOPs = FlopCounterMode on forward + "
-        "backward (matmuls and attention only; elementwise ops uncounted); Peak = parameters + optimizer state + "
+        "backward (matmuls and attention only; elementwise ops uncounted); FLOP ratio = the Transformer's FLOPs/step "
+        "over the row's (its steps/s ratio at equal efficiency); Efficiency = steps/s ratio / FLOP ratio; "
+        "Peak = parameters + optimizer state + "
         "the profiler's allocation high-water mark of one step; Paper = the paper's steps/s ratio (Table 4, TPU; "
         "Table 7 for FR and Linformer); K = per-layer kernel sizes"
     )

@@ -1,0 +1,98 @@
+"""The speed and memory goals of issue 15, checked against measured rows: each printed as holds / does not hold.
+
+Module level (``benchmarks/attention.py``): rows are dicts with ``L``, ``mode``, ``kind``, ``ratio_to_V``,
+``peak_MiB``, ``causal`` and ``dtype``. Model level (``synthformer bench``): the result rows of
+:func:`synthformer.bench.run_table`. No test asserts a timing; the goals are reported, not enforced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+#: (kind, L) -> the largest forward+backward time ratio to V that meets the goal (fp32, bidirectional, B=16,
+#: d_model 512, 8 heads).
+TIME_GOALS: dict[tuple[str, int], float] = {
+    ("D", 256): 0.85,
+    ("D", 1024): 0.92,
+    ("FD", 256): 0.78,
+    ("FD", 1024): 0.70,
+    ("R+V", 256): 1.05,
+    ("R+V", 1024): 1.05,
+    ("D+V", 256): 1.38,
+    ("D+V", 1024): 1.45,
+    ("GLU", 256): 1.08,
+    ("GLU", 1024): 1.08,
+}
+#: causal layers at L=1024 at least this much faster than their own bidirectional time
+CAUSAL_SPEEDUP, CAUSAL_KINDS, CAUSAL_LEN = 1.3, ("D", "FD", "R+V"), 1024
+#: peak training memory of D at L=1024 at most this multiple of V's
+MEMORY_GOAL = 1.5
+#: model level: a row's steps/s ratio to the Transformer at least this fraction of its FLOP ratio
+MODEL_EFFICIENCY_GOAL = 0.95
+
+
+def _verdict(ok: bool | None) -> str:
+    return "not measured in this run" if ok is None else ("holds" if ok else "does not hold")
+
+
+def _find(rows: Sequence[dict], **match: Any) -> dict | None:
+    for r in rows:
+        if all(r.get(k) == v for k, v in match.items()):
+            return r
+    return None
+
+
+def module_goals(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per goal of the issue, from the rows of ``benchmarks/attention.py`` (any subset of runs)."""
+    lines = []
+    base = {"mode": "fwd+bwd", "causal": False, "dtype": "fp32"}
+    for (kind, length), goal in TIME_GOALS.items():
+        r = _find(rows, kind=kind, L=length, **base)
+        got = "" if r is None else f" (measured {r['ratio_to_V']:.2f}, FLOP ratio {r['flop_ratio']:.2f})"
+        ok = None if r is None else r["ratio_to_V"] <= goal
+        lines.append(f"goal {kind} L={length} fwd+bwd <= {goal:.2f} of V{got}: {_verdict(ok)}")
+    for kind in CAUSAL_KINDS:
+        bidir = _find(rows, kind=kind, L=CAUSAL_LEN, **base)
+        causal = _find(rows, kind=kind, L=CAUSAL_LEN, **{**base, "causal": True})
+        ok, got = None, ""
+        if bidir is not None and causal is not None:
+            speedup = bidir["ms"] / causal["ms"]
+            ok, got = speedup >= CAUSAL_SPEEDUP, f" (measured {speedup:.2f}x)"
+        lines.append(
+            f"goal causal {kind} L={CAUSAL_LEN} >= {CAUSAL_SPEEDUP}x faster than bidirectional{got}: {_verdict(ok)}"
+        )
+    d, v = _find(rows, kind="D", L=1024, **base), _find(rows, kind="V", L=1024, **base)
+    ok, got = None, ""
+    if d is not None and v is not None and not math.isnan(d["peak_MiB"]) and not math.isnan(v["peak_MiB"]):
+        ratio = d["peak_MiB"] / v["peak_MiB"]
+        ok, got = ratio <= MEMORY_GOAL, f" (measured {ratio:.2f}x)"
+    lines.append(f"goal peak training memory of D at L=1024 <= {MEMORY_GOAL}x V's{got}: {_verdict(ok)}")
+    lines.append(f"goal bf16 autocast keeps the fp32 ordering: {_verdict(_same_order(rows))}")
+    return lines
+
+
+def _same_order(rows: Sequence[dict[str, Any]]) -> bool | None:
+    """Whether, at every (L, mode) measured in both fp32 and bf16 (bidirectional), the kinds rank the same."""
+    verdicts = []
+    for length, mode in {(r["L"], r["mode"]) for r in rows}:
+        order = {}
+        for dtype in ("fp32", "bf16"):
+            sel = [r for r in rows if (r["L"], r["mode"], r["dtype"], r["causal"]) == (length, mode, dtype, False)]
+            order[dtype] = [r["kind"] for r in sorted(sel, key=lambda r: r["ratio_to_V"])]
+        if order["fp32"] and order["bf16"] and set(order["fp32"]) == set(order["bf16"]):
+            verdicts.append(order["fp32"] == order["bf16"])
+    return all(verdicts) if verdicts else None
+
+
+def model_goals(results: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per row of ``synthformer bench``: steps/s ratio >= 0.95 of its FLOP ratio to the Transformer."""
+    lines = []
+    for r in results[1:]:  # the first row is the Transformer itself
+        ok = r["steps_per_s_ratio"] >= MODEL_EFFICIENCY_GOAL * r["flop_ratio"]
+        lines.append(
+            f"goal {r['model']}: steps/s ratio {r['steps_per_s_ratio']:.2f} >= {MODEL_EFFICIENCY_GOAL} x FLOP ratio "
+            f"{r['flop_ratio']:.2f} (efficiency {r['efficiency']:.2f}): {_verdict(ok)}"
+        )
+    return lines
