@@ -43,11 +43,14 @@ def _assert_same(a: list, b: list, atol: float) -> None:
 
 
 @pytest.mark.parametrize("length", [MAX_LEN, MAX_LEN - 3], ids=["max_len", "shorter"])
-@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("causal", [False, True, 3], ids=["bidir", "causal", "causal-chunks-of-3"])
 @pytest.mark.parametrize("kind", FUSED_KINDS)
-def test_fused_equals_the_reference_in_float64(kind, causal, length):
-    """Outputs against the paper's equations (reference.py); input and parameter gradients against them too."""
-    attn = build(kind, causal=causal)
+def test_fused_equals_the_reference_in_float64(kind, causal, length, monkeypatch):
+    """Outputs against the paper's equations (reference.py); input and parameter gradients against them too.
+    Causal layers also in query chunks of 3 rows (the chunks above the diagonal skipped)."""
+    if causal is not True and causal is not False:
+        monkeypatch.setattr(fused, "CAUSAL_CHUNK", causal)
+    attn = build(kind, causal=bool(causal))
     x = torch.randn(3, length, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, length)
     fast = _run_forced(attn, "always", x, mask)
@@ -62,6 +65,7 @@ def test_fused_equals_the_reference_in_float64(kind, causal, length):
 def test_both_branches_agree_with_masks_and_blocks(kind, monkeypatch):
     """Forced fused against forced stored-probability blocks, several (sample, head) blocks per call."""
     monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", 1)  # one sample and one head per block
+    monkeypatch.setattr(fused, "CAUSAL_CHUNK", 2)  # and query chunks of 2 rows
     attn = build(kind, causal=True)
     x = torch.randn(3, MAX_LEN - 1, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN - 1)
@@ -77,8 +81,10 @@ def test_both_branches_agree_with_masks_and_blocks(kind, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", FUSED_KINDS)
-def test_gradcheck_through_the_fused_backward(kind):
-    """``torch.autograd.gradcheck`` on a small shape: the input and every trained parameter."""
+def test_gradcheck_through_the_fused_backward(kind, monkeypatch):
+    """``torch.autograd.gradcheck`` on a small shape: the input and every trained parameter (causal, query chunks
+    of 2 rows)."""
+    monkeypatch.setattr(fused, "CAUSAL_CHUNK", 2)
     attn = build(kind, causal=True)
     names = [n for n, p in attn.named_parameters() if p.requires_grad]
     params = [attn.get_parameter(n).detach().clone().requires_grad_() for n in names]
@@ -135,6 +141,7 @@ def test_dropout_mask_is_the_same_in_forward_and_backward(kind, monkeypatch):
     """Dropout on: the backward regenerates the forward's masks, and the result equals the plain path with the
     recorded mask applied by hand (outputs and gradients)."""
     monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", 1)  # several blocks, each with its own mask
+    monkeypatch.setattr(fused, "CAUSAL_CHUNK", 3)  # and several query chunks per block
     recorder = _Recorder(fused.keep_mask)
     monkeypatch.setattr(fused, "keep_mask", recorder)
     p = 0.4
@@ -152,11 +159,16 @@ def test_dropout_mask_is_the_same_in_forward_and_backward(kind, monkeypatch):
     assert recorder.calls[len(forward_calls) :] == forward_calls  # backward asked for the same (seed, block)s
     # the plain path with the recorded masks: probabilities * keep / (1 - p), then @ V and the projection
     size = fast_paths._block_size(attn, b, t, t, None)
-    keep = torch.empty(b, attn.n_heads, t, t, dtype=torch.bool)
+    keep = torch.zeros(b, attn.n_heads, t, t, dtype=torch.bool)  # above the diagonal: never drawn, never read
     seed = forward_calls[0][0]
-    for n, rows, hs in fused._Plan(None, None, None, size, p).blocks(b, attn.n_heads):
-        keep[rows, hs] = recorder.masks[(seed, n)]
-    assert 0.3 < 1 - keep.float().mean().item() < 0.5  # the masks really drop about p
+    plan = fused._Plan(None, attn.synth.query_rows, None, None, size, p, t, t)
+    chunks = plan.chunks()
+    assert len(chunks) == 3
+    for n, rows, hs in plan.blocks(b, attn.n_heads):
+        for c, (q0, q1, keys) in enumerate(chunks):
+            keep[rows, hs, q0:q1, :keys] = recorder.masks[(seed, n * len(chunks) + c)]
+    allowed = torch.ones(t, t).tril().bool()
+    assert 0.25 < 1 - keep[..., allowed].float().mean().item() < 0.55  # the masks really drop about p
     attn.eval()  # the plain path without its own dropout
     probs = attn._probabilities(x, 0, None, mask)
     v = attn.value(x).view(b, t, attn.n_heads, -1).transpose(1, 2)  # (B, H, T, d_h)
@@ -169,3 +181,16 @@ def test_dropout_mask_is_the_same_in_forward_and_backward(kind, monkeypatch):
 def test_forced_rejects_unknown_modes():
     with pytest.raises(ValueError, match="'auto', 'always' or 'never'"), fused.forced("sometimes"):
         pass
+
+
+@pytest.mark.parametrize("kind", FUSED_KINDS)
+def test_query_rows_contract(kind):
+    """``query_rows(f, q0, q1)`` gives the logits' (q0:q1, :q1) corner for every kind (what causal chunks read)."""
+    attn = build(kind, causal=True)
+    x = torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64)
+    synth = attn.synth
+    factors = synth.logit_factors(x, 0)
+    full = synth.logits_from_factors(factors, MAX_LEN)
+    for q0, q1 in ((0, 3), (3, 6), (6, MAX_LEN)):
+        part = synth.logits_from_factors(synth.query_rows(factors, q0, q1), q1)
+        torch.testing.assert_close(part.expand(2, -1, -1, -1), full[..., q0:q1, :q1].expand(2, -1, -1, -1))

@@ -139,6 +139,19 @@ class SynthesizingFunction(nn.Module):
             return dot_logits(q, k)
         return factors[0]
 
+    def query_rows(self, factors: tuple, q0: int, q1: int) -> tuple:
+        """The factors of queries ``q0 .. q1-1`` over keys ``0 .. q1-1`` (views of ``factors``, same tree).
+
+        Contract (tested for every kind): ``logits_from_factors(query_rows(f, q0, q1), q1)`` equals
+        ``logits_from_factors(f, S)[..., q0:q1, :q1]`` for the factors of a call with ``start == 0``. Causal
+        layers use it to skip the logits above the diagonal. Default: the feature pair's query rows and leading
+        keys, or the logits' (q0:q1, :q1) corner.
+        """
+        if self.has_features:
+            q, k = factors
+            return q[..., q0:q1, :], k[..., :q1, :]
+        return (factors[0][..., q0:q1, :q1],)
+
     def memory_keys(self, memory: Tensor) -> Tensor | None:
         """Cross-attention: what the logits read from the encoder memory, computed once per source batch.
 

@@ -34,7 +34,6 @@ FD's outer product as a matmul) and R+V from 1.9-2.1 to 1.16-1.23.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 import torch
@@ -146,6 +145,7 @@ def _materialized_blocks(
     layer: SynthesizerAttention,
     factors: tuple,
     combine,
+    rows,
     v: Tensor,
     t: int,
     start: int,
@@ -154,10 +154,11 @@ def _materialized_blocks(
 ) -> Tensor:
     """``dropout(softmax(mask(combine(factors)))) @ v`` one (samples, heads) block at a time: (B, H, T, d_h).
 
-    ``combine`` maps a block of ``factors`` to its (samples, heads, T, S) logits, for the T queries at positions
-    ``start ..`` over S = start + T keys. Exact: every block's logits read only the block's factors (the contract
-    of ``logit_factors``). Heads are the outer loop, so a batch-shared factor block (R's) gets its gradient
-    summed while it is hot.
+    ``combine(block_factors, keys)`` maps a block of ``factors`` to its (samples, heads, T, keys) logits, for the
+    T queries at positions ``start ..`` over S = start + T keys. Exact: every block's logits read only the
+    block's factors (the contract of ``logit_factors``). Heads are the outer loop, so a batch-shared factor
+    block (R's) gets its gradient summed while it is hot. ``rows(factors, q0, q1)`` cuts the factors to a chunk
+    of queries (``SynthesizingFunction.query_rows``); the fused path uses it to skip the causal upper triangle.
     """
     b, heads = v.shape[:2]
     s = start + t
@@ -165,7 +166,7 @@ def _materialized_blocks(
     size = _block_size(layer, b, t, s, state)
     drop = layer.dropout if layer.training else 0.0
     if state is None and fused.should_fuse(torch.is_grad_enabled(), s):
-        return fused.fused_attention(combine, factors, v, mask, size, drop)
+        return fused.fused_attention(combine, factors, v, mask, size, drop, rows if layer.causal else None)
     fused.calls["blocks"] += 1
     n = (-(-b // size[0]), -(-heads // size[1]))
     grid = _grid((factors, v, mask), b, heads, size, n)
@@ -173,7 +174,7 @@ def _materialized_blocks(
     for j in range(n[1]):
         for i in range(n[0]):
             fac, vb, mb = _block(grid, i, j)
-            probs = masked_softmax(combine(fac), mb)  # (samples, heads, T, S)
+            probs = masked_softmax(combine(fac, s), mb)  # (samples, heads, T, S)
             out[i][j] = F.dropout(probs, drop, layer.training) @ vb  # (samples, heads, T, d_h)
     rows = [r[0] if n[1] == 1 else torch.cat(r, 1) for r in out]
     return rows[0] if n[0] == 1 else torch.cat(rows)  # (B, H, T, d_h); one block needs no copy
@@ -185,8 +186,10 @@ def _materialized(
     """The materialized path in cache-sized blocks of samples and heads: (B, H, T, d_h)."""
     t = x.shape[1]
     factors = layer.synth.logit_factors(x, start, state, key_padding_mask)
-    combine = partial(layer.synth.logits_from_factors, keys=start + t)
-    return _materialized_blocks(layer, factors, combine, v, t, start, state, key_padding_mask)
+    synth = layer.synth
+    return _materialized_blocks(
+        layer, factors, synth.logits_from_factors, synth.query_rows, v, t, start, state, key_padding_mask
+    )
 
 
 def _fold(v: Tensor) -> Tensor:
@@ -250,6 +253,17 @@ FEATURES_MATERIALIZE_MAX_LEN = 1024
 FEATURES_MATERIALIZE_MAX_LEN_NO_GRAD = 512
 
 
+def _feature_logits(factors: tuple, keys: int) -> Tensor:
+    """(samples|1, h, T, keys) logits ``q k^T`` of a block of the feature pair (k already cut to the keys)."""
+    return dot_logits(*factors)
+
+
+def _feature_rows(factors: tuple, q0: int, q1: int) -> tuple:
+    """The feature pair of queries ``q0 .. q1-1`` over keys ``0 .. q1-1`` (views)."""
+    q, k = factors
+    return q[..., q0:q1, :], k[..., :q1, :]
+
+
 def _materialize_features(e: int, dh: int, s: int) -> bool:
     """Whether q/k features of width e against values of width d_h over s keys take the materialized blocks."""
     limit = FEATURES_MATERIALIZE_MAX_LEN if torch.is_grad_enabled() else FEATURES_MATERIALIZE_MAX_LEN_NO_GRAD
@@ -291,7 +305,9 @@ def _features_sdpa(
     drop = layer.dropout if layer.training else 0.0
     if _materialize_features(q.shape[-1], v.shape[-1], s):
         # one GEMM over the concatenated features for every part of a mixture
-        return _materialized_blocks(layer, (q, k), lambda f: dot_logits(*f), v, t, start, state, key_padding_mask)
+        return _materialized_blocks(
+            layer, (q, k), _feature_logits, _feature_rows, v, t, start, state, key_padding_mask
+        )
     q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
     if key_padding_mask is None and (not layer.causal or t == 1):
         # a single new position attends to every cached one: nothing to mask

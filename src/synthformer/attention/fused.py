@@ -22,6 +22,7 @@ force each branch and check that it ran.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -59,6 +60,9 @@ def forced(mode: str) -> Iterator[None]:
 #: or faster (D 0.98 / 1.00, FD 0.74 / 0.83, R+V 1.14 / 1.15, GLU 1.42 / 1.47; D+V 1.52 / 1.31 the exception)
 #: and keeps no L x L tensor for the backward pass.
 FUSE_MIN_KEYS = 1024
+#: Query rows per chunk in causal layers (a chunk reads keys up to its last row; smaller chunks skip more of
+#: the upper triangle but run smaller GEMMs).
+CAUSAL_CHUNK = 128
 
 
 def should_fuse(needs_grad: bool, keys: int) -> bool:
@@ -83,10 +87,15 @@ def keep_mask(seed: int, block: int, shape: tuple[int, ...], p: float, like: Ten
 
 
 class _Plan:
-    """What the block loop needs besides tensors: block sizes, how to slice and rebuild the factors."""
+    """What the block loop needs besides tensors: block sizes, how to slice and rebuild the factors.
 
-    def __init__(self, combine: Callable, spec, mask: Tensor | None, size: tuple[int, int], drop: float):
-        self.combine, self.spec, self.mask, self.size, self.drop = combine, spec, mask, size, drop
+    ``rows`` is set for causal layers without a cache: each block then runs in query chunks, chunk
+    ``[q0, q1)`` over keys ``[0, q1)`` only, so the blocks above the diagonal are never computed.
+    """
+
+    def __init__(self, combine: Callable, rows: Callable | None, spec, mask, size, drop: float, t: int, s: int):
+        self.combine, self.rows, self.spec, self.mask = combine, rows, spec, mask
+        self.size, self.drop, self.t, self.s = size, drop, t, s
         self.seed = 0
 
     def blocks(self, batch: int, heads: int) -> Iterator[tuple[int, slice, slice]]:
@@ -96,6 +105,18 @@ class _Plan:
             for i in range(0, batch, self.size[0]):
                 yield n, slice(i, i + self.size[0]), slice(j, j + self.size[1])
                 n += 1
+
+    def chunks(self) -> list[tuple[int, int, int]]:
+        """(q0, q1, keys) per query chunk: the whole block, or causal chunks of ``CAUSAL_CHUNK`` rows."""
+        if self.rows is None:
+            return [(0, self.t, self.s)]
+        starts = range(0, self.t, CAUSAL_CHUNK)
+        return [(q0, min(q0 + CAUSAL_CHUNK, self.t), min(q0 + CAUSAL_CHUNK, self.t)) for q0 in starts]
+
+    def factors(self, leaves: list, q0: int, q1: int):
+        """The factor tree of one chunk (views of ``leaves``, a block's flattened factors)."""
+        tree = tree_unflatten(leaves, self.spec)
+        return tree if self.rows is None else self.rows(tree, q0, q1)
 
 
 def _cut(t: Tensor | None, rows: slice, heads: slice, batch: int, n_heads: int) -> Tensor | None:
@@ -149,19 +170,20 @@ class FusedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, plan: _Plan, v: Tensor, *leaves: Tensor) -> Tensor:
         b, heads = v.shape[:2]
-        out = None
+        out = v.new_empty(b, heads, plan.t, v.shape[-1])
+        chunks = plan.chunks()
         for n, rows, hs in plan.blocks(b, heads):
-            fac = tree_unflatten([_cut(x, rows, hs, b, heads) for x in leaves], plan.spec)
+            block = [_cut(x, rows, hs, b, heads) for x in leaves]
             vb = v[rows, hs]  # (s, h, S, d_h)
-            logits = _own(plan.combine(fac), vb.shape[0], leaves)  # (s, h, T, S), filled in place
             mb = None if plan.mask is None else _cut(plan.mask, rows, hs, b, heads)
-            if out is None:
-                out = v.new_empty(b, heads, logits.shape[-2], v.shape[-1])
-            probs = _softmax_rows_(logits, mb)
-            if plan.drop > 0.0:
-                probs = probs * keep_mask(plan.seed, n, vb.shape[:2] + probs.shape[-2:], plan.drop, probs)
-                probs = probs.mul_(1.0 / (1.0 - plan.drop))
-            out[rows, hs] = probs @ vb  # (s, h, T, S) @ (s, h, S, d_h)
+            for c, (q0, q1, keys) in enumerate(chunks):
+                fac = plan.factors(block, q0, q1)
+                logits = _own(plan.combine(fac, keys), vb.shape[0], leaves)  # (s, h, q1-q0, keys), in place
+                probs = _softmax_rows_(logits, None if mb is None else mb[..., q0:q1, :keys])
+                if plan.drop > 0.0:
+                    keep = keep_mask(plan.seed, n * len(chunks) + c, vb.shape[:2] + probs.shape[-2:], plan.drop, probs)
+                    probs = (probs * keep).mul_(1.0 / (1.0 - plan.drop))
+                out[rows, hs, q0:q1] = probs @ vb[:, :, :keys]  # (s, h, T_c, keys) @ (s, h, keys, d_h)
         ctx.plan = plan
         # the backward recomputes the logits under the forward's autocast state (bf16 GEMMs give bf16 logits)
         device = v.device.type
@@ -185,76 +207,101 @@ class FusedAttention(torch.autograd.Function):
         b, heads = v.shape[:2]
         d_out = d_out.contiguous()
         delta = (d_out * out).sum(-1, keepdim=True)  # (B, H, T, 1): rowsum(P * dP) == rowsum(dO * O)
-        # the blocks cover every (sample, head) once: v's gradient and a leaf cut on both axes are written, not
-        # summed, so they need no zero fill; a leaf shared by several blocks (D's keys, R) accumulates
-        dv = torch.empty_like(v) if ctx.needs_input_grad[1] else None
+        chunks = plan.chunks()
+        # Without query chunks the blocks cover every (sample, head) once: v's gradient and a leaf cut on both
+        # axes are written, not summed, so they need no zero fill; a leaf shared by several blocks (D's keys, R)
+        # or read by several chunks accumulates.
+        whole = len(chunks) == 1
+        dv = (torch.empty_like(v) if whole else torch.zeros_like(v)) if ctx.needs_input_grad[1] else None
         wanted = [ctx.needs_input_grad[2 + k] for k in range(len(leaves))]
-        owned = [x is not None and x.shape[0] == b and x.dim() > 1 and x.shape[1] == heads for x in leaves]
+        owned = [whole and x is not None and x.shape[0] == b and x.dim() > 1 and x.shape[1] == heads for x in leaves]
         grads = [
             None if not w else torch.empty_like(x) if o else torch.zeros_like(x)
             for x, w, o in zip(leaves, wanted, owned, strict=True)
         ]
-        buffers: list[Tensor] = []  # the block's P and dP, allocated once and reused by every block
+        buffers: list[Tensor] = []  # flat storage of the chunk's P and dP, allocated once, reused by every chunk
         for n, rows, hs in plan.blocks(b, heads):
-            cut = [_cut(x, rows, hs, b, heads) for x in leaves]
-            cut = [None if c is None else c.detach().requires_grad_(w) for c, w in zip(cut, wanted, strict=True)]
-            with torch.enable_grad():
-                logits = plan.combine(tree_unflatten(cut, plan.spec))  # (s|1, h, T, S) with its graph
-            vb, gb = v[rows, hs], d_out[rows, hs]
-            shape = vb.shape[:2] + logits.shape[-2:]  # (s, h, T, S)
-            if not buffers:
-                buffers = [logits.new_empty(shape), logits.new_empty(shape, dtype=torch.result_type(gb, vb))]
-            p_buf, dp_buf = (t[: shape[0]] for t in buffers)  # the last block may hold fewer samples
-            mb = None if plan.mask is None else _cut(plan.mask, rows, hs, b, heads)
-            probs = _softmax_rows_(p_buf.copy_(logits.detach()), mb)  # bitwise the forward's P
-            d_probs = torch.matmul(gb, vb.transpose(-1, -2), out=dp_buf)  # (s, h, T, S): dO V^T
-            if plan.drop > 0.0:
-                keep = keep_mask(plan.seed, n, shape, plan.drop, probs)
-                scale = 1.0 / (1.0 - plan.drop)
-                dropped = probs * keep * scale  # what multiplied V in the forward
-                d_probs.mul_(keep).mul_(scale)
-            else:
-                dropped = probs
-            if dv is not None:
-                dv[rows, hs] = dropped.transpose(-1, -2) @ gb  # (s, h, S, T) @ (s, h, T, d_h)
-            if not any(wanted):
-                continue
-            d_logits = d_probs.sub_(delta[rows, hs]).mul_(probs)  # dS = P (dP - delta), in place
-            if logits.shape[0] != d_logits.shape[0]:
-                d_logits = d_logits.sum(0, keepdim=True)  # logits shared by the block's samples
-            targets = [c for c, w in zip(cut, wanted, strict=True) if w]
-            got = iter(torch.autograd.grad(logits, targets, d_logits, allow_unused=True))
-            for k, w in enumerate(wanted):
-                if not w:
-                    continue
-                g, dest = next(got), _cut(grads[k], rows, hs, b, heads)
-                if g is None:
-                    if owned[k]:
-                        dest.zero_()
-                elif owned[k]:
-                    dest.copy_(g)
+            block = [_cut(x, rows, hs, b, heads) for x in leaves]
+            # where each leaf's gradient goes (a leaf without one stands in for itself and is never written)
+            dest = [x if g is None else _cut(g, rows, hs, b, heads) for x, g in zip(block, grads, strict=True)]
+            vb_all, mb_all = v[rows, hs], None if plan.mask is None else _cut(plan.mask, rows, hs, b, heads)
+            for c, (q0, q1, keys) in enumerate(chunks):
+                cut, _ = tree_flatten(plan.factors(block, q0, q1))
+                cut = [None if x is None else x.detach().requires_grad_(w) for x, w in zip(cut, wanted, strict=True)]
+                with torch.enable_grad():
+                    logits = plan.combine(tree_unflatten(cut, plan.spec), keys)  # (s|1, h, T_c, keys), with graph
+                vb, gb = vb_all[:, :, :keys], d_out[rows, hs, q0:q1]
+                shape = vb.shape[:2] + logits.shape[-2:]  # (s, h, T_c, keys)
+                if not buffers:
+                    size = vb.shape[0] * vb.shape[1] * logits.shape[-2] * plan.s
+                    buffers = [logits.new_empty(size), logits.new_empty(size, dtype=torch.result_type(gb, vb))]
+                p_buf, dp_buf = (t[: math.prod(shape)].view(shape) for t in buffers)
+                mb = None if mb_all is None else mb_all[..., q0:q1, :keys]
+                probs = _softmax_rows_(p_buf.copy_(logits.detach()), mb)  # bitwise the forward's P
+                d_probs = torch.matmul(gb, vb.transpose(-1, -2), out=dp_buf)  # (s, h, T_c, keys): dO V^T
+                if plan.drop > 0.0:
+                    keep = keep_mask(plan.seed, n * len(chunks) + c, shape, plan.drop, probs)
+                    scale = 1.0 / (1.0 - plan.drop)
+                    dropped = probs * keep * scale  # what multiplied V in the forward
+                    d_probs.mul_(keep).mul_(scale)
                 else:
-                    dest.add_(g)
+                    dropped = probs
+                if dv is not None:
+                    d_v = dropped.transpose(-1, -2) @ gb  # (s, h, keys, T_c) @ (s, h, T_c, d_h)
+                    if whole:
+                        dv[rows, hs] = d_v
+                    else:
+                        dv[rows, hs, :keys] += d_v
+                if not any(wanted):
+                    continue
+                d_logits = d_probs.sub_(delta[rows, hs, q0:q1]).mul_(probs)  # dS = P (dP - delta), in place
+                if logits.shape[0] != d_logits.shape[0]:
+                    d_logits = d_logits.sum(0, keepdim=True)  # logits shared by the block's samples
+                targets = [x for x, w in zip(cut, wanted, strict=True) if w]
+                got = iter(torch.autograd.grad(logits, targets, d_logits, allow_unused=True))
+                chunk_dest, _ = tree_flatten(plan.factors(dest, q0, q1))
+                for k, w in enumerate(wanted):
+                    if not w:
+                        continue
+                    g = next(got)
+                    if g is None:
+                        if owned[k]:
+                            chunk_dest[k].zero_()
+                    elif owned[k]:
+                        chunk_dest[k].copy_(g)
+                    else:
+                        chunk_dest[k].add_(g)
         return (None, dv, *grads)
 
 
 def fused_attention(
-    combine: Callable, factors, v: Tensor, mask: Tensor | None, size: tuple[int, int], drop: float
+    combine: Callable,
+    factors,
+    v: Tensor,
+    mask: Tensor | None,
+    size: tuple[int, int],
+    drop: float,
+    rows: Callable | None = None,
 ) -> Tensor:
     """``dropout(softmax(mask(combine(factors)))) @ v`` without storing the probabilities: (B, H, T, d_h).
 
     Args:
-        combine: maps a block of ``factors`` (the same tree, each tensor cut to the block's samples and heads)
-            to its (samples|1, heads, T, S) logits.
+        combine: ``combine(block_factors, keys)`` maps a block of ``factors`` (the same tree, each tensor cut to
+            the block's samples and heads, and to a chunk's queries when ``rows`` is given) to its
+            (samples|1, heads, T, keys) logits.
         factors: nested tuple of tensors (B|1, H|1, ...) and None (``SynthesizingFunction.logit_factors``).
         v: (B, H, S, d_h) values.
         mask: (B|1, 1, T, S) bool, True where disallowed, or None.
         size: (samples, heads) per block.
         drop: dropout probability on the probabilities (0 outside training).
+        rows: for causal layers with T == S: ``rows(factors, q0, q1)`` gives the factors of queries
+            ``[q0, q1)`` over keys ``[0, q1)`` (views; ``SynthesizingFunction.query_rows``). Blocks above the
+            diagonal are then skipped.
     """
     calls["fused"] += 1
     leaves, spec = tree_flatten(factors)
-    plan = _Plan(combine, spec, mask, size, drop)
+    length = v.shape[2]  # no decoding cache here: T == S
+    plan = _Plan(combine, rows, spec, mask, size, drop, length, length)
     if drop > 0.0:
         plan.seed = int(torch.randint(0, 2**62, ()).item())  # from the global generator: manual_seed reproduces
     return FusedAttention.apply(plan, v, *leaves)

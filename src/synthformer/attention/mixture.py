@@ -80,6 +80,18 @@ class Mixture(SynthesizingFunction):
             total = term if total is None else total + term
         return total
 
+    def query_rows(self, factors: tuple, q0: int, q1: int) -> tuple:
+        out = []
+        for part, (weight, sub) in zip(self.parts, factors, strict=True):
+            if part.has_features:
+                q, k = sub  # alpha already folded into q
+                out.append((weight, (q[..., q0:q1, :], k[..., :q1, :])))
+            elif weight is None:
+                out.append((weight, (sub[0][..., q0:q1, :q1],)))  # an input-independent part's weighted logits
+            else:
+                out.append((weight, part.query_rows(sub, q0, q1)))
+        return tuple(out)
+
     def logits(
         self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
     ) -> Tensor:
