@@ -194,3 +194,25 @@ def test_query_rows_contract(kind):
     for q0, q1 in ((0, 3), (3, 6), (6, MAX_LEN)):
         part = synth.logits_from_factors(synth.query_rows(factors, q0, q1), q1)
         torch.testing.assert_close(part.expand(2, -1, -1, -1), full[..., q0:q1, :q1].expand(2, -1, -1, -1))
+
+
+def test_auto_mode_fuses_training_calls_from_the_measured_lengths():
+    assert not fused.should_fuse(True, fused.FUSE_MIN_KEYS - 1)
+    assert fused.should_fuse(True, fused.FUSE_MIN_KEYS)
+    assert fused.should_fuse(True, fused.FUSE_MIN_KEYS_CAUSAL, causal=True)
+    assert not fused.should_fuse(False, 4 * fused.FUSE_MIN_KEYS)  # inference: nothing to save for a backward
+    with fused.forced("always"):
+        assert fused.should_fuse(False, 1)
+    with fused.forced("never"):
+        assert not fused.should_fuse(True, 4 * fused.FUSE_MIN_KEYS)
+
+
+def test_auto_mode_takes_the_fused_path_for_a_long_training_call(monkeypatch):
+    monkeypatch.setattr(fused, "FUSE_MIN_KEYS", MAX_LEN)
+    attn = build("D+V")
+    fused.calls.clear()
+    attn(torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64)).sum().backward()
+    assert fused.calls["fused"] == 1
+    with torch.no_grad():
+        attn(torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64))
+    assert fused.calls["blocks"] == 1

@@ -165,7 +165,7 @@ def _materialized_blocks(
     mask = disallowed(t, s, start, layer.causal, key_padding_mask, v.device)  # (B|1, 1, T, S) or None
     size = _block_size(layer, b, t, s, state)
     drop = layer.dropout if layer.training else 0.0
-    if state is None and fused.should_fuse(torch.is_grad_enabled(), s):
+    if state is None and fused.should_fuse(torch.is_grad_enabled(), s, layer.causal and start == 0):
         return fused.fused_attention(combine, factors, v, mask, size, drop, rows if layer.causal else None)
     fused.calls["blocks"] += 1
     n = (-(-b // size[0]), -(-heads // size[1]))

@@ -58,21 +58,28 @@ def forced(mode: str) -> Iterator[None]:
 #: (D 0.97 / 0.86, FD 0.91 / 0.84, R+V 1.20 / 1.11, D+V 1.54 / 1.41, GLU 1.19 / 1.07); at L=1024 (B=4), where
 #: the (B, H, L, L) probabilities no longer stay in the caches between forward and backward, fused was as fast
 #: or faster (D 0.98 / 1.00, FD 0.74 / 0.83, R+V 1.14 / 1.15, GLU 1.42 / 1.47; D+V 1.52 / 1.31 the exception)
-#: and keeps no L x L tensor for the backward pass.
+#: and keeps no L x L tensor for the backward pass: peak training memory at L=1024, B=4 (profiler high-water
+#: mark, MiB, fused / blocks) D 50 / 178, FD 65 / 193, R+V 96 / 224, D+V 99 / 216, GLU 58 / 186; V 49.
 FUSE_MIN_KEYS = 1024
 #: Query rows per chunk in causal layers (a chunk reads keys up to its last row; smaller chunks skip more of
 #: the upper triangle but run smaller GEMMs).
 CAUSAL_CHUNK = 128
 
 
-def should_fuse(needs_grad: bool, keys: int) -> bool:
+#: Causal layers skip the chunks above the diagonal only on the fused path, which then wins from shorter lengths:
+#: at L=256 (B=16, 1 thread) causal fused against causal blocks, D 344 / 360 ms, FD 335 / 350, R+V 428 / 428.
+FUSE_MIN_KEYS_CAUSAL = 256
+
+
+def should_fuse(needs_grad: bool, keys: int, causal: bool = False) -> bool:
     """Whether the materialized blocks over ``keys`` keys go through :class:`FusedAttention`.
 
     Without gradients there is nothing to save, so the plain blocks (one pass, no recomputation) are used.
     """
     if MODE == "never":
         return False
-    return MODE == "always" or (needs_grad and keys >= FUSE_MIN_KEYS)
+    threshold = FUSE_MIN_KEYS_CAUSAL if causal else FUSE_MIN_KEYS
+    return MODE == "always" or (needs_grad and keys >= threshold)
 
 
 def keep_mask(seed: int, block: int, shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
