@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import fused
+from . import fused, triton_kernels
 from .base import dot_logits
 from .masking import any_true, disallowed, masked_softmax
 
@@ -165,6 +165,11 @@ def _materialized_blocks(
     mask = disallowed(t, s, start, layer.causal, key_padding_mask, v.device)  # (B|1, 1, T, S) or None
     size = _block_size(layer, b, t, s, state)
     drop = layer.dropout if layer.training else 0.0
+    if state is None and drop == 0.0 and triton_kernels.available(v.device):
+        # CUDA with triton (or forced in tests): one kernel, no L x L probabilities; no dropout in the kernel
+        fused.calls["triton"] += 1
+        q, k, bias = triton_kernels.split_logits(layer.synth, factors, s, combine is _feature_logits)
+        return triton_kernels.triton_attention(q, k, bias, v, key_padding_mask, layer.causal)
     if state is None and fused.should_fuse(torch.is_grad_enabled(), s, layer.causal and start == 0):
         return fused.fused_attention(combine, factors, v, mask, size, drop, rows if layer.causal else None)
     fused.calls["blocks"] += 1

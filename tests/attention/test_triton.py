@@ -1,0 +1,59 @@
+"""The Triton kernels (``attention.triton_kernels``) against the plain path, forward and gradients, every
+materialized kind, masks and shorter lengths, run on the CPU by Triton's interpreter (``TRITON_INTERPRET=1``).
+
+Skipped when ``triton`` is not installed (it is optional: CUDA only). Tolerance: the kernels accumulate in fp32,
+so the comparison is in fp32, 2e-5 absolute on outputs and gradients of unit scale.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+os.environ["TRITON_INTERPRET"] = "1"  # read when the kernels are defined, on first use
+pytest.importorskip("triton")
+
+from synthformer.attention import fused, triton_kernels  # noqa: E402
+
+from .conftest import D_MODEL, MAX_LEN, build, padding  # noqa: E402
+from .test_fused import FUSED_KINDS  # noqa: E402
+
+
+@pytest.mark.parametrize("length", [MAX_LEN, MAX_LEN - 3], ids=["max_len", "shorter"])
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("kind", FUSED_KINDS)
+def test_triton_kernels_equal_the_plain_path(kind, causal, length):
+    attn = build(kind, causal=causal, dtype=torch.float32)
+    x = torch.randn(3, length, D_MODEL, requires_grad=True)
+    mask = padding(3, length)
+    mask[0, 0] = True  # a fully masked first row in causal layers
+    fused.calls.clear()
+    with triton_kernels.forced():
+        y = attn(x, mask)
+    assert fused.calls["triton"] == 1 and fused.calls["fused"] == 0 and fused.calls["blocks"] == 0
+    attn.use_fast_paths = False
+    want = attn(x, mask)
+    torch.testing.assert_close(y, want, atol=2e-5, rtol=0)
+    w = torch.randn_like(y)
+    params = [x, *[p for p in attn.parameters() if p.requires_grad]]
+    got = torch.autograd.grad((y * w).sum(), params, allow_unused=True)
+    ref = torch.autograd.grad((want * w).sum(), params, allow_unused=True)
+    for a, b in zip(got, ref, strict=True):
+        if a is None or b is None:
+            assert (a is None or not a.any()) and (b is None or not b.any())
+        else:
+            torch.testing.assert_close(a, b, atol=2e-5, rtol=0)
+
+
+def test_dropout_and_the_cpu_stay_on_the_pytorch_paths():
+    attn = build("D+V", dtype=torch.float32)
+    attn.dropout = 0.1
+    attn.train()
+    x = torch.randn(2, MAX_LEN, D_MODEL)
+    fused.calls.clear()
+    with triton_kernels.forced():
+        attn(x)  # the kernels have no dropout: the PyTorch path runs
+    assert fused.calls["triton"] == 0
+    assert not triton_kernels.available(torch.device("cpu"))
