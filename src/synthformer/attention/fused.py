@@ -12,9 +12,9 @@ over P. Tried: keeping the row log-sum-exp and recomputing ``P = exp(logits - ls
 logsumexp in the forward is a second exponential pass, and it measured slower (1 thread, B=16, L=256,
 D 0.99 against 0.86-0.91 of V's time for the stored-probability blocks).
 
-Dropout stays exact under recomputation: each forward draws one seed; block n's keep mask is drawn from a
-generator seeded with ``seed + n``, so the backward regenerates the very mask the forward used
-(:func:`keep_mask`, which tests call to rebuild it).
+Dropout stays exact under recomputation: each forward draws one seed; the keep mask of block (and causal query
+chunk) number n is drawn from a generator seeded with ``seed + n``, so the backward regenerates the very mask the
+forward used (:func:`keep_mask`, which tests call to rebuild it).
 
 Which branch runs is a module-level choice (:func:`forced`) and every call is counted (``calls``), so tests can
 force each branch and check that it ran.
@@ -35,7 +35,8 @@ from .masking import any_true
 
 #: "auto" (fuse when the fused path is the faster one, see :func:`should_fuse`), "always" or "never".
 MODE = "auto"
-#: Calls per branch of the materialized path: "fused" here, "blocks" for the stored-probabilities blocks.
+#: Calls per branch of the materialized path: "fused" here, "blocks" for the stored-probability blocks of
+#: ``fast_paths``, "triton" for the kernels of ``triton_kernels``.
 calls: Counter = Counter()
 
 
