@@ -28,7 +28,7 @@ from contextlib import nullcontext
 
 import torch
 
-from synthformer.attention import SynthesizerAttention
+from synthformer.attention import SynthesizerAttention, fused
 from synthformer.bench.flops import efficiency, flop_ratio
 from synthformer.bench.goals import module_goals
 from synthformer.bench.measure import peak_bytes
@@ -209,13 +209,26 @@ def main() -> None:
     p.add_argument("--decode-batch", type=int, default=16)
     p.add_argument("--fr-memory", action="store_true", help="run the FR L=4096 memory comparison instead")
     p.add_argument("--goals", action="store_true", help="run what issue 15's goals need and print each verdict")
+    p.add_argument(
+        "--fused",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="the materialized kinds' branch: fused (probabilities recomputed), never (stored), auto (by length)",
+    )
     p.add_argument("--json", help="write the rows to this JSON file")
     args = p.parse_args()
     if args.decode:
         args.repeats = max(args.repeats, 50)
     print(
         f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}"
+        f", fused {args.fused}"
     )
+    with fused.forced(args.fused):
+        run(args)
+
+
+def run(args) -> None:
+    """The measurement ``args`` asks for, printed (and written to ``--json``)."""
     if args.fr_memory:
         rows = bench_fr_memory(args)
         print(markdown(rows, ["path", "peak_MiB", "ms"]))
