@@ -22,7 +22,10 @@ materialized path ``dropout(softmax(mask(S(X)))) @ G(X)`` (tests compare them fo
 3. Otherwise (``R+V``, ``R+D``, ``FD``, the convolutions) the materialized path; also for decoding steps of a
    few positions, whose (T, S) logits are small (``DECODE_PLAIN_MAX_NEW``).
 
-The materialized branches of 2 and 3 run in **blocks** of a few samples, or of one sample and a few heads
+In training, the materialized branches of 2 and 3 go through ``fused.FusedAttention`` (the probabilities are
+recomputed in the backward pass instead of stored; causal layers skip the chunks above the diagonal) from the
+lengths where it measured faster (``fused.should_fuse``), and on CUDA with Triton through the kernels of
+``triton_kernels``. Otherwise they run in **blocks** of a few samples, or of one sample and a few heads
 (``CHUNK_ELEMENTS``): the logits of a sample's head depend on that sample's and head's factors alone
 (``SynthesizingFunction.logit_factors``), so the result is the same, but each block's logits, probabilities and
 their gradients stay in the CPU's caches instead of streaming a (B, H, L, L) tensor through memory once per
