@@ -178,6 +178,7 @@ def test_fixed_vocab_tokenizer(tmp_path) -> None:
     assert tok.vocab_size == 6
     assert tok.encode("( x ) y z") == [4, 5, tok.unk_id]
     assert tok.decode([4, 5, 3]) == "x y"
+    assert tok.ignore == ["(", ")"] and tok.ignore is not tok.ignore  # a copy: the tokenizer cannot be changed
     tok.save(tmp_path)
     assert load_tokenizer(tmp_path) == tok
     with pytest.raises(ValueError):

@@ -230,3 +230,16 @@ def test_synthetic_cross_attention_trains():
         assert model.decoder.layers[0].cross_attn.kind == cross
         losses = train(model, "seq2seq", steps=30)
         assert sum(losses[-3:]) < 0.8 * sum(losses[:3])
+
+
+def test_embeddings_reset_buffers_recomputes_the_sinusoidal_table() -> None:
+    from synthformer.models.layers import Embeddings, sinusoidal_table
+
+    emb = Embeddings(vocab_size=10, d_model=8, max_len=16, positions="sinusoidal", dropout=0.0)
+    emb.table.zero_()  # as after transformers' from_pretrained, which builds buffers without data
+    emb.reset_buffers()
+    assert torch.equal(emb.table, sinusoidal_table(16, 8))
+    learned = Embeddings(vocab_size=10, d_model=8, max_len=16, positions="learned", dropout=0.0)
+    before = learned.position.weight.clone()
+    learned.reset_buffers()  # nothing to recompute: learned positions are parameters, saved with the weights
+    assert torch.equal(learned.position.weight, before)

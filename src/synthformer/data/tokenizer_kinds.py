@@ -348,6 +348,11 @@ class FixedVocabTokenizer(Tokenizer):
         """The non-special tokens, in id order."""
         return list(self._tokens)
 
+    @property
+    def ignore(self) -> list[str]:
+        """The tokens dropped when encoding (sorted)."""
+        return list(self._ignore)
+
     def _encode(self, text: str) -> list[int]:
         ignore, get, unk = set(self._ignore), self._to_id.get, self.unk_id
         return [get(t, unk) for t in text.split() if t not in ignore]

@@ -21,7 +21,6 @@ from torch import Tensor, nn
 from transformers import PreTrainedModel
 
 from synthformer.models import Embeddings, build_model
-from synthformer.models.layers import sinusoidal_table
 
 from .cache import SynthesizerCache
 from .config import SynthesizerConfig
@@ -105,8 +104,8 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
         the ``d^-1/2`` embeddings and the kinds' own initialisations), which ``transformers``' generic
         normal(0.02) would overwrite. Recomputes the sinusoidal position table, a buffer that is not saved:
         ``from_pretrained`` builds the model without data and fills only what the checkpoint holds."""
-        if isinstance(module, Embeddings) and not module.learned:
-            module.table.copy_(sinusoidal_table(module.max_len, module.d_model))
+        if isinstance(module, Embeddings):
+            module.reset_buffers()
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict[str, str]:
         """``{tied name: source name}``: the parameters the native model shares, found by identity (see the module

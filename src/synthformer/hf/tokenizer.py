@@ -78,7 +78,7 @@ def tokenizers_backend(tokenizer: Tokenizer) -> Any:
     elif kind == "fixed":
         vocab = {**_specials_vocab(), **{t: tokenizer.token_to_id(t) for t in tokenizer.tokens}}
         backend = Backend(models.WordLevel(vocab=vocab, unk_token=UNK))
-        ignored = tokenizer._state().get("ignore", [])  # no public accessor yet (see the module docstring)
+        ignored = tokenizer.ignore
         if ignored:
             # a whole whitespace-separated token only: "(" goes, "(x" stays
             pattern = "|".join(rf"(?<!\S){re.escape(t)}(?!\S)" for t in ignored)

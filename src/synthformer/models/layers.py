@@ -65,6 +65,13 @@ class Embeddings(nn.Module):
             self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
         self.dropout = nn.Dropout(dropout)
 
+    @torch.no_grad()
+    def reset_buffers(self) -> None:
+        """Recompute the sinusoidal position table (a buffer that checkpoints do not hold: a model built without
+        data, as ``transformers``' ``from_pretrained`` does, has to fill it again); nothing for learned positions."""
+        if not self.learned:
+            self.table.copy_(sinusoidal_table(self.max_len, self.d_model))
+
     def forward(self, ids: Tensor, start: int = 0) -> Tensor:
         t = ids.shape[1]
         if start + t > self.max_len:
