@@ -1,6 +1,6 @@
 """``synthformer``: the command line. One thin module per verb (``train``, ``eval``, ``generate``, ``compare``,
-``study``, ``analyze``, ``bench``) over the importable functions of :mod:`synthformer.tasks`,
-:mod:`synthformer.study` and :mod:`synthformer.analysis`.
+``study``, ``analyze``, ``bench``, ``export``) over the importable functions of :mod:`synthformer.tasks`,
+:mod:`synthformer.study`, :mod:`synthformer.analysis` and :mod:`synthformer.hf`.
 
 User errors (a bad config key or value, a missing file or run directory, a run directory that would be
 overwritten) print one line naming the problem and exit with status 2, never a traceback (``--debug`` shows it).
@@ -24,7 +24,9 @@ examples:
   synthformer train configs/algorithmic_reverse.yaml train.steps=300 --run-dir runs/reverse
   synthformer eval runs/reverse --beam 4
   synthformer generate runs/reverse --prompt 12345
+  synthformer study configs/lm_tiny_shakespeare.yaml --kinds V,R,D --seeds 3   # seeds, mean ± std, curves, report
   synthformer analyze runs/reverse                      # attention histograms, heatmaps, alpha (paper Figs. 2-6)
+  synthformer export runs/reverse exported/reverse      # a Hugging Face folder (the hf extra)
   synthformer bench --preset lm-base                    # the paper's Table 4 on this machine
 
 'synthformer VERB --help' explains each verb.
