@@ -169,6 +169,22 @@ def test_metrics_lines_and_token_count(tmp_path):
     assert (tmp_path / "config.yaml").read_text().startswith("steps: 4")
 
 
+def test_elapsed_time_is_recorded_and_continues_over_a_resume(tmp_path):
+    trainer = make_trainer(tmp_path, steps=4, log_every=2, save_every=2)
+    trainer.train()
+    trainer.close()
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    times = [d["elapsed_s"] for d in lines]
+    assert all(t > 0 for t in times) and times == sorted(times)
+    saved = json.loads((latest_checkpoint(tmp_path) / "trainer_state.json").read_text())["elapsed_s"]
+    assert saved >= times[-1]
+    resumed = make_trainer(tmp_path, steps=6, log_every=2, save_every=2, resume=True)
+    resumed.train()  # the time axis of the second sitting starts where the checkpoint's ended
+    resumed.close()
+    after = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert after[-1]["step"] == 6 and after[-1]["elapsed_s"] > saved
+
+
 def test_classification_counts_examples(tmp_path):
     seed_everything(0)
     trainer = Trainer(ToyClassifier(), ParityDataset(32), TrainConfig(steps=3, batch_size=4, lr=1e-2), tmp_path,

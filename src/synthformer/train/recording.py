@@ -91,6 +91,15 @@ class Recorder:
     heartbeat_s: float | None
     _heartbeat_start: tuple[float, int]
     _last_heartbeat: float
+    _elapsed_offset: float
+    _clock_start: float | None
+
+    def elapsed_s(self) -> float:
+        """Wall seconds this run has spent in :meth:`train` so far, over every sitting (a resumed run continues
+        from its checkpoint's count; the time lost after that checkpoint is not counted). Evaluations and
+        checkpoints inside training are included: it is the time axis a user waits along."""
+        running = time.perf_counter() - self._clock_start if self._clock_start is not None else 0.0
+        return self._elapsed_offset + running
 
     def _reset_window(self) -> None:
         self._win_loss = 0.0  # a tensor sum: no device sync per micro-batch
@@ -113,6 +122,7 @@ class Recorder:
             "loss": loss,
             "lr": self._step_lr,
             "tokens_per_s": stats[2].item() / elapsed,
+            "elapsed_s": round(self.elapsed_s(), 3),
         }
         if grad_norm is not None:
             record["grad_norm"] = grad_norm
@@ -176,7 +186,7 @@ class Recorder:
         finally:
             model.train(was_training)
         self._last_eval_step = self.step
-        self._write_metrics({"step": self.step, **result})
+        self._write_metrics({"step": self.step, **result, "elapsed_s": round(self.elapsed_s(), 3)})
         logger.info("step %d eval: %s", self.step, format_metrics(result))
         self.last_metrics.update(result)
         return result
@@ -206,6 +216,7 @@ class Recorder:
             "version": _STATE_VERSION,
             "batches_consumed": batches_consumed,
             "tokens_seen": tokens_seen,
+            "elapsed_s": round(self.elapsed_s(), 3),
             "epoch": batches_consumed // per_epoch if per_epoch else None,
             "world_size": self.world_size,
             "config": to_dict(self.config),

@@ -193,6 +193,7 @@ class Trainer(Recorder):
         self.step = 0
         self.batches_consumed = 0
         self.tokens_seen = 0
+        self._elapsed_offset, self._clock_start = 0.0, None
         ckpt = None
         if resume_from is not None:
             ckpt = load_checkpoint(
@@ -209,6 +210,7 @@ class Trainer(Recorder):
                 raise CheckpointError(f"{ckpt.path / 'trainer_state.json'}: no valid 'batches_consumed' (the data "
                                       "position); it is not a state this trainer wrote") from None
             self.tokens_seen = int(ckpt.trainer_state.get("tokens_seen", 0))
+            self._elapsed_offset = float(ckpt.trainer_state.get("elapsed_s", 0.0))  # absent before this key existed
             logger.info("resumed from %s (step %d)", ckpt.path, self.step)
 
         # The stream is positioned before the RNG restore: fast-forwarding an iterable may consume RNG.
@@ -340,6 +342,7 @@ class Trainer(Recorder):
         )
         self._reset_window()
         self._heartbeat_start = (time.perf_counter(), self.step)
+        self._elapsed_offset, self._clock_start = self.elapsed_s(), time.perf_counter()  # train() may run again
         self._last_heartbeat = time.perf_counter()
         stop = False
         # While a step runs: what a checkpoint of the last completed step needs if an exception cuts it short.
@@ -369,6 +372,7 @@ class Trainer(Recorder):
                 raise
             finally:
                 bar.close()
+                self._elapsed_offset, self._clock_start = self.elapsed_s(), None
                 if stop or sys.exc_info()[0] is not None:
                     self._stream.close()
         if stop:
