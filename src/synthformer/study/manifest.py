@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synthformer.tasks.resume import EXECUTION_SETTINGS
+from synthformer.tasks.resume import EXECUTION_SETTINGS, config_differences
 from synthformer.train import ConfigError, RunError, apply_overrides, to_dict
 from synthformer.train.checkpoint import atomic_write_text
 
@@ -183,14 +183,8 @@ def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[s
         if saved.get(key) != current.get(key):
             out.append(f"{key}: {saved.get(key)} -> {current.get(key)}")
 
-    def walk(a: Any, b: Any, prefix: str) -> None:
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            for k in sorted(set(a) | set(b), key=str):
-                walk(a.get(k), b.get(k), f"{prefix}{k}.")
-        elif a != b and not prefix[:-1].startswith(EXECUTION_SETTINGS):
-            out.append(f"{prefix[:-1]}: {a!r} -> {b!r}")
-
-    walk(saved.get("config", {}), current.get("config", {}), "")
+    out += [d for d in config_differences(saved.get("config", {}), current.get("config", {}))
+            if not d.startswith(EXECUTION_SETTINGS)]
     return out
 
 
