@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from synthformer.models import num_parameters
+from synthformer.train import RunDir
 
 __all__ = ["PIPELINE_TAGS", "model_card"]
 
@@ -70,26 +71,13 @@ def _metric_rows(run_dir: Path) -> list[str]:
         where = f"{report.get('split', path.stem[5:])} (synthformer eval, step {report.get('step', '?')})"
         rows += [f"| {where} | {k} | {v:.4g} |" for k, v in report["metrics"].items()
                  if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    last = _last_eval_record(run_dir / "metrics.jsonl")
+    last = next((r for r in reversed(RunDir(run_dir).read_metrics()) if any(k.startswith("eval_") for k in r)),
+                None)
     if last is not None:
         where = f"valid (during training, step {last.get('step', '?')})"
         rows += [f"| {where} | {k[5:]} | {v:.4g} |" for k, v in last.items()
                  if k.startswith("eval_") and isinstance(v, (int, float))]
     return ["| split | metric | value |", "|---|---|---|", *rows] if rows else ["No evaluation recorded."]
-
-
-def _last_eval_record(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    last = None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a line cut by a crash: the others still count
-        if isinstance(record, dict) and any(k.startswith("eval_") for k in record):
-            last = record
-    return last
 
 
 def model_card(loaded: Any, repo_id: str = "path/to/exported") -> str:
