@@ -2,8 +2,8 @@
 heatmaps, the mixture weights, and the files (figures, ``analysis.json``, ``analysis.md``).
 
 The weights at initialisation need no file of their own: :func:`initial_model` rebuilds the model exactly as
-``synthformer train`` built it before the first step (``seed_everything(train.seed)`` then ``build_model`` of the
-saved ``model_config.json``, the order of :func:`synthformer.tasks.build_task_model`), which gives the same
+``synthformer train`` built it before the first step (:func:`synthformer.tasks.pipeline.seeded_model` of the
+saved ``model_config.json`` and ``train.seed``, the function the pipeline builds with), which gives the same
 tensors bit for bit (tested). A run started from a pretrained one (``init_from``) started from that run's
 weights, which are loaded the same way when they can still be read (the report says which).
 """
@@ -20,11 +20,11 @@ from typing import Any
 from torch import nn
 
 from synthformer.attention import Mixture
-from synthformer.models import build_model
 from synthformer.tasks import LoadedRun, load_run, prepare_data
 from synthformer.tasks.evaluation import batches
 from synthformer.tasks.init_from import load_pretrained_weights
-from synthformer.train import ConfigError, RunDir, RunError, seed_everything
+from synthformer.tasks.pipeline import seeded_model
+from synthformer.train import ConfigError, RunDir, RunError
 from synthformer.train.hooks import preserved_rng
 
 from . import figures
@@ -72,8 +72,7 @@ def initial_model(loaded: LoadedRun) -> tuple[nn.Module, str]:
     are left as they were.
     """
     with preserved_rng():
-        seed_everything(loaded.config.train.seed)
-        model = build_model(loaded.model_config)
+        model = seeded_model(loaded.model_config, loaded.config.train.seed)
     note = "re-initialised from train.seed in the pipeline's order: exactly the weights the run started from"
     if loaded.config.init_from is not None:
         note = _pretrained_start(loaded, model)

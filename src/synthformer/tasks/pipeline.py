@@ -65,6 +65,7 @@ __all__ = [
     "default_eval_split",
     "evaluate_run",
     "load_run",
+    "seeded_model",
     "prepare_data",
     "train_run",
 ]
@@ -156,13 +157,19 @@ def _special_ids(tok: Tokenizer) -> tuple[int, int, int]:
     return tok.pad_id, tok.bos_id, tok.eos_id
 
 
+def seeded_model(config: ModelConfig, seed: int) -> nn.Module:
+    """The model of ``config`` initialised from ``seed``: the weights a run with ``train.seed = seed`` starts from
+    (``synthformer analyze`` rebuilds them this way instead of storing them)."""
+    seed_everything(seed)
+    return build_model(config)
+
+
 def build_task_model(run: RunConfig, data: TaskData) -> tuple[nn.Module, ModelConfig]:
     """The model of ``run`` sized for ``data`` (seeded with ``train.seed`` so its initialisation repeats)."""
     config = resolve_model_config(run, data.tokenizer.vocab_size, _num_classes(data.label_set),
                                   _special_ids(data.tokenizer))
-    seed_everything(run.train.seed)
     try:
-        return build_model(config), config
+        return seeded_model(config, run.train.seed), config
     except (TypeError, ValueError) as err:
         # e.g. a mixer option that a kind does not take (model.kind_options reaches every self-attention layer)
         raise ConfigError(f"model: cannot build the model: {err}") from None
