@@ -21,6 +21,7 @@ __all__ = [
     "format_metrics",
     "is_user_error",
     "oversubscription_warning",
+    "split_overrides",
     "warn_if_busy",
 ]
 
@@ -131,6 +132,12 @@ def warn_if_busy() -> None:
     warning = oversubscription_warning(torch.get_num_threads(), os.getloadavg()[0], _cores())
     if warning:
         logger.warning(warning)
+
+
+def split_overrides(values: list[str]) -> tuple[list[str], list[str]]:
+    """An ``nargs='+'`` option's own values and the ``KEY=VALUE`` overrides it also took ("--kinds V R
+    model.d_model=64": argparse gives the option everything up to the next option)."""
+    return [v for v in values if "=" not in v], [v for v in values if "=" in v]
 
 
 def check_at_least(args: argparse.Namespace, names: tuple[str, ...], minimum: int) -> None:

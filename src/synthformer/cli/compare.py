@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import CliError, HelpFormatter, add_common_options, warn_if_busy
+from ._common import CliError, HelpFormatter, add_common_options, split_overrides, warn_if_busy
 
 __all__ = ["COMPARE_TASK_NAMES", "DEFAULT_KINDS", "register", "run"]
 
@@ -63,9 +63,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the comparison and print the table."""
     from synthformer.tasks import compare_config, format_table, load_run_config, run_comparison
 
-    # "--kinds V R model.d_model=64": nargs="+" also takes the overrides that follow; give them back.
-    kinds = [k for k in args.kinds if "=" not in k]
-    overrides = list(args.overrides) + [k for k in args.kinds if "=" in k]
+    kinds, swallowed = split_overrides(args.kinds)
+    overrides = list(args.overrides) + swallowed
     if args.steps is not None:
         if args.steps < 1:
             raise CliError(f"--steps must be >= 1, got {args.steps}")

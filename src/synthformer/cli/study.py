@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import CliError, HelpFormatter, add_common_options, warn_if_busy
+from ._common import CliError, HelpFormatter, add_common_options, split_overrides, warn_if_busy
 
 __all__ = ["DEFAULT_KINDS", "register", "run"]
 
@@ -64,12 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _kinds(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """The kinds (comma- or space-separated) and the overrides that nargs='+' took into --kinds."""
-    kinds, overrides = [], []
-    for item in args.kinds or []:
-        if "=" in item:
-            overrides.append(item)
-        else:
-            kinds += [k.strip() for k in item.split(",") if k.strip()]
+    items, overrides = split_overrides(args.kinds or [])
+    kinds = [k.strip() for item in items for k in item.split(",") if k.strip()]
     if args.kinds is not None and not kinds:
         raise CliError("--kinds: expected at least one kind, e.g. --kinds V,R,D")
     if args.kinds is None and not args.grid:  # --grid alone varies the config's own kinds
