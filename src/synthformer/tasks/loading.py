@@ -26,6 +26,7 @@ from synthformer.train import (
     load_model_weights,
     read_trainer_state,
 )
+from synthformer.train.checkpoint import STATE_FILE
 
 from .config import RunConfig, load_run_config
 
@@ -69,7 +70,7 @@ def load_run(run_dir: str | Path) -> LoadedRun:
     if ckpt is None:
         raise RunError(f"{run_dir} has no checkpoint yet (nothing in {rd.checkpoints_path}); train it first "
                        "or resume it with 'synthformer train CONFIG --run-dir DIR --resume'")
-    step = read_trainer_state(ckpt / "trainer_state.json")["step"]
+    step = read_trainer_state(ckpt / STATE_FILE)["step"]
     config = read_run_config(rd)
     tokenizer = load_tokenizer(rd.tokenizer_path)
     model_config = read_model_config(rd)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from synthformer.train import RunDir, RunError, read_trainer_state, to_dict
+from synthformer.train.checkpoint import STATE_FILE
 
 from .config import RunConfig
 
@@ -49,7 +50,7 @@ def same_global_batch(rd: RunDir, saved: RunConfig, run: RunConfig) -> bool:
     latest = rd.latest_checkpoint()
     if latest is None:
         return False
-    saved_world = int(read_trainer_state(latest / "trainer_state.json").get("world_size", 1))
+    saved_world = int(read_trainer_state(latest / STATE_FILE).get("world_size", 1))
     world = int(os.environ.get("WORLD_SIZE", "1"))  # set by torchrun / accelerate launch
     return saved.train.batch_size * saved_world == run.train.batch_size * world
 

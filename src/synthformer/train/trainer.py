@@ -31,6 +31,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .checkpoint import (
+    STATE_FILE,
     CheckpointError,
     atomic_write_text,
     capture_rng_state,
@@ -207,7 +208,7 @@ class Trainer(Recorder):
             try:
                 self.batches_consumed = int(ckpt.trainer_state["batches_consumed"])
             except (KeyError, TypeError, ValueError):
-                raise CheckpointError(f"{ckpt.path / 'trainer_state.json'}: no valid 'batches_consumed' (the data "
+                raise CheckpointError(f"{ckpt.path / STATE_FILE}: no valid 'batches_consumed' (the data "
                                       "position); it is not a state this trainer wrote") from None
             self.tokens_seen = int(ckpt.trainer_state.get("tokens_seen", 0))
             self._elapsed_offset = float(ckpt.trainer_state.get("elapsed_s", 0.0))  # absent before this key existed
