@@ -47,14 +47,22 @@ def test_manifest_written_then_same_study_continues_and_another_is_refused(tmp_p
     saved = json.loads((out / MANIFEST).read_text())
     assert saved["kinds"] == ["V", "R"] and saved["seeds"] == [0, 1]
     assert check_manifest(out, spec()) is True
-    with pytest.raises(RunError, match=r"different study \(seeds: \[0, 1\] -> \[0, 1, 2\]\)"):
-        check_manifest(out, spec(seeds=[0, 1, 2]))
+    with pytest.raises(RunError, match=r"different study \(seeds: \[0, 1\] -> \[0\]\)"):
+        check_manifest(out, spec(seeds=[0]))
+    with pytest.raises(RunError, match=r"different study \(seeds: \[0, 1\] -> \[1, 2, 3\]\)"):
+        check_manifest(out, spec(seeds=[1, 2, 3]))
+    # more seeds after the saved ones grow the study (its finished runs stay valid); the manifest records them
+    assert check_manifest(out, spec(seeds=[0, 1, 2])) is True
+    assert json.loads((out / MANIFEST).read_text())["seeds"] == [0, 1, 2]
+    with pytest.raises(RunError, match=r"seeds: \[0, 1, 2\] -> \[0, 1\]"):
+        check_manifest(out, spec())
+    assert check_manifest(out, spec(seeds=[0, 1, 2])) is True
     with pytest.raises(RunError, match=r"train\.lr: 0\.003 -> 0\.001"):
-        check_manifest(out, spec(config={"train": {"steps": 4, "lr": 0.001}}))
+        check_manifest(out, spec(config={"train": {"steps": 4, "lr": 0.001}}, seeds=[0, 1, 2]))
     # how runs execute (DDP or FSDP and its units, loader workers), also when a newer version changes a default:
     # the same study
     executed = {"steps": 4, "lr": 0.003, "distributed": "fsdp", "fsdp_units": ["Block"], "num_workers": 2}
-    assert check_manifest(out, spec(config={"train": executed})) is True
+    assert check_manifest(out, spec(config={"train": executed}, seeds=[0, 1, 2])) is True
     (out / MANIFEST).write_text("{not json")
     with pytest.raises(RunError, match="not a study manifest"):
         check_manifest(out, spec())

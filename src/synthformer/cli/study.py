@@ -30,7 +30,8 @@ as 'synthformer compare' does), a grid point, or both (--kinds x --grid). Seeds 
 seed, +1, +2, ...).
 
 A study can be stopped (Ctrl-C, a kill, a reboot) and continued with the same command: finished runs are read
-back, a half-finished run resumes from its checkpoint. A different study into the same --out is refused.
+back, a half-finished run resumes from its checkpoint. The same command with a larger --seeds adds the
+new seeds' runs to the study. A different study into the same --out is refused.
 
 Written into OUT: results.md / .csv / .json (per variant mean +- std over seeds of the validation metric, the
 test metric when the task has a test split, parameters, steps/s, wall time, difference to V with Welch's

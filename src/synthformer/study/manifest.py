@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any
 from synthformer.tasks.resume import EXECUTION_SETTINGS, config_differences
 from synthformer.train import ConfigError, RunError, apply_overrides, to_dict
 from synthformer.train.checkpoint import atomic_write_text
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_KINDS",
@@ -176,11 +179,18 @@ def _canonical(kind: str) -> str:
         return kind
 
 
+def _more_seeds(saved: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """Whether ``current`` only adds seeds after ``saved``'s (``--seeds 2`` continued as ``--seeds 3``)."""
+    old, new = saved.get("seeds"), current.get("seeds")
+    return isinstance(old, list) and isinstance(new, list) and len(new) > len(old) and new[: len(old)] == old
+
+
 def _differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """What differs between two manifests, as ``key: saved -> current`` (config keys dotted)."""
+    """What differs between two manifests, as ``key: saved -> current`` (config keys dotted); more seeds after
+    the saved ones are no difference (the study grows, its finished runs stay valid)."""
     out = []
     for key in ("kinds", "grid", "seeds"):
-        if saved.get(key) != current.get(key):
+        if saved.get(key) != current.get(key) and not (key == "seeds" and _more_seeds(saved, current)):
             out.append(f"{key}: {saved.get(key)} -> {current.get(key)}")
 
     out += [d for d in config_differences(saved.get("config", {}), current.get("config", {}))
@@ -214,6 +224,10 @@ def check_manifest(out: Path, spec: StudySpec) -> bool:
             more = f" (and {len(diffs) - 3} more)" if len(diffs) > 3 else ""
             raise RunError(f"{out} holds a different study ({'; '.join(diffs[:3])}{more}); continue it with its own "
                            "command, or choose another --out")
+        if _more_seeds(saved, current):
+            logger.info("%s: adding seeds %s to the study's %s", out, current["seeds"][len(saved["seeds"]):],
+                        saved["seeds"])
+            atomic_write_text(path, json.dumps({**saved, "seeds": current["seeds"]}, indent=1) + "\n")
         return True
     if out.is_dir() and any(out.iterdir()):
         raise RunError(f"{out} is not empty and holds no {MANIFEST}: not a study directory; choose another --out")
