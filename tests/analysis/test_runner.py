@@ -15,6 +15,7 @@ from matplotlib.image import imread
 
 from synthformer.analysis import analyze, analyze_run, find_runs
 from synthformer.analysis.figures import alpha_figure_size, figure_size, grid
+from synthformer.analysis.report import run_name
 from synthformer.cli import analyze as analyze_cli
 from synthformer.tasks import RunError
 
@@ -108,6 +109,8 @@ def test_cli_verb_and_a_study_directory(lm_run, tmp_path, capsys) -> None:
         assert json.loads((folder / "analysis.json").read_text())["example"]["source"] == "valid example 2"
     index = (study / "analysis" / "analysis.md").read_text(encoding="utf-8")
     assert "(runs/R+V_seed0/analysis.md)" in index and "R+V_seed1" in index
+    # a study's runs (OUT/<variant>/seed<k>) are named with their variant in titles and reports
+    assert run_name(study / "R+V" / "seed1") == "R+V/seed1" and run_name(lm_run.path) == lm_run.path.name
     # a second analysis of the study would not take its own output folder for runs
     assert find_runs(study) == [study / "runs" / "R+V_seed0", study / "runs" / "R+V_seed1"]
 

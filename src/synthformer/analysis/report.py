@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from .figures import kind_label
 
-__all__ = ["local_verdict", "write_index", "write_json", "write_markdown"]
+__all__ = ["local_verdict", "run_name", "write_index", "write_json", "write_markdown"]
 
 _STACKS = ("encoder", "decoder")
+
+
+def run_name(run_dir: str | Path) -> str:
+    """The name figures and reports give a run: its folder's name, with the variant's for a study's run
+    (``R+V/seed0``; a study names every variant's runs ``seed<k>``)."""
+    path = Path(run_dir)
+    return f"{path.parent.name}/{path.name}" if re.fullmatch(r"seed\d+", path.name) else path.name
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:
@@ -85,7 +93,7 @@ def write_markdown(path: Path, data: dict[str, Any]) -> Path:
     kinds = ", ".join(f"{stack} {kind_label(kind)}" for stack, kind in data["kinds"].items())
     window = next(iter(layers[0]["distance"]["trained"].values()))["window"]
     lines = [
-        f"# Attention analysis of `{Path(data['run_dir']).name}`", "",
+        f"# Attention analysis of `{run_name(data['run_dir'])}`", "",
         f"Run `{data['run_dir']}` at step {data['step']} (arch {data['arch']}, seed {data['seed']}): {kinds}.",
         f"Statistics over {data['examples']} examples of the {data['split']} split ({data['batches']} batches of "
         f"{data['batch_size']}), over the (query, key) pairs each layer may attend; heatmaps on "

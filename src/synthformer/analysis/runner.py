@@ -30,7 +30,7 @@ from synthformer.train.hooks import preserved_rng
 from . import figures
 from .capture import AttentionSite, attention_sites, capture_inputs, part_weights, valid_positions
 from .example import Example, dataset_example, text_example
-from .report import write_index, write_json, write_markdown
+from .report import run_name, write_index, write_json, write_markdown
 from .stats import DistanceProfile, WeightHistogram, allowed_pairs
 
 __all__ = ["RunAnalysis", "analyze", "analyze_run", "find_runs", "initial_model"]
@@ -159,7 +159,7 @@ def _draw(out: Path, sites: list[AttentionSite], layers: dict, example: Example,
           positions: int) -> list[Path]:
     """Every figure of the analysis; returns the files in report order."""
     paths: list[Path] = []
-    name = loaded.run_dir.name
+    name = run_name(loaded.run_dir)
     stacks = [s for s in ("encoder", "decoder") if any(site.stack == s for site in sites)]
     for stack in stacks:
         mine = [site for site in sites if site.stack == stack]
