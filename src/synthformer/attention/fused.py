@@ -17,7 +17,9 @@ chunk) number n is drawn from a generator seeded with ``seed + n``, so the backw
 forward used (:func:`keep_mask`, which tests call to rebuild it).
 
 Which branch runs is a module-level choice (:func:`forced`) and every call is counted (``calls``), so tests can
-force each branch and check that it ran.
+force each branch and check that it ran. So is the implementation of a block's softmax, dropout and dS
+(:func:`backend`): the PyTorch functions :func:`block_probs_` and :func:`block_grads_` here, a C++/OpenMP row
+kernel or the same functions under ``torch.compile`` (``fused_backends``, loaded on first use).
 """
 
 from __future__ import annotations
@@ -35,8 +37,13 @@ from .masking import any_true
 
 #: "auto" (fuse when the fused path is the faster one, see :func:`should_fuse`), "always" or "never".
 MODE = "auto"
+#: What runs a fused block's softmax, dropout and dS: "torch" (:func:`block_probs_`, :func:`block_grads_`),
+#: "cpp" (a C++/OpenMP kernel built on first use) or "compile" (``torch.compile``); see ``fused_backends``.
+BACKEND = "torch"
+BACKENDS = ("torch", "cpp", "compile")
 #: Calls per branch of the materialized path: "fused" here, "blocks" for the stored-probability blocks of
-#: ``fast_paths``, "triton" for the kernels of ``triton_kernels``.
+#: ``fast_paths``, "triton" for the kernels of ``triton_kernels``; per block and backend that really ran it,
+#: "fused:torch", "fused:cpp", "fused:compile".
 calls: Counter = Counter()
 
 
@@ -51,6 +58,23 @@ def forced(mode: str) -> Iterator[None]:
         yield
     finally:
         MODE = previous
+
+
+@contextmanager
+def backend(name: str) -> Iterator[None]:
+    """Run the enclosed code with fused blocks computed by backend ``name`` ("torch", "cpp" or "compile").
+
+    The backend is fixed when a forward runs: its backward uses the same one (the same P, bitwise, for "torch"
+    and "cpp") wherever it is called.
+    """
+    global BACKEND
+    if name not in BACKENDS:
+        raise ValueError(f"fused backend must be one of {BACKENDS}, got {name!r}")
+    previous, BACKEND = BACKEND, name
+    try:
+        yield
+    finally:
+        BACKEND = previous
 
 
 #: In "auto" mode, training calls over at least this many keys are fused. Measured on the 2-core CPU at 1 thread
@@ -105,6 +129,19 @@ class _Plan:
         self.combine, self.rows, self.spec, self.mask = combine, rows, spec, mask
         self.size, self.drop, self.t, self.s = size, drop, t, s
         self.seed = 0
+        self.backend = BACKEND
+
+    def kernels(self) -> tuple[Callable, Callable]:
+        """The (probs_, grads_) pair of this call's backend."""
+        if self.backend == "torch":
+            return block_probs_, block_grads_
+        from . import fused_backends  # loaded (and a kernel built) only when another backend is asked for
+
+        return fused_backends.kernels(self.backend)
+
+    def keep(self, block: int, shape: tuple[int, ...], like: Tensor) -> Tensor | None:
+        """The dropout keep mask of block-chunk number ``block`` (None without dropout)."""
+        return keep_mask(self.seed, block, shape, self.drop, like) if self.drop > 0.0 else None
 
     def blocks(self, batch: int, heads: int) -> Iterator[tuple[int, slice, slice]]:
         """(block number, sample slice, head slice); heads outer, as in ``fast_paths``."""
@@ -156,6 +193,33 @@ def _softmax_rows_(logits: Tensor, mask: Tensor | None) -> Tensor:
     return probs
 
 
+def block_probs_(logits: Tensor, mask: Tensor | None, keep: Tensor | None, scale: float) -> Tensor:
+    """``dropout(softmax(mask(logits)))`` of a (s, h, T, S) block, in place when ``logits`` is contiguous.
+
+    ``keep``: (s, h, T, S) bool, True where kept, or None; ``scale``: 1 / (1 - p).
+    """
+    calls["fused:torch"] += 1
+    probs = _softmax_rows_(logits, mask)
+    return probs if keep is None else (probs * keep).mul_(scale)
+
+
+def block_grads_(
+    logits: Tensor, mask: Tensor | None, p: Tensor, dp: Tensor, delta: Tensor, keep: Tensor | None, scale: float
+) -> tuple[Tensor, Tensor]:
+    """Recompute P from ``logits`` (s|1, h, T, S) into ``p`` (s, h, T, S); dS into ``dp`` (dO V^T on entry).
+
+    Returns (what multiplied V in the forward, dS): ``P * keep * scale`` and ``P * (dp * keep * scale - delta)``
+    with ``delta`` (s, h, T, 1) = ``rowsum(dO * O)``.
+    """
+    calls["fused:torch"] += 1
+    probs = _softmax_rows_(p.copy_(logits), mask)  # bitwise the forward's P
+    dropped = probs
+    if keep is not None:
+        dropped = probs * keep * scale
+        dp.mul_(keep).mul_(scale)
+    return dropped, dp.sub_(delta).mul_(probs)  # dS = P (dP - delta), in place
+
+
 def _own(logits: Tensor, samples: int, leaves: list[Tensor | None]) -> Tensor:
     """``logits`` as a tensor the forward may overwrite: (samples, h, T, S).
 
@@ -180,6 +244,7 @@ class FusedAttention(torch.autograd.Function):
         b, heads = v.shape[:2]
         out = v.new_empty(b, heads, plan.t, v.shape[-1])
         chunks = plan.chunks()
+        probs_, _ = plan.kernels()
         for n, rows, hs in plan.blocks(b, heads):
             block = [_cut(x, rows, hs, b, heads) for x in leaves]
             vb = v[rows, hs]  # (s, h, S, d_h)
@@ -187,10 +252,8 @@ class FusedAttention(torch.autograd.Function):
             for c, (q0, q1, keys) in enumerate(chunks):
                 fac = plan.factors(block, q0, q1)
                 logits = _own(plan.combine(fac, keys), vb.shape[0], leaves)  # (s, h, q1-q0, keys), in place
-                probs = _softmax_rows_(logits, None if mb is None else mb[..., q0:q1, :keys])
-                if plan.drop > 0.0:
-                    keep = keep_mask(plan.seed, n * len(chunks) + c, vb.shape[:2] + probs.shape[-2:], plan.drop, probs)
-                    probs = (probs * keep).mul_(1.0 / (1.0 - plan.drop))
+                keep = plan.keep(n * len(chunks) + c, vb.shape[:2] + logits.shape[-2:], logits)
+                probs = probs_(logits, None if mb is None else mb[..., q0:q1, :keys], keep, 1.0 / (1.0 - plan.drop))
                 out[rows, hs, q0:q1] = probs @ vb[:, :, :keys]  # (s, h, T_c, keys) @ (s, h, keys, d_h)
         ctx.plan = plan
         # the backward recomputes the logits under the forward's autocast state (bf16 GEMMs give bf16 logits)
@@ -227,6 +290,7 @@ class FusedAttention(torch.autograd.Function):
             None if not w else torch.empty_like(x) if o else torch.zeros_like(x)
             for x, w, o in zip(leaves, wanted, owned, strict=True)
         ]
+        _, grads_ = plan.kernels()
         buffers: list[Tensor] = []  # flat storage of the chunk's P and dP, allocated once, reused by every chunk
         for n, rows, hs in plan.blocks(b, heads):
             block = [_cut(x, rows, hs, b, heads) for x in leaves]
@@ -245,15 +309,12 @@ class FusedAttention(torch.autograd.Function):
                     buffers = [logits.new_empty(size), logits.new_empty(size, dtype=torch.result_type(gb, vb))]
                 p_buf, dp_buf = (t[: math.prod(shape)].view(shape) for t in buffers)
                 mb = None if mb_all is None else mb_all[..., q0:q1, :keys]
-                probs = _softmax_rows_(p_buf.copy_(logits.detach()), mb)  # bitwise the forward's P
                 d_probs = torch.matmul(gb, vb.transpose(-1, -2), out=dp_buf)  # (s, h, T_c, keys): dO V^T
-                if plan.drop > 0.0:
-                    keep = keep_mask(plan.seed, n * len(chunks) + c, shape, plan.drop, probs)
-                    scale = 1.0 / (1.0 - plan.drop)
-                    dropped = probs * keep * scale  # what multiplied V in the forward
-                    d_probs.mul_(keep).mul_(scale)
-                else:
-                    dropped = probs
+                keep = plan.keep(n * len(chunks) + c, shape, p_buf)
+                # P recomputed (bitwise the forward's), what multiplied V in the forward, and dS in place of dP
+                dropped, d_logits = grads_(
+                    logits.detach(), mb, p_buf, d_probs, delta[rows, hs, q0:q1], keep, 1.0 / (1.0 - plan.drop)
+                )
                 if dv is not None:
                     d_v = dropped.transpose(-1, -2) @ gb  # (s, h, keys, T_c) @ (s, h, T_c, d_h)
                     if whole:
@@ -262,7 +323,6 @@ class FusedAttention(torch.autograd.Function):
                         dv[rows, hs, :keys] += d_v
                 if not any(wanted):
                     continue
-                d_logits = d_probs.sub_(delta[rows, hs, q0:q1]).mul_(probs)  # dS = P (dP - delta), in place
                 if logits.shape[0] != d_logits.shape[0]:
                     d_logits = d_logits.sum(0, keepdim=True)  # logits shared by the block's samples
                 targets = [x for x, w in zip(cut, wanted, strict=True) if w]
