@@ -190,3 +190,51 @@ def test_a_study_another_process_is_running_is_refused(study) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("other_finishes", [True, False])
+def test_processes_sharing_a_study_skip_the_runs_another_holds(study, tmp_path, monkeypatch, other_finishes) -> None:
+    """A run whose lock another process holds is left to it: read back once it wrote its record, or taken over
+    once its lock is free and no record came (the other process died); the table is the uninterrupted one's."""
+    import shutil
+
+    from synthformer.study import runner
+    from synthformer.study.runs import read_record
+    from synthformer.train import RunDir, RunError
+
+    base, spec, uninterrupted, outputs = study
+    out = tmp_path / "out"
+    held = run_dir_of(out, spec.variants[1], 0)  # R, seed 0: "the other process" is training it
+    looks = []
+    real_lock = RunDir.lock
+
+    def lock(self, **kwargs):
+        if Path(self.path) == held:
+            looks.append(len(looks))
+            if len(looks) < 3:  # held on the first pass and on the first look while waiting
+                raise RunError(f"run directory {held} is in use by another process")
+            if other_finishes and len(looks) == 3:
+                pytest.fail("a run the other process finished was locked again instead of read back")
+        return real_lock(self, **kwargs)
+
+    def sleep(seconds):
+        if other_finishes and len(looks) == 2:  # the other process finishes: its run directory appears
+            source = Path(next(r.run_dir for r in uninterrupted.records if r.variant == "R" and r.seed == 0))
+            shutil.copytree(source, held, dirs_exist_ok=True)
+            record = read_record(held)
+            (held / "study_result.json").write_text(
+                (source / "study_result.json").read_text().replace(str(source), str(held)))
+            assert record is not None
+
+    monkeypatch.setattr(RunDir, "lock", lock)
+    monkeypatch.setattr(runner.time, "sleep", sleep)
+    trained = []
+    order = []
+    result = run_study(base, spec, out, on_trainer=lambda trainer: trained.append(trainer),
+                       on_run=lambda done, total, record, read_back: order.append((record.variant, record.seed,
+                                                                                   read_back)))
+    assert order[:3] == [("V", 0, False), ("V", 1, False), ("R", 1, False)]  # R seed 0 skipped, not waited on
+    assert order[3] == ("R", 0, other_finishes)  # read back, or trained here after the other process died
+    assert len(trained) == (3 if other_finishes else 4)
+    assert [(r.variant, r.seed) for r in result.records] == [("V", 0), ("R", 0), ("V", 1), ("R", 1)]
+    assert numbers(write_outputs(result).table) == numbers(outputs.table)

@@ -31,7 +31,9 @@ seed, +1, +2, ...).
 
 A study can be stopped (Ctrl-C, a kill, a reboot) and continued with the same command: finished runs are read
 back, a half-finished run resumes from its checkpoint. The same command with a larger --seeds adds the
-new seeds' runs to the study. A different study into the same --out is refused.
+new seeds' runs to the study. A different study into the same --out is refused. The same command started
+again beside a running one (another terminal, another device) shares the work: each process trains the runs
+no other holds, then waits for the others' before writing the table.
 
 Written into OUT: results.md / .csv / .json (per variant mean +- std over seeds of the validation metric, the
 test metric when the task has a test split, parameters, steps/s, wall time, difference to V with Welch's

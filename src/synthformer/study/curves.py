@@ -13,6 +13,7 @@ when ``synthformer`` is imported.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +94,10 @@ def plot_curves(curves: Sequence[Curve], metric: str, path: Path, x_axis: str = 
             ax.legend(fontsize="small", loc="best")
         else:
             ax.text(0.5, 0.5, "no evaluations recorded", ha="center", va="center", transform=ax.transAxes)
-        fig.savefig(path, dpi=FIGURE_DPI, format="png")
+        # written beside and renamed: processes sharing a study may write the same figure at the same time
+        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fig.savefig(partial, dpi=FIGURE_DPI, format="png")
+        os.replace(partial, path)
     finally:
         plt.close(fig)
     return path

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from synthformer.tasks.resume import EXECUTION_SETTINGS, config_differences
-from synthformer.train import ConfigError, RunError, apply_overrides, to_dict
+from synthformer.train import ConfigError, RunDir, RunError, apply_overrides, to_dict
 from synthformer.train.checkpoint import atomic_write_text
 
 logger = logging.getLogger(__name__)
@@ -229,7 +229,7 @@ def check_manifest(out: Path, spec: StudySpec) -> bool:
                         saved["seeds"])
             atomic_write_text(path, json.dumps({**saved, "seeds": current["seeds"]}, indent=1) + "\n")
         return True
-    if out.is_dir() and any(out.iterdir()):
+    if out.is_dir() and any(p.name != RunDir.LOCK for p in out.iterdir()):  # the lock this check runs under
         raise RunError(f"{out} is not empty and holds no {MANIFEST}: not a study directory; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(current, indent=1) + "\n")

@@ -10,6 +10,11 @@ Runs go seed by seed (every variant with the first seed, then every variant with
 half-way already has one complete row per variant. A run with a result record is finished and is read back, not
 trained again; any other run is trained with ``resume=True``, which continues from its latest checkpoint (or
 starts fresh when it has none).
+
+Several processes may work on one study at once (the same command started again in another terminal, or on
+another device): a run is trained under its run directory's lock, a process skips the runs another one holds,
+and when it has nothing left to train it waits for them (taking over any whose process died) before the table
+is written.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ from .runs import RunClock, RunRecord, read_clock, read_record, write_record
 __all__ = ["OnRun", "StudyResult", "check_buildable", "main_metric", "run_dir_of", "run_study"]
 
 logger = logging.getLogger(__name__)
+
+#: Seconds between looks at the runs another process of the same study is training.
+POLL_SECONDS = 10.0
 
 #: Called after each run with (runs done, runs in all, the run's record, whether it was read back).
 OnRun = Callable[[int, int, RunRecord, bool], None]
@@ -164,7 +172,7 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
         on_trainer: handed to :func:`~synthformer.tasks.train_run` for each run trained (tests, custom hooks).
 
     Raises:
-        RunError: ``out`` holds a different study (or is a file), or another process is running the study.
+        RunError: ``out`` holds a different study (or is a file).
         ConfigError: an unknown kind or grid value (found before anything is trained).
     """
     start = time.perf_counter()
@@ -173,30 +181,56 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
     runs = {v.name: spec.variant_config(base, v) for v in variants}  # checks every variant before training any
     for variant in variants:
         check_buildable(runs[variant.name], variant)
-    continued = check_manifest(out, spec)
-    metric = main_metric(base)
-    plan = [(v, seed) for seed in spec.seeds for v in variants]
-    records: list[RunRecord] = []
-    shared: dict[str, TaskData] = {}  # variants that differ only in the model share the prepared data
-    # One process per study: a second one would train the same runs (and fail on their run locks half-way).
+    # The manifest is written or checked under the study's lock, so that two processes started together agree.
     try:
-        lock = RunDir(out).lock()
+        with RunDir(out).lock():
+            continued = check_manifest(out, spec)
     except RunError as err:  # its message speaks of a run directory
         raise RunError(str(err).replace("run directory", "study directory", 1)) from None
-    with lock, _outer_bar(len(plan), progress) as bar:
-        for done, (variant, seed) in enumerate(plan, start=1):
-            run_dir = run_dir_of(out, variant, seed)
-            record = read_record(run_dir)
-            read_back = record is not None
-            if read_back:
-                logger.info("%s seed %d: finished earlier, read back from %s", variant.name, seed, run_dir)
-            else:
-                bar.set_description(f"{variant.name} seed {seed}")
-                record = _run_one(runs[variant.name], variant, seed, run_dir, metric, shared, progress, on_trainer)
-            records.append(record)
-            bar.update(1)
-            if on_run is not None:
-                on_run(done, len(plan), record, read_back)
+    metric = main_metric(base)
+    plan = [(v, seed) for seed in spec.seeds for v in variants]
+    found: dict[tuple[str, int], RunRecord] = {}
+    shared: dict[str, TaskData] = {}  # variants that differ only in the model share the prepared data
+
+    def attempt(variant: Variant, seed: int) -> bool:
+        """Read back or train one run; False when another process holds it (it is training it now)."""
+        run_dir = run_dir_of(out, variant, seed)
+        record = read_record(run_dir)
+        if record is None:
+            try:
+                lock = RunDir(run_dir).lock()
+            except RunError:
+                return False
+            with lock:
+                record = read_record(run_dir)  # finished by the other process between the read and the lock
+                if record is None:
+                    bar.set_description(f"{variant.name} seed {seed}")
+                    record = _run_one(runs[variant.name], variant, seed, run_dir, metric, shared, progress,
+                                      on_trainer)
+                    found[variant.name, seed] = record
+                    _report(record, False)
+                    return True
+        logger.info("%s seed %d: finished earlier, read back from %s", variant.name, seed, run_dir)
+        found[variant.name, seed] = record
+        _report(record, True)
+        return True
+
+    def _report(record: RunRecord, read_back: bool) -> None:
+        bar.update(1)
+        if on_run is not None:
+            on_run(len(found), len(plan), record, read_back)
+
+    with _outer_bar(len(plan), progress) as bar:
+        # Several processes may share a study (the same command in a second terminal, on a second device): each
+        # trains the runs no other holds, then waits for the ones the others are training.
+        waiting = [(v, seed) for v, seed in plan if not attempt(v, seed)]
+        if waiting:
+            logger.info("waiting for %d run(s) that another process is training: %s", len(waiting),
+                        ", ".join(f"{v.name} seed {seed}" for v, seed in waiting))
+        while waiting:
+            time.sleep(POLL_SECONDS)
+            waiting = [(v, seed) for v, seed in waiting if not attempt(v, seed)]
+    records = [found[v.name, seed] for v, seed in plan]
     return StudyResult(out, spec, variants, records, metric, time.perf_counter() - start, continued)
 
 
