@@ -7,6 +7,11 @@ one with checkpoints is continued with ``--resume`` (a finished one then only ge
 evaluation is ``synthformer eval`` on the whole test split (written to ``eval_test.json`` and appended to the run's
 ``metrics.jsonl``); the table shows each metric and its difference to V.
 
+Each finished model is also recorded in ``--record`` (default ``benchmarks/results/table3.jsonl``, tracked in
+git): one JSON line with its test metrics, training and evaluation wall times, the command's overrides, the
+commit and the machine. A model found there is not trained again, so the table can be filled over several
+sittings on different machines (commit the record after each sitting); the table reads the record.
+
     python benchmarks/table3.py                                   # everything (about 20 minutes per model)
     python benchmarks/table3.py --datasets personachat --kinds V D
     python benchmarks/table3.py --table-only                      # the table of what is finished
@@ -18,8 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import platform
+import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,24 +44,69 @@ COLUMNS = {"summarization": (("ROUGE-1", "rouge1"), ("ROUGE-2", "rouge2"), ("ROU
                         ("CIDEr", "cider"))}
 
 
-def run_one(dataset: str, kind: str, runs: Path, extra: list[str]) -> Path:
-    """Train (or resume) and evaluate one model unless it is finished; returns its run directory."""
+DEFAULT_RECORD = ROOT / "benchmarks" / "results" / "table3.jsonl"
+
+
+def read_record(path: Path) -> dict[tuple[str, str], dict]:
+    """(dataset, kind) -> its recorded result; the last line of a pair wins, a torn line is skipped."""
+    found: dict[tuple[str, str], dict] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+                found[entry["dataset"], entry["kind"]] = entry
+            except (ValueError, KeyError, TypeError):
+                continue
+    return found
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def record_result(path: Path, dataset: str, kind: str, run_dir: Path, extra: list[str], train_s: float,
+                  eval_s: float) -> None:
+    """Append one finished model's test metrics and times to the record (one line, flushed and synced)."""
+    entry = {"dataset": dataset, "kind": kind, "metrics": _metrics(run_dir), "train_seconds": round(train_s, 1),
+             "eval_seconds": round(eval_s, 1), "overrides": extra, "config": CONFIGS[dataset],
+             "commit": _commit(), "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+             "threads": int(os.environ.get("OMP_NUM_THREADS", "0")) or None,
+             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:  # one line per model: a kill leaves at most a torn last line
+        fh.write(json.dumps(entry) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def run_one(dataset: str, kind: str, runs: Path, extra: list[str], record: Path) -> None:
+    """Train (or resume) and evaluate one model unless it is recorded or evaluated already."""
     from synthformer.cli.main import main
 
     run_dir = runs / f"{dataset}_{kind}"
+    if (dataset, kind) in read_record(record):
+        print(f"{dataset} {kind}: recorded in {record}, skipped", flush=True)
+        return
     if (run_dir / "eval_test.json").is_file():
-        print(f"{run_dir}: finished, skipped", flush=True)
-        return run_dir
+        print(f"{run_dir}: evaluated earlier (not recorded: its times are unknown), skipped", flush=True)
+        return
     resume = ["--resume"] if (run_dir / "checkpoints").is_dir() else []
     start = time.perf_counter()
     code = main(["train", str(ROOT / CONFIGS[dataset]), f"model.encoder_kind={kind}", f"model.decoder_kind={kind}",
                  *extra, "--run-dir", str(run_dir), *resume])
     if code != 0:
         raise SystemExit(f"training {run_dir} failed (exit {code})")
+    trained = time.perf_counter()
     if main(["eval", str(run_dir), "--split", "test"]) != 0:
         raise SystemExit(f"evaluating {run_dir} failed")
-    print(f"{run_dir}: trained and evaluated in {time.perf_counter() - start:.0f} s", flush=True)
-    return run_dir
+    done = time.perf_counter()
+    record_result(record, dataset, kind, run_dir, extra, trained - start, done - trained)
+    print(f"{run_dir}: trained in {trained - start:.0f} s (this sitting), evaluated in {done - trained:.0f} s",
+          flush=True)
 
 
 def _cell(value: float | None, base: float | None) -> str:
@@ -63,9 +117,10 @@ def _cell(value: float | None, base: float | None) -> str:
     return f"{value:.2f} ({value - base:+.2f})"
 
 
-def table(datasets: list[str], kinds: list[str], runs: Path) -> str:
+def table(datasets: list[str], kinds: list[str], runs: Path, record: Path) -> str:
     """Table 3's layout in Markdown: one block per task family, one row per model, each dataset's metrics with
-    their difference to V."""
+    their difference to V (from the record, else from the run directory's ``eval_test.json``)."""
+    recorded = read_record(record)
     out = []
     for family in ("summarization", "dialogue"):
         chosen = [d for d in datasets if (d in SUMMARIZATION) == (family == "summarization")]
@@ -74,7 +129,8 @@ def table(datasets: list[str], kinds: list[str], runs: Path) -> str:
         header = ["Model"] + [f"{d} {name}" for d in chosen for name, _ in COLUMNS[family]]
         out += [f"**{family}** (test split; in parentheses: difference to V)", "",
                 "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        scores = {(d, k): _metrics(runs / f"{d}_{k}") for d in chosen for k in kinds}
+        scores = {(d, k): recorded[d, k]["metrics"] if (d, k) in recorded else _metrics(runs / f"{d}_{k}")
+                  for d in chosen for k in kinds}
         for kind in kinds:
             cells = [_cell(scores[d, kind].get(key), scores.get((d, "V"), {}).get(key) if kind != "V" else None)
                      for d in chosen for _, key in COLUMNS[family]]
@@ -95,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="attention kinds / token mixers (default: %(default)s)")
     p.add_argument("--runs", type=Path, default=ROOT / "runs" / "table3", help="where the run directories go")
     p.add_argument("--steps", type=int, default=None, help="override train.steps (smoke runs)")
+    p.add_argument("--record", type=Path, default=DEFAULT_RECORD,
+                   help="the file of finished models' results (default: %(default)s)")
     p.add_argument("--table-only", action="store_true", help="print the table of the finished runs only")
     args = p.parse_args(argv)
     extra = [] if args.steps is None else [f"train.steps={args.steps}", f"train.save_every={args.steps}",
@@ -102,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.table_only:
         for dataset in args.datasets:
             for kind in args.kinds:
-                run_one(dataset, kind, args.runs, extra)
-    print(table(args.datasets, args.kinds, args.runs))
+                run_one(dataset, kind, args.runs, extra, args.record)
+    print(table(args.datasets, args.kinds, args.runs, args.record))
     return 0
 
 
