@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
+import stat
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -189,3 +192,20 @@ def test_temporaries_use_the_same_parent(tmp_path, monkeypatch):
     monkeypatch.setattr(ckpt_mod.tempfile, "mkdtemp", spy)
     save(tmp_path, 1, trained()[0])
     assert made == [tmp_path / "checkpoints"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_atomic_write_text_gives_the_permissions_of_a_plain_open(tmp_path: Path, umask: int) -> None:
+    # mkstemp creates 0600 files; a report written by rename must be as readable as one written by open()
+    from synthformer.train.checkpoint import atomic_write_text
+
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "report.md", "# report\n")
+        with open(tmp_path / "plain.md", "w") as fh:
+            fh.write("x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "report.md").read_text() == "# report\n"
+    mode = stat.S_IMODE((tmp_path / "report.md").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "plain.md").stat().st_mode) == 0o666 & ~umask

@@ -92,11 +92,23 @@ def _fsync_path(path: Path) -> None:
         os.close(fd)
 
 
+def _new_file_mode() -> int:
+    """The mode ``open()`` would give a new file: 0o666 less the process umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same directory, fsync, ``os.replace``)."""
+    """Write ``text`` to ``path`` atomically (temp file in the same directory, fsync, ``os.replace``).
+
+    The file gets the permissions a plain ``open(path, "w")`` would give it (``mkstemp`` creates it 0600, which
+    would leave reports and tables unreadable to the user's group).
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + path.name + "-", dir=path.parent)
     try:
+        os.chmod(tmp, _new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
