@@ -11,6 +11,7 @@ import torch  # noqa: E402
 from transformers import StoppingCriteria, StoppingCriteriaList  # noqa: E402
 
 from synthformer.hf import SynthesizerCache, SynthesizerForCausalLM, SynthesizerForConditionalGeneration  # noqa: E402
+from synthformer.hf.cache import CACHE_NAME  # noqa: E402
 
 from .helpers import source_batch, tiny_lm, tiny_seq2seq  # noqa: E402
 from .test_parity import prompts  # noqa: E402
@@ -116,7 +117,7 @@ def test_the_cache_of_random_holds_half_the_bytes_of_vanilla():
     sizes = {}
     for kind in ("V", "R", "D", "FR"):
         out = lm(kind).generate(prompts(), do_sample=False, max_new_tokens=4, return_dict_in_generate=True)
-        cache = out.past_key_values
+        cache = out[CACHE_NAME]
         assert isinstance(cache, SynthesizerCache) and cache.get_seq_length() == 4 + 4 - 1
         sizes[kind] = cache.bytes_per_token()
     assert sizes["R"] == sizes["D"] == sizes["FR"] == sizes["V"] / 2  # values only, no keys
@@ -145,3 +146,28 @@ def test_what_the_cache_refuses():
     assert cache.batch_size == 6
     cache.reset()
     assert not cache.started
+
+
+@pytest.mark.parametrize("model_kind", ["lm", "seq2seq"])
+def test_the_cache_goes_in_as_cache_or_past_key_values_and_comes_out_under_transformers_name(model_kind):
+    # transformers 5.24 renamed past_key_values to cache in generate() and in the model outputs; a forward that
+    # ignored the new name started an empty cache at every step (cached sampling then differed from recomputed)
+    if model_kind == "lm":
+        model, inputs = lm(), {"input_ids": prompts()}
+        positions = prompts().shape[1]  # the whole prompt goes through the decoder
+    else:
+        model = SynthesizerForConditionalGeneration.from_native(tiny_seq2seq("R")).eval()
+        source = source_batch()
+        inputs = {"input_ids": source, "decoder_input_ids": torch.full((source.shape[0], 1), 2)}
+        positions = 1  # one decoder position; the source is encoder memory, not cached positions
+    logits = {}
+    for name in ("cache", "past_key_values"):
+        cache = model.new_cache()
+        with torch.no_grad():
+            out = model(**inputs, **{name: cache})
+        assert out[CACHE_NAME] is cache
+        assert cache.get_seq_length() == positions
+        logits[name] = out.logits
+    assert torch.equal(logits["cache"], logits["past_key_values"])
+    with pytest.raises(ValueError, match="pass the cache once"):
+        model(**inputs, cache=model.new_cache(), past_key_values=model.new_cache())

@@ -16,10 +16,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 from transformers.cache_utils import Cache
+from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from synthformer.models import DecoderCache
 
-__all__ = ["SynthesizerCache"]
+__all__ = ["CACHE_NAME", "SynthesizerCache"]
+
+#: The name ``transformers`` gives the cache in a model's inputs, outputs and ``generate()`` kwargs: ``cache`` from
+#: 5.24 on, ``past_key_values`` before. The models accept both and return the cache under this name, so that
+#: ``generate()`` hands the same cache back at every step whichever version is installed.
+CACHE_NAME = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 
 class SynthesizerCache(Cache):

@@ -10,7 +10,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from synthformer.models import token_cross_entropy
 
-from .cache import SynthesizerCache
+from .cache import CACHE_NAME, SynthesizerCache
 from .modeling_base import SynthesizerPreTrainedModel, padding_mask_from_attention
 
 __all__ = ["SynthesizerForCausalLM"]
@@ -50,7 +50,7 @@ class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
         if input_ids is None or kwargs.get("inputs_embeds") is not None:
             raise ValueError("SynthesizerForCausalLM needs input_ids (B, L); inputs_embeds is not supported")
         padding_mask = padding_mask_from_attention(attention_mask)  # (B, L) or None
-        cache = self._decoding_cache(past_key_values, use_cache)
+        cache = self._decoding_cache(past_key_values, use_cache, kwargs.pop("cache", None))
         if cache is None:
             logits = self.model(input_ids=input_ids, padding_mask=padding_mask)["logits"]  # (B, L, V)
         else:
@@ -64,4 +64,4 @@ class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
         if labels is not None:
             # transformers' convention: labels aligned with input_ids; position t predicts token t + 1
             loss = token_cross_entropy(logits[:, :-1], labels[:, 1:], self.config.label_smoothing)
-        return CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=cache)
+        return CausalLMOutputWithPast(loss=loss, logits=logits, **{CACHE_NAME: cache})

@@ -60,7 +60,7 @@ class SynthesizerConfig(PretrainedConfig):
 
     model_type = "synthesizer"
     attribute_map = HF_ALIASES
-    keys_to_ignore_at_inference = ["past_key_values"]
+    keys_to_ignore_at_inference = ["past_key_values", "cache"]
 
     def __init__(self, arch: str = "lm", **kwargs: Any) -> None:
         names = native_field_names()

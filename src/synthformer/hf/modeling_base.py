@@ -22,7 +22,7 @@ from transformers import PreTrainedModel
 
 from synthformer.models import Embeddings, build_model
 
-from .cache import SynthesizerCache
+from .cache import CACHE_NAME, SynthesizerCache
 from .config import SynthesizerConfig
 
 __all__ = ["SynthesizerPreTrainedModel", "padding_mask_from_attention"]
@@ -122,8 +122,13 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
         """An empty generation cache for this model (filled on the first forward)."""
         return SynthesizerCache(self.config.max_len)
 
-    def _decoding_cache(self, past_key_values: Any, use_cache: bool | None) -> SynthesizerCache | None:
-        """The cache a forward decodes with: the given one, a new one when ``use_cache`` asks for it, or None."""
+    def _decoding_cache(self, past_key_values: Any, use_cache: bool | None, cache: Any = None
+                        ) -> SynthesizerCache | None:
+        """The cache a forward decodes with: the given one (``past_key_values``, or ``cache``, its name from
+        ``transformers`` 5.24 on), a new one when ``use_cache`` asks for it, or None."""
+        if past_key_values is not None and cache is not None and past_key_values is not cache:
+            raise ValueError("pass the cache once, as cache= or as past_key_values=, not two different ones")
+        past_key_values = cache if past_key_values is None else past_key_values
         if past_key_values is None:
             return self.new_cache() if use_cache and self.model.supports_cache else None
         if not isinstance(past_key_values, SynthesizerCache):
@@ -143,12 +148,12 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
             raise ValueError(
                 f"generation would read {max_cache_length} positions (prompt + max_new_tokens - 1, or max_length - "
                 f"1) but the model's max_len is {self.config.max_len}; lower max_new_tokens or max_length")
-        if model_kwargs.get("past_key_values") is not None:
+        if any(model_kwargs.get(name) is not None for name in ("cache", "past_key_values")):
             return
         if not generation_config.use_cache or not self.model.supports_cache:
             model_kwargs["use_cache"] = False  # feed the whole prefix at every step
             return
-        model_kwargs["past_key_values"] = self.new_cache()
+        model_kwargs[CACHE_NAME] = self.new_cache()
 
     def _reorder_cache(self, past_key_values: SynthesizerCache, beam_idx: Tensor) -> SynthesizerCache:
         """Beam search: row i continues what row ``beam_idx[i]`` was."""

@@ -12,7 +12,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from synthformer.models import token_cross_entropy
 
-from .cache import SynthesizerCache
+from .cache import CACHE_NAME, SynthesizerCache
 from .modeling_base import SynthesizerPreTrainedModel, padding_mask_from_attention
 
 __all__ = ["SynthesizerEncoderOutput", "SynthesizerForConditionalGeneration"]
@@ -107,7 +107,7 @@ class SynthesizerForConditionalGeneration(SynthesizerPreTrainedModel, Generation
             if labels is None:
                 raise ValueError("pass decoder_input_ids (B, T) or labels (B, T)")
             decoder_input_ids = shift_right(labels, self.config.bos_id, self.config.pad_id)
-        cache = self._decoding_cache(past_key_values, use_cache)
+        cache = self._decoding_cache(past_key_values, use_cache, kwargs.pop("cache", None))
         if cache is None:
             logits = self.model.decode(decoder_input_ids, memory, src_mask)  # (B, T, V)
         else:
@@ -117,7 +117,7 @@ class SynthesizerForConditionalGeneration(SynthesizerPreTrainedModel, Generation
         loss = None
         if labels is not None:
             loss = token_cross_entropy(logits, labels, self.config.label_smoothing)
-        return Seq2SeqLMOutput(loss=loss, logits=logits, past_key_values=cache, encoder_last_hidden_state=memory)
+        return Seq2SeqLMOutput(loss=loss, logits=logits, encoder_last_hidden_state=memory, **{CACHE_NAME: cache})
 
     def prepare_decoder_input_ids_from_labels(self, labels: Tensor) -> Tensor:
         """``transformers``' data collators call this: decoder inputs ``<bos> y1 ..`` (B, T)."""
