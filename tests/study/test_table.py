@@ -79,3 +79,16 @@ def test_reference_is_v_at_the_same_grid_point() -> None:
     assert rows["R model.n_heads=4"].reference == "V model.n_heads=4"
     assert rows["R model.n_heads=4"].label == "Random (R), n_heads=4"
     assert "%" in format_markdown(table)  # accuracy in percent
+
+
+def test_a_grid_of_one_kind_without_v_compares_each_point_with_the_first() -> None:
+    # the paper's Table 9: R over n_heads, no V anywhere; each row is compared with n_heads=2
+    variants = [Variant("R", (("model.n_heads", h),)) for h in ("2", "4", "8")]
+    records = [record(v.name, s, 10.0 + i + 0.1 * s) for i, v in enumerate(variants) for s in range(2)]
+    table = summarize(records, variants, "bleu")
+    rows = {r.variant: r for r in table.rows}
+    assert rows["R model.n_heads=2"].reference is None
+    assert rows["R model.n_heads=8"].reference == "R model.n_heads=2"
+    assert rows["R model.n_heads=8"].diff == pytest.approx(2.0)
+    text = format_markdown(table)
+    assert text.count("(reference)") == 1 and "+2.00 vs R model.n_heads=2" in text

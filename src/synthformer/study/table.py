@@ -3,8 +3,9 @@
 Each row gives the task's main metric on the validation split (at the end of training) and, when evaluated, on
 the test split, as ``mean ± std`` over the seeds (the sample standard deviation, ``ddof=1``), with parameters,
 training steps per second and wall time (means over seeds). The difference to the reference (V at the same grid
-point; the first variant when the study has no V) is tested with Welch's t-test (unequal variances) on the
-per-seed validation values; ``*`` marks p < 0.05. With one seed there is no spread and no test ("n/a").
+point; without V there, the first kind at that point, or the first grid point when each point has one kind) is
+tested with Welch's t-test (unequal variances) on the per-seed validation values; ``*`` marks p < 0.05. With one
+seed there is no spread and no test ("n/a").
 """
 
 from __future__ import annotations
@@ -109,12 +110,16 @@ class StudyTable:
 
 
 def _reference(variant: Variant, variants: Sequence[Variant]) -> Variant:
-    """V at the same grid point, else the first kind at that point, else the first variant."""
+    """V at the same grid point; else the first kind at that point when it has several; else the first variant.
+
+    The last case is a grid without V at its points, such as the paper's Table 9 (R over ``model.n_heads``): each
+    point then compares with the first point, instead of every row being its own reference with no difference.
+    """
     same_point = [v for v in variants if v.point == variant.point]
     for v in same_point:
         if v.kind == "V":
             return v
-    return same_point[0] if same_point else variants[0]
+    return same_point[0] if len(same_point) > 1 else variants[0]
 
 
 def summarize(records: Sequence[RunRecord], variants: Sequence[Variant], metric: str) -> StudyTable:
