@@ -197,8 +197,8 @@ def table_note(table: StudyTable) -> str:
     """The sentence under the table saying what the numbers are."""
     better = "lower" if table.metric in _LOWER_IS_BETTER else "higher"
     return (f"Mean ± sample standard deviation over seeds ({better} is better). Δ: difference of the mean "
-            "validation metric to V (at the same grid point); p: Welch's t-test on the per-seed values, "
-            f"* p < {SIGNIFICANCE}; n/a with one seed.")
+            "validation metric to V at the same grid point (or to the variant named after 'vs'); p: Welch's "
+            f"t-test on the per-seed values, * p < {SIGNIFICANCE}; n/a with one seed.")
 
 
 def format_markdown(table: StudyTable) -> str:
