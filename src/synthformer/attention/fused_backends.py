@@ -80,7 +80,8 @@ def _build_name() -> str:
     digest.update(" ".join(CFLAGS).encode())
     digest.update(torch.__version__.encode())
     try:
-        flags = next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "")
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = next((line for line in cpuinfo if line.startswith("flags")), "")
     except OSError:  # not Linux: the machine's name is the best we have
         flags = os.uname().machine if hasattr(os, "uname") else ""
     digest.update(flags.encode())
