@@ -195,17 +195,19 @@ def test_temporaries_use_the_same_parent(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
-def test_atomic_write_text_gives_the_permissions_of_a_plain_open(tmp_path: Path, umask: int) -> None:
-    # mkstemp creates 0600 files; a report written by rename must be as readable as one written by open()
-    from synthformer.train.checkpoint import atomic_write_text
-
+def test_atomic_writes_give_the_permissions_of_a_plain_open_and_mkdir(tmp_path: Path, umask: int) -> None:
+    # mkstemp / mkdtemp create 0600 / 0700 entries; what is written by rename must be as readable as open()'s
     old = os.umask(umask)
     try:
-        atomic_write_text(tmp_path / "report.md", "# report\n")
+        ckpt_mod.atomic_write_text(tmp_path / "report.md", "# report\n")
         with open(tmp_path / "plain.md", "w") as fh:
             fh.write("x")
+        (tmp_path / "plain_dir").mkdir()
+        final = save(tmp_path, 1, trained()[0])
     finally:
         os.umask(old)
     assert (tmp_path / "report.md").read_text() == "# report\n"
     mode = stat.S_IMODE((tmp_path / "report.md").stat().st_mode)
     assert mode == stat.S_IMODE((tmp_path / "plain.md").stat().st_mode) == 0o666 & ~umask
+    dir_mode = stat.S_IMODE(final.stat().st_mode)
+    assert dir_mode == stat.S_IMODE((tmp_path / "plain_dir").stat().st_mode) == 0o777 & ~umask

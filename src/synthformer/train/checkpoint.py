@@ -92,23 +92,24 @@ def _fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def _new_file_mode() -> int:
-    """The mode ``open()`` would give a new file: 0o666 less the process umask (read by setting and restoring it)."""
+def _created_mode(directory: bool = False) -> int:
+    """The mode ``open()`` (0o666) or ``mkdir()`` (0o777) would give a new entry, less the process umask (read by
+    setting and restoring it). ``mkstemp``/``mkdtemp`` create 0600/0700 entries, which the renamed results would
+    keep, unreadable to the user's group."""
     mask = os.umask(0o022)
     os.umask(mask)
-    return 0o666 & ~mask
+    return (0o777 if directory else 0o666) & ~mask
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (temp file in the same directory, fsync, ``os.replace``).
 
-    The file gets the permissions a plain ``open(path, "w")`` would give it (``mkstemp`` creates it 0600, which
-    would leave reports and tables unreadable to the user's group).
+    The file gets the permissions a plain ``open(path, "w")`` would give it (see :func:`_created_mode`).
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + path.name + "-", dir=path.parent)
     try:
-        os.chmod(tmp, _new_file_mode())
+        os.chmod(tmp, _created_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
@@ -203,6 +204,7 @@ def save_checkpoint(
     name = checkpoint_name(step)
     final = root / name
     tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{name}-", dir=root))
+    os.chmod(tmp, _created_mode(directory=True))
     old: Path | None = None
     try:
         metadata = {"step": str(step)}
