@@ -12,9 +12,15 @@ git): one JSON line with its test metrics, training and evaluation wall times, t
 commit and the machine. A model found there is not trained again, so the table can be filled over several
 sittings on different machines (commit the record after each sitting); the table reads the record.
 
+``--seed N`` (N > 0) trains the same models with ``train.seed=N`` (initialisation, dropout and batch order; the
+data and its splits stay the same) into ``RUNS/<dataset>_<kind>_seed<N>``. The main table shows seed 0; every
+(dataset, model) with more than one seed recorded also gets a line of mean ± standard deviation over its seeds,
+which is what a difference between two single-seed models should be read against.
+
     python benchmarks/table3.py                                   # everything (about 20 minutes per model)
     python benchmarks/table3.py --datasets personachat --kinds V D
     python benchmarks/table3.py --table-only                      # the table of what is finished
+    python benchmarks/table3.py --datasets personachat --kinds V --seed 1   # a second seed: the seed spread
     python benchmarks/table3.py --steps 4 --runs /tmp/t3          # a smoke run of the whole grid
 """
 
@@ -25,6 +31,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -47,14 +54,15 @@ COLUMNS = {"summarization": (("ROUGE-1", "rouge1"), ("ROUGE-2", "rouge2"), ("ROU
 DEFAULT_RECORD = ROOT / "benchmarks" / "results" / "table3.jsonl"
 
 
-def read_record(path: Path) -> dict[tuple[str, str], dict]:
-    """(dataset, kind) -> its recorded result; the last line of a pair wins, a torn line is skipped."""
-    found: dict[tuple[str, str], dict] = {}
+def read_record(path: Path) -> dict[tuple[str, str, int], dict]:
+    """(dataset, kind, seed) -> its recorded result (entries without a seed are seed 0); the last line of a key
+    wins, a torn line is skipped."""
+    found: dict[tuple[str, str, int], dict] = {}
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 entry = json.loads(line)
-                found[entry["dataset"], entry["kind"]] = entry
+                found[entry["dataset"], entry["kind"], int(entry.get("seed", 0))] = entry
             except (ValueError, KeyError, TypeError):
                 continue
     return found
@@ -69,9 +77,10 @@ def _commit() -> str:
 
 
 def record_result(path: Path, dataset: str, kind: str, run_dir: Path, extra: list[str], train_s: float,
-                  eval_s: float) -> None:
+                  eval_s: float, seed: int = 0) -> None:
     """Append one finished model's test metrics and times to the record (one line, flushed and synced)."""
-    entry = {"dataset": dataset, "kind": kind, "metrics": _metrics(run_dir), "train_seconds": round(train_s, 1),
+    entry = {"dataset": dataset, "kind": kind, "seed": seed, "metrics": _metrics(run_dir),
+             "train_seconds": round(train_s, 1),
              "eval_seconds": round(eval_s, 1), "overrides": extra, "config": CONFIGS[dataset],
              "commit": _commit(), "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
              "threads": int(os.environ.get("OMP_NUM_THREADS", "0")) or None,
@@ -83,14 +92,21 @@ def record_result(path: Path, dataset: str, kind: str, run_dir: Path, extra: lis
         os.fsync(fh.fileno())
 
 
-def run_one(dataset: str, kind: str, runs: Path, extra: list[str], record: Path) -> None:
+def run_dir_of(runs: Path, dataset: str, kind: str, seed: int = 0) -> Path:
+    """``RUNS/<dataset>_<kind>`` for seed 0 (the names of the first sittings), ``..._seed<N>`` otherwise."""
+    return runs / (f"{dataset}_{kind}" if seed == 0 else f"{dataset}_{kind}_seed{seed}")
+
+
+def run_one(dataset: str, kind: str, runs: Path, extra: list[str], record: Path, seed: int = 0) -> None:
     """Train (or resume) and evaluate one model unless it is recorded or evaluated already."""
     from synthformer.cli.main import main
 
-    run_dir = runs / f"{dataset}_{kind}"
-    if (dataset, kind) in read_record(record):
-        print(f"{dataset} {kind}: recorded in {record}, skipped", flush=True)
+    run_dir = run_dir_of(runs, dataset, kind, seed)
+    if (dataset, kind, seed) in read_record(record):
+        print(f"{dataset} {kind} seed {seed}: recorded in {record}, skipped", flush=True)
         return
+    if seed:
+        extra = [*extra, f"train.seed={seed}"]
     if (run_dir / "eval_test.json").is_file():
         print(f"{run_dir}: evaluated earlier (not recorded: its times are unknown), skipped", flush=True)
         return
@@ -104,7 +120,7 @@ def run_one(dataset: str, kind: str, runs: Path, extra: list[str], record: Path)
     if main(["eval", str(run_dir), "--split", "test"]) != 0:
         raise SystemExit(f"evaluating {run_dir} failed")
     done = time.perf_counter()
-    record_result(record, dataset, kind, run_dir, extra, trained - start, done - trained)
+    record_result(record, dataset, kind, run_dir, extra, trained - start, done - trained, seed)
     print(f"{run_dir}: trained in {trained - start:.0f} s (this sitting), evaluated in {done - trained:.0f} s",
           flush=True)
 
@@ -129,14 +145,39 @@ def table(datasets: list[str], kinds: list[str], runs: Path, record: Path) -> st
         header = ["Model"] + [f"{d} {name}" for d in chosen for name, _ in COLUMNS[family]]
         out += [f"**{family}** (test split; in parentheses: difference to V)", "",
                 "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        scores = {(d, k): recorded[d, k]["metrics"] if (d, k) in recorded else _metrics(runs / f"{d}_{k}")
+        scores = {(d, k): recorded[d, k, 0]["metrics"] if (d, k, 0) in recorded else _metrics(runs / f"{d}_{k}")
                   for d in chosen for k in kinds}
         for kind in kinds:
             cells = [_cell(scores[d, kind].get(key), scores.get((d, "V"), {}).get(key) if kind != "V" else None)
                      for d in chosen for _, key in COLUMNS[family]]
             out.append(f"| {LABELS.get(kind, kind)} | " + " | ".join(cells) + " |")
         out.append("")
+        out += _spread(family, chosen, kinds, recorded)
     return "\n".join(out)
+
+
+def _spread(family: str, datasets: list[str], kinds: list[str], recorded: dict[tuple[str, str, int], dict]
+            ) -> list[str]:
+    """Markdown lines: mean ± sample standard deviation of each metric over the recorded seeds of every
+    (dataset, model) with at least two; nothing if there is none."""
+    rows = []
+    for d in datasets:
+        for k in kinds:
+            seeds = sorted(s for (dd, kk, s) in recorded if (dd, kk) == (d, k))
+            if len(seeds) < 2:
+                continue
+            cells = []
+            for _, key in COLUMNS[family]:
+                values = [recorded[d, k, s]["metrics"].get(key) for s in seeds]
+                values = [v for v in values if isinstance(v, (int, float)) and not math.isnan(v)]
+                cells.append(f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+                             if len(values) >= 2 else "n/a")
+            rows.append(f"| {d} | {LABELS.get(k, k)} | {', '.join(map(str, seeds))} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    header = ["dataset", "Model", "seeds"] + [name for name, _ in COLUMNS[family]]
+    return [f"Seed spread ({family}): mean ± standard deviation over the recorded seeds", "",
+            "| " + " | ".join(header) + " |", "|" + "---|" * len(header), *rows, ""]
 
 
 def _metrics(run_dir: Path) -> dict[str, float]:
@@ -151,16 +192,20 @@ def main(argv: list[str] | None = None) -> int:
                    help="attention kinds / token mixers (default: %(default)s)")
     p.add_argument("--runs", type=Path, default=ROOT / "runs" / "table3", help="where the run directories go")
     p.add_argument("--steps", type=int, default=None, help="override train.steps (smoke runs)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="train.seed of the models to train (default 0; N > 0 trains into <dataset>_<kind>_seedN)")
     p.add_argument("--record", type=Path, default=DEFAULT_RECORD,
                    help="the file of finished models' results (default: %(default)s)")
     p.add_argument("--table-only", action="store_true", help="print the table of the finished runs only")
     args = p.parse_args(argv)
+    if args.seed < 0:
+        p.error(f"--seed must be >= 0, got {args.seed}")
     extra = [] if args.steps is None else [f"train.steps={args.steps}", f"train.save_every={args.steps}",
                                            f"train.eval_every={args.steps}"]
     if not args.table_only:
         for dataset in args.datasets:
             for kind in args.kinds:
-                run_one(dataset, kind, args.runs, extra, args.record)
+                run_one(dataset, kind, args.runs, extra, args.record, args.seed)
     print(table(args.datasets, args.kinds, args.runs, args.record))
     return 0
 
