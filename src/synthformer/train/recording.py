@@ -142,16 +142,11 @@ class Recorder:
         done = self.step - first_step
         steps = self.config.steps
         eta = (steps - self.step) * elapsed / max(done, 1)
-        if self._win_micro:
-            loss = f"{float(self._win_loss) / self._win_micro:.4f}"
-            rate = self._win_tokens / max(now - self._win_start, 1e-9)
-        elif self.last_metrics.get("step") == self.step and "loss" in self.last_metrics:
-            # _log_train has just emptied the window at this step: report the window it logged, not "-, 0"
-            loss, rate = f"{self.last_metrics['loss']:.4f}", self.last_metrics["tokens_per_s"]
-        else:
-            loss, rate = "-", 0.0
+        window = max(now - self._win_start, 1e-9)
+        loss = f"{float(self._win_loss) / self._win_micro:.4f}" if self._win_micro else "-"
         logger.info("step %d/%d (%.0f%%): loss %s, %s tokens/s, elapsed %s, ETA %s", self.step, steps,
-                    100 * self.step / steps, loss, f"{rate:,.0f}", _duration(elapsed), _duration(eta))
+                    100 * self.step / steps, loss, f"{self._win_tokens / window:,.0f}", _duration(elapsed),
+                    _duration(eta))
 
     def _write_metrics(self, record: Mapping[str, Any]) -> None:
         if not self.is_main:

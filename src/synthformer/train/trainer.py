@@ -355,9 +355,10 @@ class Trainer(Recorder):
                     grad_norm = self._train_step()
                     pending = None
                     bar.update(1)
+                    # the heartbeat first: _log_train empties the window the heartbeat reports from
+                    self._heartbeat()
                     if self.step % cfg.log_every == 0 or self.step == cfg.steps:
                         self._log_train(grad_norm, bar)
-                    self._heartbeat()
                     paused = time.perf_counter()
                     if self.eval_available and cfg.eval_every > 0 and self.step % cfg.eval_every == 0:
                         self.evaluate()
