@@ -31,7 +31,6 @@ import json
 import math
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -160,6 +159,8 @@ def _spread(family: str, datasets: list[str], kinds: list[str], recorded: dict[t
             ) -> list[str]:
     """Markdown lines: mean ± sample standard deviation of each metric over the recorded seeds of every
     (dataset, model) with at least two; nothing if there is none."""
+    from synthformer.study import mean_std  # the studies' mean ± sample std over the finite values
+
     rows = []
     for d in datasets:
         for k in kinds:
@@ -168,10 +169,8 @@ def _spread(family: str, datasets: list[str], kinds: list[str], recorded: dict[t
                 continue
             cells = []
             for _, key in COLUMNS[family]:
-                values = [recorded[d, k, s]["metrics"].get(key) for s in seeds]
-                values = [v for v in values if isinstance(v, (int, float)) and not math.isnan(v)]
-                cells.append(f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
-                             if len(values) >= 2 else "n/a")
+                mean, std = mean_std([recorded[d, k, s]["metrics"].get(key) for s in seeds])
+                cells.append("n/a" if math.isnan(std) else f"{mean:.2f} ± {std:.2f}")
             rows.append(f"| {d} | {LABELS.get(k, k)} | {', '.join(map(str, seeds))} | " + " | ".join(cells) + " |")
     if not rows:
         return []
