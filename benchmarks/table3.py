@@ -75,6 +75,23 @@ def _commit() -> str:
         return "unknown"
 
 
+def trained_seconds(run_dir: Path, this_sitting: float) -> float:
+    """Training wall time over every sitting: the trainer's last ``elapsed_s`` in the run's ``metrics.jsonl``
+    (restored from the checkpoint on ``--resume``, so it counts the sittings before this one), or this sitting's
+    time when the run logged none."""
+    elapsed = [this_sitting]
+    path = run_dir / "metrics.jsonl"
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                value = json.loads(line).get("elapsed_s")
+            except (ValueError, AttributeError):
+                continue  # a torn last line after a kill
+            if isinstance(value, (int, float)):
+                elapsed.append(float(value))
+    return max(elapsed)
+
+
 def record_result(path: Path, dataset: str, kind: str, run_dir: Path, extra: list[str], train_s: float,
                   eval_s: float, seed: int = 0) -> None:
     """Append one finished model's test metrics and times to the record (one line, flushed and synced)."""
@@ -119,9 +136,10 @@ def run_one(dataset: str, kind: str, runs: Path, extra: list[str], record: Path,
     if main(["eval", str(run_dir), "--split", "test"]) != 0:
         raise SystemExit(f"evaluating {run_dir} failed")
     done = time.perf_counter()
-    record_result(record, dataset, kind, run_dir, extra, trained - start, done - trained, seed)
-    print(f"{run_dir}: trained in {trained - start:.0f} s (this sitting), evaluated in {done - trained:.0f} s",
-          flush=True)
+    train_s = trained_seconds(run_dir, trained - start)
+    record_result(record, dataset, kind, run_dir, extra, train_s, done - trained, seed)
+    print(f"{run_dir}: trained in {train_s:.0f} s ({trained - start:.0f} s this sitting), evaluated in "
+          f"{done - trained:.0f} s", flush=True)
 
 
 def _cell(value: float | None, base: float | None) -> str:

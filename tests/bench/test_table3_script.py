@@ -81,3 +81,15 @@ def test_the_runner_skips_recorded_models_and_trains_a_new_seed_into_its_own_dir
     assert entry["seed"] == 3 and entry["metrics"] == {"rouge1": 21.5} and "train.seed=3" in entry["overrides"]
     with pytest.raises(SystemExit):
         table3.main(["--seed", "-1", "--table-only"])
+
+
+def test_training_time_counts_the_sittings_before_a_resume(table3, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    assert table3.trained_seconds(run_dir, 12.5) == 12.5  # no metrics logged: this sitting's time
+    # A resumed run: the trainer's elapsed_s continues from the checkpoint, so the last value covers both sittings;
+    # an eval line and a torn last line (a kill) are read past.
+    (run_dir / "metrics.jsonl").write_text("\n".join([json.dumps({"step": 100, "loss": 3.0, "elapsed_s": 90.0}),
+                                                       json.dumps({"step": 200, "eval_loss": 2.5, "elapsed_s": 700.0}),
+                                                       '{"step": 300, "elap']) + "\n", encoding="utf-8")
+    assert table3.trained_seconds(run_dir, 80.0) == 700.0
