@@ -20,6 +20,7 @@ which is what a difference between two single-seed models should be read against
     python benchmarks/table3.py                                   # everything (about 20 minutes per model)
     python benchmarks/table3.py --datasets personachat --kinds V D
     python benchmarks/table3.py --table-only                      # the table of what is finished
+    python benchmarks/table3.py --table-only --plot docs/figures/table3.png   # and its picture
     python benchmarks/table3.py --datasets personachat --kinds V --seed 1   # a second seed: the seed spread
     python benchmarks/table3.py --steps 4 --runs /tmp/t3          # a smoke run of the whole grid
 """
@@ -197,6 +198,69 @@ def _spread(family: str, datasets: list[str], kinds: list[str], recorded: dict[t
             "| " + " | ".join(header) + " |", "|" + "---|" * len(header), *rows, ""]
 
 
+def differences(recorded: dict[tuple[str, str, int], dict], dataset: str, kinds: list[str]
+                ) -> tuple[dict[str, list[float]], list[float] | None]:
+    """What the figure draws for one dataset: each non-V kind's seed-0 difference to V's seed 0 per metric of the
+    dataset's family (nan where either is missing), and V's seed standard deviation per metric (None with fewer
+    than two seeds of V)."""
+    from synthformer.study import mean_std
+
+    keys = [key for _, key in COLUMNS["summarization" if dataset in SUMMARIZATION else "dialogue"]]
+
+    def value(kind: str, key: str, seed: int = 0) -> float:
+        got = recorded.get((dataset, kind, seed), {}).get("metrics", {}).get(key)
+        return float(got) if isinstance(got, (int, float)) else math.nan
+
+    diffs = {k: [value(k, key) - value("V", key) for key in keys] for k in kinds if k != "V"}
+    seeds = sorted(s for (d, k, s) in recorded if (d, k) == (dataset, "V"))
+    spread = [mean_std([value("V", key, s) for s in seeds])[1] for key in keys] if len(seeds) > 1 else None
+    return diffs, spread
+
+
+def plot(datasets: list[str], kinds: list[str], record: Path, out: Path) -> Path:
+    """One panel per dataset: grouped bars of each model's difference to V (points) per metric, with V's seed
+    standard deviation as a grey band around zero where V has several seeds. Written as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display needed
+    import matplotlib.pyplot as plt
+
+    recorded = read_record(record)
+    others = [k for k in kinds if k != "V"]
+    cols = min(2, len(datasets))
+    rows = math.ceil(len(datasets) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.0 * cols, 3.6 * rows), squeeze=False)
+    width = 0.8 / max(len(others), 1)
+    for ax, dataset in zip(axes.flat, datasets, strict=False):  # spare panels stay empty
+        names = [name for name, _ in COLUMNS["summarization" if dataset in SUMMARIZATION else "dialogue"]]
+        diffs, spread = differences(recorded, dataset, kinds)
+        for i, kind in enumerate(others):
+            xs = [m + (i - (len(others) - 1) / 2) * width for m in range(len(names))]
+            ax.bar(xs, diffs[kind], width, label=LABELS.get(kind, kind))  # nan bars are left out
+        if spread is not None:
+            for m, std in enumerate(spread):
+                if not math.isnan(std):
+                    ax.fill_between([m - 0.45, m + 0.45], -std, std, color="0.85", zorder=0,
+                                    label="V: ± 1 std over seeds" if m == 0 else None)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(names)), names)
+        ax.set_title(f"{dataset}: difference to the Transformer (V)")
+        ax.set_ylabel("points")
+    for ax in list(axes.flat)[len(datasets):]:
+        ax.axis("off")
+    handles: dict[str, object] = {}  # one legend for all panels, each label once
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    labels = list(handles)
+    fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=len(labels), frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
 def _metrics(run_dir: Path) -> dict[str, float]:
     path = run_dir / "eval_test.json"
     return json.loads(path.read_text(encoding="utf-8"))["metrics"] if path.is_file() else {}
@@ -214,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--record", type=Path, default=DEFAULT_RECORD,
                    help="the file of finished models' results (default: %(default)s)")
     p.add_argument("--table-only", action="store_true", help="print the table of the finished runs only")
+    p.add_argument("--plot", type=Path, default=None, metavar="PNG",
+                   help="also draw each model's difference to V per dataset and metric into this PNG")
     args = p.parse_args(argv)
     if args.seed < 0:
         p.error(f"--seed must be >= 0, got {args.seed}")
@@ -224,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             for kind in args.kinds:
                 run_one(dataset, kind, args.runs, extra, args.record, args.seed)
     print(table(args.datasets, args.kinds, args.runs, args.record))
+    if args.plot is not None:
+        print(f"figure: {plot(args.datasets, args.kinds, args.record, args.plot)}")
     return 0
 
 

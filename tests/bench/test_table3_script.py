@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import statistics
 from pathlib import Path
 
@@ -93,3 +94,16 @@ def test_training_time_counts_the_sittings_before_a_resume(table3, tmp_path):
                                                        json.dumps({"step": 200, "eval_loss": 2.5, "elapsed_s": 700.0}),
                                                        '{"step": 300, "elap']) + "\n", encoding="utf-8")
     assert table3.trained_seconds(run_dir, 80.0) == 700.0
+
+
+def test_the_figure_draws_differences_to_v_with_v_seed_spread(table3, tmp_path):
+    record = tmp_path / "t3.jsonl"
+    record.write_text("\n".join([_line("samsum", "V", 20.0), _line("samsum", "V", 22.0, seed=1),
+                                 _line("samsum", "R", 18.5), _line("dialogsum", "V", 30.0)]) + "\n")
+    diffs, spread = table3.differences(table3.read_record(record), "samsum", ["V", "R", "D"])
+    assert diffs["R"] == [-1.5, 0.0, 0.0, 0.0] and "V" not in diffs  # ROUGE-1, -2, -L, -Lsum against V's seed 0
+    assert all(math.isnan(x) for x in diffs["D"])  # not recorded: no bar
+    assert spread == pytest.approx([statistics.stdev([20.0, 22.0]), 0.0, 0.0, 0.0])
+    assert table3.differences(table3.read_record(record), "dialogsum", ["V", "R"])[1] is None  # one seed of V
+    out = table3.plot(["samsum", "dialogsum", "personachat"], ["V", "R", "D"], record, tmp_path / "fig" / "t3.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
