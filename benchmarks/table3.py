@@ -219,7 +219,7 @@ def differences(recorded: dict[tuple[str, str, int], dict], dataset: str, kinds:
 
 def plot(datasets: list[str], kinds: list[str], record: Path, out: Path) -> Path:
     """One panel per dataset: grouped bars of each model's difference to V (points) per metric, with V's seed
-    standard deviation as a grey band around zero where V has several seeds. Written as a PNG."""
+    standard deviation as a grey band around zero where V has several seeds; from the record, written as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed
