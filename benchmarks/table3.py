@@ -80,17 +80,10 @@ def trained_seconds(run_dir: Path, this_sitting: float) -> float:
     """Training wall time over every sitting: the trainer's last ``elapsed_s`` in the run's ``metrics.jsonl``
     (restored from the checkpoint on ``--resume``, so it counts the sittings before this one), or this sitting's
     time when the run logged none."""
-    elapsed = [this_sitting]
-    path = run_dir / "metrics.jsonl"
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                value = json.loads(line).get("elapsed_s")
-            except (ValueError, AttributeError):
-                continue  # a torn last line after a kill
-            if isinstance(value, (int, float)):
-                elapsed.append(float(value))
-    return max(elapsed)
+    from synthformer.train import RunDir  # reads metrics.jsonl past a torn last line
+
+    elapsed = [r["elapsed_s"] for r in RunDir(run_dir).read_metrics() if isinstance(r.get("elapsed_s"), (int, float))]
+    return max([this_sitting, *map(float, elapsed)])
 
 
 def record_result(path: Path, dataset: str, kind: str, run_dir: Path, extra: list[str], train_s: float,
@@ -143,6 +136,16 @@ def run_one(dataset: str, kind: str, runs: Path, extra: list[str], record: Path,
           f"{done - trained:.0f} s", flush=True)
 
 
+def _family(dataset: str) -> str:
+    """``"summarization"`` or ``"dialogue"``: the block of the table and the metric columns of ``dataset``."""
+    return "summarization" if dataset in SUMMARIZATION else "dialogue"
+
+
+def _seeds(recorded: dict[tuple[str, str, int], dict], dataset: str, kind: str) -> list[int]:
+    """The recorded seeds of one (dataset, model), ascending."""
+    return sorted(s for (d, k, s) in recorded if (d, k) == (dataset, kind))
+
+
 def _cell(value: float | None, base: float | None) -> str:
     if value is None or math.isnan(value):
         return "n/a"
@@ -157,7 +160,7 @@ def table(datasets: list[str], kinds: list[str], runs: Path, record: Path) -> st
     recorded = read_record(record)
     out = []
     for family in ("summarization", "dialogue"):
-        chosen = [d for d in datasets if (d in SUMMARIZATION) == (family == "summarization")]
+        chosen = [d for d in datasets if _family(d) == family]
         if not chosen:
             continue
         header = ["Model"] + [f"{d} {name}" for d in chosen for name, _ in COLUMNS[family]]
@@ -183,7 +186,7 @@ def _spread(family: str, datasets: list[str], kinds: list[str], recorded: dict[t
     rows = []
     for d in datasets:
         for k in kinds:
-            seeds = sorted(s for (dd, kk, s) in recorded if (dd, kk) == (d, k))
+            seeds = _seeds(recorded, d, k)
             if len(seeds) < 2:
                 continue
             cells = []
@@ -205,14 +208,14 @@ def differences(recorded: dict[tuple[str, str, int], dict], dataset: str, kinds:
     than two seeds of V)."""
     from synthformer.study import mean_std
 
-    keys = [key for _, key in COLUMNS["summarization" if dataset in SUMMARIZATION else "dialogue"]]
+    keys = [key for _, key in COLUMNS[_family(dataset)]]
 
     def value(kind: str, key: str, seed: int = 0) -> float:
         got = recorded.get((dataset, kind, seed), {}).get("metrics", {}).get(key)
         return float(got) if isinstance(got, (int, float)) else math.nan
 
     diffs = {k: [value(k, key) - value("V", key) for key in keys] for k in kinds if k != "V"}
-    seeds = sorted(s for (d, k, s) in recorded if (d, k) == (dataset, "V"))
+    seeds = _seeds(recorded, dataset, "V")
     spread = [mean_std([value("V", key, s) for s in seeds])[1] for key in keys] if len(seeds) > 1 else None
     return diffs, spread
 
@@ -232,7 +235,7 @@ def plot(datasets: list[str], kinds: list[str], record: Path, out: Path) -> Path
     fig, axes = plt.subplots(rows, cols, figsize=(6.0 * cols, 3.6 * rows), squeeze=False)
     width = 0.8 / max(len(others), 1)
     for ax, dataset in zip(axes.flat, datasets, strict=False):  # spare panels stay empty
-        names = [name for name, _ in COLUMNS["summarization" if dataset in SUMMARIZATION else "dialogue"]]
+        names = [name for name, _ in COLUMNS[_family(dataset)]]
         diffs, spread = differences(recorded, dataset, kinds)
         for i, kind in enumerate(others):
             xs = [m + (i - (len(others) - 1) / 2) * width for m in range(len(names))]
