@@ -28,7 +28,8 @@ from contextlib import nullcontext
 
 import torch
 
-from synthformer.attention import SynthesizerAttention, fused
+from synthformer.attention import SynthesizerAttention
+from synthformer.attention.settings import fast_path_settings
 from synthformer.bench.flops import efficiency, flop_ratio
 from synthformer.bench.goals import module_goals
 from synthformer.bench.measure import peak_bytes
@@ -223,7 +224,7 @@ def main() -> None:
         f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}"
         f", fused {args.fused}"
     )
-    with fused.forced(args.fused):
+    with fast_path_settings(fused=args.fused):
         run(args)
 
 

@@ -1,11 +1,11 @@
 """The fused path's backends against each other and against V: forward+backward, module level, one interleaved run.
 
-Each materialized kind runs with the fused path forced (``fused.forced("always")``) under every backend of its
-block work (``fused.backend``: "torch", "cpp", "compile"); V runs through SDPA as in benchmarks/attention.py,
-whose layer and step helpers this reuses. Every repeat times every (kind, backend) once, round-robin, so
-background load hits them alike; medians after warm-up (which also builds the C++ kernel and compiles the
-torch.compile graphs). Reported: ms, the ratio to V's median, and each backend's ratio to the torch backend's
-time for the same kind (below 1: faster).
+Each materialized kind runs with the fused path forced (``fast_path_settings(fused="always")``) under every backend
+of its block work (``fast_path_settings(backend=...)``: "torch", "cpp", "compile"); V runs through SDPA as in
+benchmarks/attention.py, whose layer and step helpers this reuses. Every repeat times every (kind, backend) once,
+round-robin, so background load hits them alike; medians after warm-up (which also builds the C++ kernel and
+compiles the torch.compile graphs). Reported: ms, the ratio to V's median, and each backend's ratio to the torch
+backend's time for the same kind (below 1: faster).
 
 Usage (the numbers of issue 15's backend comparison came from this):
     python benchmarks/fused_backends.py --threads 1
@@ -26,6 +26,7 @@ import torch
 from attention import make_step, markdown  # benchmarks/attention.py, beside this script
 
 from synthformer.attention import SynthesizerAttention, fused
+from synthformer.attention.settings import fast_path_settings
 
 KINDS = ["D", "FD", "R+V", "D+V", "GLU"]
 #: name -> (batch, length, causal): the module-level shapes of issue 15's goals
@@ -36,7 +37,7 @@ def _forced(step: Callable[[], None], backend: str) -> Callable[[], None]:
     """``step`` with the fused path forced and its block work on ``backend`` (forward and backward)."""
 
     def run() -> None:
-        with fused.forced("always"), fused.backend(backend):
+        with fast_path_settings(fused="always", backend=backend):
             step()
 
     return run

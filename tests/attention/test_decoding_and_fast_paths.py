@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthformer.attention import SynthesizerAttention, fast_paths
+from synthformer.attention import SynthesizerAttention, fast_paths, fused
+from synthformer.attention.settings import fast_path_settings
 
 from .conftest import ALL_KINDS, D_MODEL, FEATURE_KINDS, HEADS, MAX_LEN, build, padding
 
@@ -38,20 +39,20 @@ def test_256_cached_steps_equal_the_full_forward(kind):
 
 @pytest.mark.parametrize("plain_max", [16, 0], ids=["plain-steps", "fast-steps"])
 @pytest.mark.parametrize("kind", ALL_KINDS)
-def test_chunked_decoding_with_left_padding(kind, plain_max, monkeypatch):
+def test_chunked_decoding_with_left_padding(kind, plain_max):
     """Chunks of several positions, a padding mask covering every position so far (left-padded prompts);
     decoding steps go through the plain path or (forced) through the fast paths."""
-    monkeypatch.setattr(fast_paths, "DECODE_PLAIN_MAX_NEW", plain_max)
     attn = build(kind, causal=True)
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64)
     mask = padding(3, MAX_LEN)
     full = attn(x, mask)
     cache = attn.init_cache(3)
     outs, start = [], 0
-    for size in (3, 1, 4):
-        y, cache = attn(x[:, start : start + size], key_padding_mask=mask[:, : start + size], cache=cache)
-        outs.append(y)
-        start += size
+    with fast_path_settings(decode_plain_max_new=plain_max):
+        for size in (3, 1, 4):
+            y, cache = attn(x[:, start : start + size], key_padding_mask=mask[:, : start + size], cache=cache)
+            outs.append(y)
+            start += size
     torch.testing.assert_close(torch.cat(outs, 1), full, atol=1e-10, rtol=0)
 
 
@@ -111,13 +112,13 @@ def test_decoding_errors():
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
 @pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
 @pytest.mark.parametrize("kind", ["FR", "FR+V", "FR+D", "Fix+FR"])
-def test_fr_sdpa_path_equals_materialized(kind, causal, padded, monkeypatch):
+def test_fr_sdpa_path_equals_materialized(kind, causal, padded):
     """FR through SDPA with the batch folded into the values (no L x L matrix), forced at a small length."""
-    monkeypatch.setattr(fast_paths, "FR_SDPA_MIN_LEN", 1)
     attn = build(kind, causal=causal)
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN) if padded else None
-    fast = attn(x, mask)
+    with fast_path_settings(fr_sdpa_min_len=1):
+        fast = attn(x, mask)
     attn.use_fast_paths = False
     slow = attn(x, mask)
     torch.testing.assert_close(fast, slow, atol=1e-10, rtol=0)
@@ -212,16 +213,19 @@ def _assert_equals_plain_path(attn: SynthesizerAttention, x: torch.Tensor, mask,
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
 @pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
 @pytest.mark.parametrize("kind", FEATURE_KINDS)
-def test_both_feature_branches_equal_materialized(kind, causal, padded, branch, monkeypatch):
-    """The feature-form path has two branches (fused SDPA; one GEMM over the features, materialized): force each."""
+def test_both_feature_branches_equal_materialized(kind, causal, padded, branch):
+    """The feature-form path has two branches (fused SDPA; one GEMM over the features, materialized): force each
+    (the blocks' call counter says which ran)."""
     attn = build(kind, causal=causal)
     assert attn.synth.has_features
-    monkeypatch.setattr(fast_paths, "_materialize_features", lambda *a: branch != "fused")
-    if branch == "fused":
-        monkeypatch.setattr(fast_paths, "WIDTH_MULTIPLE", 1)
+    forced = {"features": "sdpa", "width_multiple": 1} if branch == "fused" else {"features": "blocks"}
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN) if padded else None
-    fast = attn(x, mask)
+    fused.calls.clear()
+    with fast_path_settings(fused="never", **forced):
+        fast = attn(x, mask)
+    # kinds without an input-dependent part (FR) take the shared alignment, neither branch
+    assert fused.calls["blocks"] == (branch != "fused" and attn.synth.input_dependent), fused.calls
     _assert_equals_plain_path(attn, x, mask, fast)
 
 
@@ -229,17 +233,19 @@ def test_both_feature_branches_equal_materialized(kind, causal, padded, branch, 
 @pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
 @pytest.mark.parametrize("padded", [False, True], ids=["nopad", "pad"])
 @pytest.mark.parametrize("kind", ALL_KINDS)
-def test_blocks_equal_materialized(kind, causal, padded, size, monkeypatch):
+def test_blocks_equal_materialized(kind, causal, padded, size):
     """Materialized logits computed a block of (samples, heads) at a time change nothing: 3 samples, 4 heads, in
     blocks of whole samples (1 or 2 + 1), of single heads, and of uneven 2 x 3 blocks."""
-    monkeypatch.setattr(fast_paths, "_materialize_features", lambda *a: True)  # feature kinds: blocks too
-    calls = []
-    monkeypatch.setattr(fast_paths, "_block_size", lambda *a: calls.append(size) or size)
     attn = build(kind, causal=causal, heads=4)
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN) if padded else None
-    fast = attn(x, mask)
-    assert calls == ([size] if attn.synth.input_dependent else []), "the blocked path was not taken"
+    fused.calls.clear()
+    # feature kinds take the blocks too; the stored-probability blocks, not the fused path
+    with fast_path_settings(block_size=size, features="blocks", fused="never"):
+        fast = attn(x, mask)
+        assert fast_paths._block_size(attn, 3, MAX_LEN, MAX_LEN, None) == size
+    want = 1 if attn.synth.input_dependent else 0  # R, Fix, FR: the shared alignment, no blocks
+    assert fused.calls["blocks"] == want, "the blocked path was not taken"
     _assert_equals_plain_path(attn, x, mask, fast)
 
 
@@ -261,10 +267,10 @@ def test_block_size(batch, length, state, expected):
     assert fast_paths._block_size(_Layer(), batch, length, length, state) == expected
 
 
-def test_block_size_divides_the_heads(monkeypatch):
+def test_block_size_divides_the_heads():
     """With room for 3 of 8 heads, blocks of 2 heads (equal blocks), not 3 + 3 + 2."""
-    monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", 3 * 100 * 100)
-    assert fast_paths._block_size(_Layer(), 4, 100, 100, None) == (1, 2)
+    with fast_path_settings(chunk_elements=3 * 100 * 100):
+        assert fast_paths._block_size(_Layer(), 4, 100, 100, None) == (1, 2)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthformer.attention import SynthesizerAttention, fused
+from synthformer.attention import SynthesizerAttention
+from synthformer.attention.settings import fast_path_settings
 from synthformer.models import list_archs
 
 from ..models.helpers import BATCHES, tiny_model
@@ -32,7 +33,7 @@ def _layer(kind: str, causal: bool, device=None) -> SynthesizerAttention:
 def test_every_kind_trains_on_meta(kind, causal, mode):
     layer = _layer(kind, causal, META)
     x = torch.randn(3, MAX_LEN - 1, D_MODEL, device=META, requires_grad=True)
-    with fused.forced(mode):
+    with fast_path_settings(fused=mode):
         y = layer(x, padding(3, MAX_LEN - 1).to(META))
     assert y.device == META and y.shape == x.shape
     y.sum().backward()
@@ -55,7 +56,7 @@ def test_every_kind_decodes_on_meta(kind):
 def test_every_kind_under_bf16_autocast(kind, mode):
     layer = _layer(kind, True)
     x = torch.randn(3, MAX_LEN - 1, D_MODEL, requires_grad=True)
-    with fused.forced(mode), torch.autocast("cpu", dtype=torch.bfloat16):
+    with fast_path_settings(fused=mode), torch.autocast("cpu", dtype=torch.bfloat16):
         y = layer(x, padding(3, MAX_LEN - 1))
     assert y.dtype == torch.bfloat16
     y.float().sum().backward()

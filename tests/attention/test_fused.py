@@ -1,7 +1,7 @@
 """The fused materialized path (``attention.fused``) equals the reference, forward and gradients, for every kind.
 
-Each test forces a branch (``fused.forced``) and checks from the call counter that the branch actually ran:
-a test that silently took the other path would prove nothing.
+Each test forces a branch (``fast_path_settings(fused=...)``) and checks from the call counter that the branch
+actually ran: a test that silently took the other path would prove nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import torch
 from torch.func import functional_call
 
 from synthformer.attention import SynthesizerAttention, fast_paths, fused
+from synthformer.attention.settings import DEFAULTS, fast_path_settings
 
 from .conftest import ALL_KINDS, D_MODEL, MAX_LEN, build, padding
 from .reference import reference_forward
@@ -26,7 +27,7 @@ def _grads(y: torch.Tensor, w: torch.Tensor, inputs: list[torch.Tensor]) -> list
 def _run_forced(attn: SynthesizerAttention, mode: str, x: torch.Tensor, mask) -> torch.Tensor:
     """attn(x, mask) with the fused branch forced to ``mode``; asserts the forced branch ran."""
     fused.calls.clear()
-    with fused.forced(mode):
+    with fast_path_settings(fused=mode):
         y = attn(x, mask)
     branch = "fused" if mode == "always" else "blocks"
     assert fused.calls[branch] > 0 and fused.calls["blocks" if branch == "fused" else "fused"] == 0, fused.calls
@@ -45,15 +46,16 @@ def _assert_same(a: list, b: list, atol: float) -> None:
 @pytest.mark.parametrize("length", [MAX_LEN, MAX_LEN - 3], ids=["max_len", "shorter"])
 @pytest.mark.parametrize("causal", [False, True, 3], ids=["bidir", "causal", "causal-chunks-of-3"])
 @pytest.mark.parametrize("kind", FUSED_KINDS)
-def test_fused_equals_the_reference_in_float64(kind, causal, length, monkeypatch):
+def test_fused_equals_the_reference_in_float64(kind, causal, length):
     """Outputs against the paper's equations (reference.py); input and parameter gradients against them too.
-    Causal layers also in query chunks of 3 rows (the chunks above the diagonal skipped)."""
-    if causal is not True and causal is not False:
-        monkeypatch.setattr(fused, "CAUSAL_CHUNK", causal)
+    Causal layers also in query chunks of 3 rows (the chunks above the diagonal skipped); the backward runs
+    outside the settings block, so it must use the chunks its forward used."""
+    chunks = {} if causal is True or causal is False else {"causal_chunk": causal}
     attn = build(kind, causal=bool(causal))
     x = torch.randn(3, length, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, length)
-    fast = _run_forced(attn, "always", x, mask)
+    with fast_path_settings(**chunks):
+        fast = _run_forced(attn, "always", x, mask)
     want = reference_forward(attn, x, mask)
     torch.testing.assert_close(fast, want, atol=1e-10, rtol=0)
     w = torch.randn_like(fast)
@@ -62,16 +64,16 @@ def test_fused_equals_the_reference_in_float64(kind, causal, length, monkeypatch
 
 
 @pytest.mark.parametrize("kind", FUSED_KINDS)
-def test_both_branches_agree_with_masks_and_blocks(kind, monkeypatch):
+def test_both_branches_agree_with_masks_and_blocks(kind):
     """Forced fused against forced stored-probability blocks, several (sample, head) blocks per call."""
-    monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", 1)  # one sample and one head per block
-    monkeypatch.setattr(fused, "CAUSAL_CHUNK", 2)  # and query chunks of 2 rows
     attn = build(kind, causal=True)
     x = torch.randn(3, MAX_LEN - 1, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN - 1)
     mask[0, 0] = True  # a fully masked first row in a causal layer: zeros, finite gradients
-    fast = _run_forced(attn, "always", x, mask)
-    blocks = _run_forced(attn, "never", x, mask)
+    # one sample and one head per block, and query chunks of 2 rows
+    with fast_path_settings(chunk_elements=1, causal_chunk=2):
+        fast = _run_forced(attn, "always", x, mask)
+        blocks = _run_forced(attn, "never", x, mask)
     torch.testing.assert_close(fast, blocks, atol=1e-12, rtol=0)
     w = torch.randn_like(fast)
     params = list(attn.parameters())
@@ -81,10 +83,9 @@ def test_both_branches_agree_with_masks_and_blocks(kind, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", FUSED_KINDS)
-def test_gradcheck_through_the_fused_backward(kind, monkeypatch):
+def test_gradcheck_through_the_fused_backward(kind):
     """``torch.autograd.gradcheck`` on a small shape: the input and every trained parameter (causal, query chunks
     of 2 rows)."""
-    monkeypatch.setattr(fused, "CAUSAL_CHUNK", 2)
     attn = build(kind, causal=True)
     names = [n for n, p in attn.named_parameters() if p.requires_grad]
     params = [attn.get_parameter(n).detach().clone().requires_grad_() for n in names]
@@ -95,7 +96,7 @@ def test_gradcheck_through_the_fused_backward(kind, monkeypatch):
         return functional_call(attn, dict(zip(names, ps, strict=True)), (x, mask))
 
     fused.calls.clear()
-    with fused.forced("always"):
+    with fast_path_settings(fused="always", causal_chunk=2):
         assert torch.autograd.gradcheck(fn, (x, *params), eps=1e-6, atol=1e-6)
     assert fused.calls["fused"] > 0
 
@@ -140,8 +141,6 @@ class _Recorder:
 def test_dropout_mask_is_the_same_in_forward_and_backward(kind, monkeypatch):
     """Dropout on: the backward regenerates the forward's masks, and the result equals the plain path with the
     recorded mask applied by hand (outputs and gradients)."""
-    monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", 1)  # several blocks, each with its own mask
-    monkeypatch.setattr(fused, "CAUSAL_CHUNK", 3)  # and several query chunks per block
     recorder = _Recorder(fused.keep_mask)
     monkeypatch.setattr(fused, "keep_mask", recorder)
     p = 0.4
@@ -151,17 +150,19 @@ def test_dropout_mask_is_the_same_in_forward_and_backward(kind, monkeypatch):
     b, t = 3, MAX_LEN
     x = torch.randn(b, t, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(b, t)
-    y = _run_forced(attn, "always", x, mask)
+    # several blocks, each with its own mask, and several query chunks per block
+    with fast_path_settings(chunk_elements=1, causal_chunk=3):
+        y = _run_forced(attn, "always", x, mask)
+        size = fast_paths._block_size(attn, b, t, t, None)
+        plan = fused._Plan(None, attn.synth.query_rows, None, None, size, p, t, t)
     forward_calls = list(recorder.calls)
     w = torch.randn_like(y)
     params = list(attn.parameters())
     grads = _grads(y, w, [x, *params])
     assert recorder.calls[len(forward_calls) :] == forward_calls  # backward asked for the same (seed, block)s
     # the plain path with the recorded masks: probabilities * keep / (1 - p), then @ V and the projection
-    size = fast_paths._block_size(attn, b, t, t, None)
     keep = torch.zeros(b, attn.n_heads, t, t, dtype=torch.bool)  # above the diagonal: never drawn, never read
     seed = forward_calls[0][0]
-    plan = fused._Plan(None, attn.synth.query_rows, None, None, size, p, t, t)
     chunks = plan.chunks()
     assert len(chunks) == 3
     for n, rows, hs in plan.blocks(b, attn.n_heads):
@@ -178,8 +179,8 @@ def test_dropout_mask_is_the_same_in_forward_and_backward(kind, monkeypatch):
     _assert_same(grads, _grads(want, w, [x, *params]), atol=1e-12)
 
 
-def test_forced_rejects_unknown_modes():
-    with pytest.raises(ValueError, match="'auto', 'always' or 'never'"), fused.forced("sometimes"):
+def test_settings_reject_unknown_modes():
+    with pytest.raises(ValueError, match="'auto', 'always' or 'never'"), fast_path_settings(fused="sometimes"):
         pass
 
 
@@ -197,22 +198,24 @@ def test_query_rows_contract(kind):
 
 
 def test_auto_mode_fuses_training_calls_from_the_measured_lengths():
-    assert not fused.should_fuse(True, fused.FUSE_MIN_KEYS - 1)
-    assert fused.should_fuse(True, fused.FUSE_MIN_KEYS)
-    assert fused.should_fuse(True, fused.FUSE_MIN_KEYS_CAUSAL, causal=True)
-    assert not fused.should_fuse(False, 4 * fused.FUSE_MIN_KEYS)  # inference: nothing to save for a backward
-    with fused.forced("always"):
+    keys, causal_keys = DEFAULTS.fuse_min_keys, DEFAULTS.fuse_min_keys_causal
+    assert not fused.should_fuse(True, keys - 1)
+    assert fused.should_fuse(True, keys)
+    assert not fused.should_fuse(True, causal_keys - 1, causal=True)
+    assert fused.should_fuse(True, causal_keys, causal=True)
+    assert not fused.should_fuse(False, 4 * keys)  # inference: nothing to save for a backward
+    with fast_path_settings(fused="always"):
         assert fused.should_fuse(False, 1)
-    with fused.forced("never"):
-        assert not fused.should_fuse(True, 4 * fused.FUSE_MIN_KEYS)
+    with fast_path_settings(fused="never"):
+        assert not fused.should_fuse(True, 4 * keys)
 
 
-def test_auto_mode_takes_the_fused_path_for_a_long_training_call(monkeypatch):
-    monkeypatch.setattr(fused, "FUSE_MIN_KEYS", MAX_LEN)
+def test_auto_mode_takes_the_fused_path_for_a_long_training_call():
     attn = build("D+V")
     fused.calls.clear()
-    attn(torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64)).sum().backward()
-    assert fused.calls["fused"] == 1
-    with torch.no_grad():
-        attn(torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64))
+    with fast_path_settings(fuse_min_keys=MAX_LEN):
+        attn(torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64)).sum().backward()
+        assert fused.calls["fused"] == 1
+        with torch.no_grad():
+            attn(torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64))
     assert fused.calls["blocks"] == 1

@@ -1,4 +1,5 @@
-"""The fused path's block backends (``fused.backend``: "cpp", "compile") equal the reference and the torch backend.
+"""The fused path's block backends (``fast_path_settings(backend=...)``: "cpp", "compile") equal the reference and
+the torch backend.
 
 Each test forces the fused path and a backend and checks from ``fused.calls`` that the backend really ran (a
 test that silently fell back to the torch functions would prove nothing). The C++ kernel is built once per
@@ -14,7 +15,8 @@ import logging
 import pytest
 import torch
 
-from synthformer.attention import fast_paths, fused, fused_backends
+from synthformer.attention import fused, fused_backends
+from synthformer.attention.settings import fast_path_settings
 
 from . import test_fused
 from .conftest import D_MODEL, MAX_LEN, build, padding
@@ -40,7 +42,7 @@ def _run(attn, backend: str, x: torch.Tensor, mask, weight: torch.Tensor | None 
     """
     fused.calls.clear()
     torch.manual_seed(seed)  # the dropout seed of the call
-    with fused.forced("always"), fused.backend(backend):
+    with fast_path_settings(fused="always", backend=backend):
         y = attn(x, mask)
     w = torch.randn_like(y) if weight is None else weight
     grads = _grads(y, w, [x, *attn.parameters()])
@@ -51,11 +53,14 @@ def _run(attn, backend: str, x: torch.Tensor, mask, weight: torch.Tensor | None 
 
 
 @pytest.mark.parametrize(("backend", "kind"), CASES)
-def test_backend_equals_the_reference_and_the_torch_backend_in_float64(backend, kind, monkeypatch):
+def test_backend_equals_the_reference_and_the_torch_backend_in_float64(backend, kind):
     """Causal in query chunks of 3 over one-sample, one-head blocks, padding and a fully masked row: dropout off
     against the paper's equations; dropout on against the torch backend with the same seed (the same masks)."""
-    monkeypatch.setattr(fast_paths, "CHUNK_ELEMENTS", 1)
-    monkeypatch.setattr(fused, "CAUSAL_CHUNK", 3)
+    with fast_path_settings(chunk_elements=1, causal_chunk=3):
+        _compare_with_reference_and_torch(backend, kind)
+
+
+def _compare_with_reference_and_torch(backend: str, kind: str) -> None:
     attn = build(kind, causal=True)
     x = torch.randn(3, MAX_LEN - 1, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN - 1)
@@ -76,12 +81,10 @@ def test_backend_equals_the_reference_and_the_torch_backend_in_float64(backend, 
 
 @_toolchain
 @pytest.mark.parametrize(("backend", "kind"), [("cpp", "FD"), ("cpp", "GLU"), ("compile", "D")])
-def test_gradcheck_through_each_backend(backend, kind, monkeypatch):
+def test_gradcheck_through_each_backend(backend, kind):
     """test_fused's gradcheck (input and every trained parameter, causal, query chunks of 2) on ``backend``."""
-    with fused.backend(backend):
-        test_fused.test_gradcheck_through_the_fused_backward(
-            kind, monkeypatch
-        )  # imported by module: not collected twice
+    with fast_path_settings(backend=backend):
+        test_fused.test_gradcheck_through_the_fused_backward(kind)  # imported by module: not collected twice
     assert fused.calls[f"fused:{backend}"] > 0 and fused.calls["fused:torch"] == 0, fused.calls
 
 
@@ -100,7 +103,7 @@ def test_backends_in_float32_and_under_bf16_autocast(backend):
     assert all((a - b).abs().max().item() < 1e-4 for a, b in zip(grads, grads_torch, strict=True) if a is not None)
     if backend == "cpp":
         fused.calls.clear()
-        with torch.autocast("cpu", dtype=torch.bfloat16), fused.forced("always"), fused.backend("cpp"):
+        with torch.autocast("cpu", dtype=torch.bfloat16), fast_path_settings(fused="always", backend="cpp"):
             y16 = attn(x, mask)
         assert y16.dtype == torch.bfloat16 and fused.calls["fused:torch"] > 0 and fused.calls["fused:cpp"] == 0
         assert (y16.float() - y_torch).abs().max().item() < 3e-2
@@ -123,7 +126,7 @@ def test_a_failing_cpp_build_warns_once_and_runs_the_torch_path(monkeypatch, cap
     with caplog.at_level(logging.WARNING, logger=fused_backends.__name__):
         for _ in range(2):  # a second call neither rebuilds nor warns again
             fused.calls.clear()
-            with fused.forced("always"), fused.backend("cpp"):
+            with fast_path_settings(fused="always", backend="cpp"):
                 y = attn(x)
             y.sum().backward()
             assert fused.calls["fused:torch"] > 0 and fused.calls["fused:cpp"] == 0, fused.calls
@@ -131,7 +134,7 @@ def test_a_failing_cpp_build_warns_once_and_runs_the_torch_path(monkeypatch, cap
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
     message = warnings[0].getMessage()
     assert "cpp backend is unavailable" in message and "no C++ compiler" in message and "\n" not in message
-    with fused.forced("always"):
+    with fast_path_settings(fused="always"):
         torch.testing.assert_close(y, attn(x), atol=0, rtol=0)  # bitwise the torch backend
 
 
@@ -146,7 +149,7 @@ def test_a_failing_compile_warns_once_and_runs_the_torch_path(monkeypatch, caplo
     with caplog.at_level(logging.WARNING, logger=fused_backends.__name__):
         for _ in range(2):
             fused.calls.clear()
-            with fused.forced("always"), fused.backend("compile"):
+            with fast_path_settings(fused="always", backend="compile"):
                 attn(x).sum().backward()
             assert fused.calls["fused:torch"] > 0 and fused.calls["fused:compile"] == 0, fused.calls
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -167,5 +170,5 @@ def test_the_package_builds_nothing_at_import():
 
 
 def test_backend_rejects_unknown_names():
-    with pytest.raises(ValueError, match="fused backend must be one of"), fused.backend("cuda"):
+    with pytest.raises(ValueError, match="fused backend must be one of"), fast_path_settings(backend="cuda"):
         pass

@@ -16,6 +16,7 @@ os.environ["TRITON_INTERPRET"] = "1"  # read when the kernels are defined, on fi
 pytest.importorskip("triton")
 
 from synthformer.attention import fused, triton_kernels  # noqa: E402
+from synthformer.attention.settings import fast_path_settings  # noqa: E402
 
 from .conftest import D_MODEL, MAX_LEN, build, padding  # noqa: E402
 from .test_fused import FUSED_KINDS  # noqa: E402
@@ -30,7 +31,7 @@ def test_triton_kernels_equal_the_plain_path(kind, causal, length):
     mask = padding(3, length)
     mask[0, 0] = True  # a fully masked first row in causal layers
     fused.calls.clear()
-    with triton_kernels.forced():
+    with fast_path_settings(triton="always"):
         y = attn(x, mask)
     assert fused.calls["triton"] == 1 and fused.calls["fused"] == 0 and fused.calls["blocks"] == 0
     attn.use_fast_paths = False
@@ -53,7 +54,7 @@ def test_dropout_and_the_cpu_stay_on_the_pytorch_paths():
     attn.train()
     x = torch.randn(2, MAX_LEN, D_MODEL)
     fused.calls.clear()
-    with triton_kernels.forced():
+    with fast_path_settings(triton="always"):
         attn(x)  # the kernels have no dropout: the PyTorch path runs
     assert fused.calls["triton"] == 0
     assert not triton_kernels.available(torch.device("cpu"))

@@ -7,7 +7,7 @@ materialized path ``dropout(softmax(mask(S(X)))) @ G(X)`` (tests compare them fo
    (``P.unsqueeze(0) @ V``) is several times slower on CPU (guide, section 3). Padding differs per sample, so
    it is handled without giving up the shared ``P``: with ``m_b`` the (L,) indicator of sample b's real keys,
    ``softmax_masked(S)_b @ V_b = (P @ (m_b * V_b)) / (P @ m_b)`` exactly (the softmax normalizer cancels).
-   For ``FR`` at long lengths (``FR_SDPA_MIN_LEN``) ``P`` is never materialized: FR is exactly SDPA with
+   For ``FR`` at long lengths (``fr_sdpa_min_len``) ``P`` is never materialized: FR is exactly SDPA with
    ``q = R1``, ``k = R2``, ``scale = 1``, run unfolded through the fused kernel (path 2), O(L) memory.
    In eval mode under ``torch.no_grad()`` the probabilities are cached until a parameter changes.
    Choice: attention dropout on this path draws one dropout mask per forward for the shared (H, L, L)
@@ -15,24 +15,28 @@ materialized path ``dropout(softmax(mask(S(X)))) @ G(X)`` (tests compare them fo
 2. **Feature form** (``V``, ``D``, ``FR`` with input-dependent parts, ``Bottleneck``, ``GLU`` and any mixture of
    them): logits are ``q @ k^T`` for features the kind provides (``D``: ``q = [relu(W1 x), 1]``,
    ``k = [W2, b2]``; mixtures concatenate ``alpha_n q_n``). Where q, k and v have one width (``V``) or the
-   length exceeds ``FEATURES_MATERIALIZE_MAX_LEN``, the layer runs through PyTorch's fused
+   length exceeds ``features_materialize_max_len``, the layer runs through PyTorch's fused
    ``scaled_dot_product_attention`` with ``scale=1`` and never materializes L x L logits (the fused CPU kernel
    needs one head width, so differing widths are zero-padded). Otherwise one GEMM over the features with
    materialized logits, in blocks (below), is faster.
 3. Otherwise (``R+V``, ``R+D``, ``FD``, the convolutions) the materialized path; also for decoding steps of a
-   few positions, whose (T, S) logits are small (``DECODE_PLAIN_MAX_NEW``).
+   few positions, whose (T, S) logits are small (``decode_plain_max_new``).
 
 In training, the materialized branches of 2 and 3 go through ``fused.FusedAttention`` (the probabilities are
 recomputed in the backward pass instead of stored; causal layers skip the chunks above the diagonal) from the
 lengths where it measured faster (``fused.should_fuse``), and on CUDA with Triton through the kernels of
 ``triton_kernels``. Otherwise they run in **blocks** of a few samples, or of one sample and a few heads
-(``CHUNK_ELEMENTS``): the logits of a sample's head depend on that sample's and head's factors alone
+(``chunk_elements``): the logits of a sample's head depend on that sample's and head's factors alone
 (``SynthesizingFunction.logit_factors``), so the result is the same, but each block's logits, probabilities and
 their gradients stay in the CPU's caches instead of streaming a (B, H, L, L) tensor through memory once per
 operation. Measured on the 2-core CPU (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward, time
 as a fraction of V's): whole-sample chunks took FD at L=512 from 1.74 to 0.75 and R+V from 1.67 to 1.09; at
 L=1024, where one sample's logits exceed the cache, blocks of 2 heads took FD from 1.3-1.55 to 0.74-0.76 (with
 FD's outer product as a matmul) and R+V from 1.9-2.1 to 1.16-1.23.
+
+The thresholds named in ``code`` above are fields of :class:`~synthformer.attention.settings.FastPathSettings`
+(with their measurements), read per call from the current settings, so a test or a benchmark changes them for a
+``with fast_path_settings(...)`` block instead of assigning a module global.
 """
 
 from __future__ import annotations
@@ -46,13 +50,10 @@ from torch import Tensor
 from . import fused, triton_kernels
 from .base import dot_logits
 from .masking import any_true, disallowed, masked_softmax
+from .settings import current
 
 if TYPE_CHECKING:
     from .shell import SynthesizerAttention
-
-#: From this length on, FR without padding goes through SDPA (no L x L matrix) instead of a materialized P.
-#: Measured on the 2-core CPU (benchmarks/attention.py): materializing is faster up to L = 1024.
-FR_SDPA_MIN_LEN = 2048
 
 
 class AlignmentCache:
@@ -88,7 +89,7 @@ def attend(
 ) -> Tensor:
     """Dispatch to the fastest exact path. x (B, T, d), v (B, H, S, d_h) -> (B, H, T, d_h)."""
     synth = layer.synth
-    if state is not None and x.shape[1] <= DECODE_PLAIN_MAX_NEW:
+    if state is not None and x.shape[1] <= current().decode_plain_max_new:
         # A decoding step: (T, S) logits with T small are cheap; the feature path would copy the whole cache
         # into expanded, padded tensors at every step (measured: D 7x slower than V per token at context 1024).
         return layer._attend_materialized(x, v, start, state, key_padding_mask)
@@ -99,27 +100,23 @@ def attend(
     return _materialized(layer, x, v, start, state, key_padding_mask)
 
 
-#: The materialized paths process about this many logits at once (``samples * heads * T * S``, at least one
-#: head of one sample): 8 MiB in fp32, so that a block's logits, probabilities and their gradient (3 x 8 MiB)
-#: fit the 32 MiB L3 cache. Measured (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward) against
-#: 16 MiB blocks: the same within noise at L=256 and 512; at L=1024 D+V 1.41 against 1.55 of V's time and R+V
-#: 1.16 against 1.23; in profiles softmax's backward took 10-20 ms per 16 MiB block, 1.6 ms per 8 MiB block.
-CHUNK_ELEMENTS = 1 << 21
-
-
 def _block_size(layer: SynthesizerAttention, batch: int, t: int, s: int, state: dict | None) -> tuple[int, int]:
-    """(samples, heads) per block, so that a block's (samples, heads, T, S) logits hold about ``CHUNK_ELEMENTS``.
+    """(samples, heads) per block, so that a block's (samples, heads, T, S) logits hold about ``chunk_elements``.
 
     Whole samples while one fits, else one sample and the largest divisor of H that fits (equal blocks).
-    Decoding (``state`` given) is one block: its state holds the whole batch.
+    Decoding (``state`` given) is one block: its state holds the whole batch. The settings' ``block_size``, when
+    set, overrides the rule (outside decoding).
     """
     heads = layer.n_heads
     if state is not None:
         return batch, heads
-    per_head = t * s
-    if heads * per_head <= CHUNK_ELEMENTS:
-        return max(1, CHUNK_ELEMENTS // (heads * per_head)), heads
-    fit = max(1, CHUNK_ELEMENTS // per_head)
+    settings = current()
+    if settings.block_size is not None:
+        return settings.block_size
+    per_head, budget = t * s, settings.chunk_elements
+    if heads * per_head <= budget:
+        return max(1, budget // (heads * per_head)), heads
+    fit = max(1, budget // per_head)
     return 1, max(h for h in range(1, fit + 1) if heads % h == 0)
 
 
@@ -215,7 +212,7 @@ def _unfold(y: Tensor, batch: int) -> Tensor:
 def _shared_alignment(layer: SynthesizerAttention, x: Tensor, v: Tensor, key_padding_mask: Tensor | None) -> Tensor:
     b, h, length, dh = v.shape
     drop = layer.dropout if layer.training else 0.0
-    if layer.synth.has_features and length >= FR_SDPA_MIN_LEN:
+    if layer.synth.has_features and length >= current().fr_sdpa_min_len:
         # long FR: no L x L matrix at all (the fused kernel keeps memory O(L)); dropout is then per sample
         # as in any SDPA call, not one mask for the batch
         return _features_sdpa(layer, x, v, 0, None, key_padding_mask)
@@ -242,25 +239,6 @@ def _underflows(den: Tensor, key_padding_mask: Tensor, causal: bool) -> bool:
     return bool(((den < tiny) & has_key[:, None, :]).any())
 
 
-#: Decoding steps with at most this many new positions use the plain path (broadcast, no copies of the cache).
-DECODE_PLAIN_MAX_NEW = 16
-
-#: Feature widths are padded to a multiple of this (zeros change no dot product).
-WIDTH_MULTIPLE = 8
-#: Feature kinds whose q/k width differs from the values' (``D``: d_h + 1, ``D+V``: 2 d_h + 1, ``FR+V``,
-#: ``GLU``, ``Bottleneck``) run as one GEMM over the features with materialized logits, in cache-sized blocks,
-#: up to this length when gradients are recorded; the fused kernel would need all three zero-padded to one
-#: width. Measured on the 2-core CPU (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward, time as a
-#: fraction of V's, blocks against fused): D 0.84 / 0.86 / 0.88 against 0.87 / 0.91 / 1.00 at L = 256 / 512 /
-#: 1024; D+V 1.41 at all three against 1.76-1.80; FR+V, GLU, Bottleneck and FR+D also faster in blocks at 256
-#: and 1024, causal too. At L=2048 (B=4) blocks still won for D+V (1.64 against 2.03), but from there on the
-#: fused kernel's O(L) memory is kept: the blocks save every (L, L) probability for the backward pass.
-FEATURES_MATERIALIZE_MAX_LEN = 1024
-#: Without gradients (inference) the fused kernel has no backward pass to lose in, and at L=1024 it was faster
-#: in the forward pass (D 0.93 against 1.23 of V's time, GLU 0.97 against 1.30); blocks won up to L=512.
-FEATURES_MATERIALIZE_MAX_LEN_NO_GRAD = 512
-
-
 def _feature_logits(factors: tuple, keys: int) -> Tensor:
     """(samples|1, h, T, keys) logits ``q k^T`` of a block of the feature pair (k already cut to the keys)."""
     return dot_logits(*factors)
@@ -273,17 +251,25 @@ def _feature_rows(factors: tuple, q0: int, q1: int) -> tuple:
 
 
 def _materialize_features(e: int, dh: int, s: int) -> bool:
-    """Whether q/k features of width e against values of width d_h over s keys take the materialized blocks."""
-    limit = FEATURES_MATERIALIZE_MAX_LEN if torch.is_grad_enabled() else FEATURES_MATERIALIZE_MAX_LEN_NO_GRAD
+    """Whether q/k features of width e against values of width d_h over s keys take the materialized blocks
+    (the settings' ``features`` branch, or by the measured lengths when it is "auto")."""
+    settings = current()
+    if settings.features != "auto":
+        return settings.features == "blocks"
+    if torch.is_grad_enabled():
+        limit = settings.features_materialize_max_len
+    else:
+        limit = settings.features_materialize_max_len_no_grad
     return e != dh and s <= limit
 
 
 def _padded_width(e: int, dh: int) -> int:
-    return -(-max(e, dh) // WIDTH_MULTIPLE) * WIDTH_MULTIPLE
+    multiple = current().width_multiple
+    return -(-max(e, dh) // multiple) * multiple
 
 
 def _common_width(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor, int]:
-    """Zero-pad q, k (width e) and v (width d_h) to one width, a multiple of ``WIDTH_MULTIPLE``.
+    """Zero-pad q, k (width e) and v (width d_h) to one width, a multiple of the settings' ``width_multiple``.
 
     PyTorch's fused CPU kernel runs only when q, k and v have the same head width; otherwise SDPA falls back
     to the math path, which materializes the L x L matrix. Padding q and k with zeros leaves ``q k^T``
@@ -348,4 +334,4 @@ def masked_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p:
     return y.masked_fill(fully_masked, 0.0) if any_true(fully_masked) else y
 
 
-__all__ = ["attend", "AlignmentCache", "FR_SDPA_MIN_LEN", "masked_sdpa", "masked_softmax"]
+__all__ = ["attend", "AlignmentCache", "masked_sdpa", "masked_softmax"]

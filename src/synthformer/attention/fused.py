@@ -16,10 +16,11 @@ Dropout stays exact under recomputation: each forward draws one seed; the keep m
 chunk) number n is drawn from a generator seeded with ``seed + n``, so the backward regenerates the very mask the
 forward used (:func:`keep_mask`, which tests call to rebuild it).
 
-Which branch runs is a module-level choice (:func:`forced`) and every call is counted (``calls``), so tests can
-force each branch and check that it ran. So is the implementation of a block's softmax, dropout and dS
-(:func:`backend`): the PyTorch functions :func:`block_probs_` and :func:`block_grads_` here, a C++/OpenMP row
-kernel or the same functions under ``torch.compile`` (``fused_backends``, loaded on first use).
+Which branch runs is an explicit setting (``settings.fast_path_settings(fused="always" | "never" | "auto")``,
+a context variable, not a module global) and every call is counted (``calls``), so tests can force each branch
+and check that it ran. So is the implementation of a block's softmax, dropout and dS (``backend=``): the PyTorch
+functions :func:`block_probs_` and :func:`block_grads_` here, a C++/OpenMP row kernel or the same functions under
+``torch.compile`` (``fused_backends``, loaded on first use).
 """
 
 from __future__ import annotations
@@ -27,91 +28,34 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 import torch
 from torch import Tensor
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from .masking import any_true
+from .settings import FUSED_BACKENDS, current
 
-#: "auto" (fuse when the fused path is the faster one, see :func:`should_fuse`), "always" or "never".
-MODE = "auto"
-#: What runs a fused block's softmax, dropout and dS: "torch" (:func:`block_probs_`, :func:`block_grads_`),
-#: "cpp" (a C++/OpenMP kernel built on first use) or "compile" (``torch.compile``); see ``fused_backends``.
-#: Measured (benchmarks/fused_backends.py --threads 1, forward+backward, fused forced, time as a ratio to the
-#: torch backend's in the same interleaved run; cpp two runs, compile one; noisy by a few percent), over D, FD,
-#: R+V, D+V and GLU: "cpp" at L=256 (B=16) 0.95-1.03, at L=1024 (B=4) 0.93-1.01, causal L=1024 0.84-0.98 (the
-#: mask fill and the row zeroing fused into the row pass); "compile" 0.97-1.07, 0.92-1.04 and 1.01-1.23 (its
-#: softmax cannot be written back in place, so each block allocates its probabilities). The row work is about 3%
-#: of D's step at L=256 (GEMMs are the rest), so no backend gains the 5% at both lengths that would make it the
-#: default: "torch" it stays.
-BACKEND = "torch"
-BACKENDS = ("torch", "cpp", "compile")
+#: The backends a fused block may run on (chosen by ``settings.FastPathSettings.backend``).
+BACKENDS = FUSED_BACKENDS
 #: Calls per branch of the materialized path: "fused" here, "blocks" for the stored-probability blocks of
 #: ``fast_paths``, "triton" for the kernels of ``triton_kernels``; per block and backend that really ran it,
 #: "fused:torch", "fused:cpp", "fused:compile".
 calls: Counter = Counter()
 
 
-@contextmanager
-def forced(mode: str) -> Iterator[None]:
-    """Run the enclosed code with the materialized path forced to ``"always"`` fuse, ``"never"``, or ``"auto"``."""
-    global MODE
-    if mode not in ("auto", "always", "never"):
-        raise ValueError(f"fused mode must be 'auto', 'always' or 'never', got {mode!r}")
-    previous, MODE = MODE, mode
-    try:
-        yield
-    finally:
-        MODE = previous
-
-
-@contextmanager
-def backend(name: str) -> Iterator[None]:
-    """Run the enclosed code with fused blocks computed by backend ``name`` ("torch", "cpp" or "compile").
-
-    The backend is fixed when a forward runs: its backward uses the same one (the same P, bitwise, for "torch"
-    and "cpp") wherever it is called.
-    """
-    global BACKEND
-    if name not in BACKENDS:
-        raise ValueError(f"fused backend must be one of {BACKENDS}, got {name!r}")
-    previous, BACKEND = BACKEND, name
-    try:
-        yield
-    finally:
-        BACKEND = previous
-
-
-#: In "auto" mode, training calls over at least this many keys are fused. Measured on the 2-core CPU at 1 thread
-#: beside other load (forward+backward, d_model 512, 8 heads, time as a ratio to V's, fused against the
-#: stored-probability blocks; noisy, about +-10%): at L=256 (B=16) the recomputation costs more than it saves
-#: (D 0.97 / 0.86, FD 0.91 / 0.84, R+V 1.20 / 1.11, D+V 1.54 / 1.41, GLU 1.19 / 1.07); at L=1024 (B=4), where
-#: the (B, H, L, L) probabilities no longer stay in the caches between forward and backward, fused was as fast
-#: or faster (D 0.98 / 1.00, FD 0.74 / 0.83, R+V 1.14 / 1.15, GLU 1.42 / 1.47; D+V 1.52 / 1.31 the exception)
-#: and keeps no L x L tensor for the backward pass: peak training memory at L=1024, B=4 (profiler high-water
-#: mark, MiB, fused / blocks) D 50 / 178, FD 65 / 193, R+V 96 / 224, D+V 99 / 216, GLU 58 / 186; V 49.
-FUSE_MIN_KEYS = 1024
-#: Query rows per chunk in causal layers (a chunk reads keys up to its last row; smaller chunks skip more of
-#: the upper triangle but run smaller GEMMs).
-CAUSAL_CHUNK = 128
-
-
-#: Causal layers skip the chunks above the diagonal only on the fused path, which then wins from shorter lengths:
-#: at L=256 (B=16, 1 thread) causal fused against causal blocks, D 344 / 360 ms, FD 335 / 350, R+V 428 / 428.
-FUSE_MIN_KEYS_CAUSAL = 256
-
-
 def should_fuse(needs_grad: bool, keys: int, causal: bool = False) -> bool:
     """Whether the materialized blocks over ``keys`` keys go through :class:`FusedAttention`.
 
-    Without gradients there is nothing to save, so the plain blocks (one pass, no recomputation) are used.
+    Decided by the current :class:`~synthformer.attention.settings.FastPathSettings` (``fused`` mode and the
+    measured ``fuse_min_keys`` thresholds). Without gradients there is nothing to save, so the plain blocks (one
+    pass, no recomputation) are used.
     """
-    if MODE == "never":
+    settings = current()
+    if settings.fused == "never":
         return False
-    threshold = FUSE_MIN_KEYS_CAUSAL if causal else FUSE_MIN_KEYS
-    return MODE == "always" or (needs_grad and keys >= threshold)
+    threshold = settings.fuse_min_keys_causal if causal else settings.fuse_min_keys
+    return settings.fused == "always" or (needs_grad and keys >= threshold)
 
 
 def keep_mask(seed: int, block: int, shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
@@ -136,7 +80,9 @@ class _Plan:
         self.combine, self.rows, self.spec, self.mask = combine, rows, spec, mask
         self.size, self.drop, self.t, self.s = size, drop, t, s
         self.seed = 0
-        self.backend = BACKEND
+        # fixed at the forward: the backward may run outside the settings block the forward ran in
+        settings = current()
+        self.backend, self.causal_chunk = settings.backend, settings.causal_chunk
 
     def kernels(self) -> tuple[Callable, Callable]:
         """The (probs_, grads_) pair of this call's backend."""
@@ -159,11 +105,11 @@ class _Plan:
                 n += 1
 
     def chunks(self) -> list[tuple[int, int, int]]:
-        """(q0, q1, keys) per query chunk: the whole block, or causal chunks of ``CAUSAL_CHUNK`` rows."""
+        """(q0, q1, keys) per query chunk: the whole block, or causal chunks of ``causal_chunk`` rows."""
         if self.rows is None:
             return [(0, self.t, self.s)]
-        starts = range(0, self.t, CAUSAL_CHUNK)
-        return [(q0, min(q0 + CAUSAL_CHUNK, self.t), min(q0 + CAUSAL_CHUNK, self.t)) for q0 in starts]
+        size = self.causal_chunk
+        return [(q0, min(q0 + size, self.t), min(q0 + size, self.t)) for q0 in range(0, self.t, size)]
 
     def factors(self, leaves: list, q0: int, q1: int):
         """The factor tree of one chunk (views of ``leaves``, a block's flattened factors)."""

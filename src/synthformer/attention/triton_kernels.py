@@ -9,37 +9,27 @@ logits as the bias (materialized by PyTorch; the probabilities still are not). B
 expanded (stride 0); their gradients are summed over the batch afterwards.
 
 Used on CUDA when ``triton`` is installed (see ``fast_paths``); on a CPU it runs only under Triton's interpreter
-(``TRITON_INTERPRET=1``, set before this module is imported), which is how the tests check it. Nothing imports
-``triton`` at package import time.
+(``TRITON_INTERPRET=1``, set before this module is imported) with ``fast_path_settings(triton="always")``, which
+is how the tests check it. Nothing imports ``triton`` at package import time.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import torch
 from torch import Tensor
 
-#: Set by :func:`forced` (tests): run the kernels on any device, e.g. the CPU under the interpreter.
-FORCE = False
+from .settings import current
 
 
 def available(device: torch.device) -> bool:
-    """Whether the kernels serve tensors on ``device``: CUDA with ``triton`` installed, or forced."""
-    return FORCE or (device.type == "cuda" and importlib.util.find_spec("triton") is not None)
-
-
-@contextmanager
-def forced() -> Iterator[None]:
-    """Use the kernels whatever the device (the tests run them on the CPU under ``TRITON_INTERPRET=1``)."""
-    global FORCE
-    previous, FORCE = FORCE, True
-    try:
-        yield
-    finally:
-        FORCE = previous
+    """Whether the kernels serve tensors on ``device``: CUDA with ``triton`` installed, or as the current settings'
+    ``triton`` says ("always": any device, "never": none; ``settings.fast_path_settings``)."""
+    mode = current().triton
+    if mode != "auto":
+        return mode == "always"
+    return device.type == "cuda" and importlib.util.find_spec("triton") is not None
 
 
 def split_logits(

@@ -1,0 +1,162 @@
+"""Which fast path the attention shell takes, and the thresholds it decides by: one explicit setting.
+
+The choice between exact paths (``fast_paths``, ``fused``, ``triton_kernels``) depends on measured thresholds,
+and tests and benchmarks need to force a path or shrink a threshold to reach a branch at a small size. Those
+knobs live in one frozen :class:`FastPathSettings`, read through :func:`current` and changed only for the
+extent of a ``with`` block::
+
+    with fast_path_settings(fused="never", chunk_elements=1):
+        y = attn(x)
+
+The value is held in a :class:`contextvars.ContextVar`, not a module global: a setting made in one thread (or
+asyncio task) is not seen by another, and it is undone when its block ends, even on an exception. Threads
+started inside a block start from the defaults (a new thread gets a fresh context), so a worker that should
+share a setting has to enter its own block. The defaults are the measured choices documented per field below;
+no path changes the result (every path computes the same function, tests compare them), only the speed and the
+memory.
+
+What the backward pass of the fused path needs (the block backend, the causal query chunk) is fixed when its
+forward runs, so a backward outside the block still uses the forward's choice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+__all__ = ["DEFAULTS", "FUSED_BACKENDS", "FastPathSettings", "current", "fast_path_settings"]
+
+#: What can run a fused block's softmax, dropout and dS (see ``fused`` and ``fused_backends``).
+FUSED_BACKENDS = ("torch", "cpp", "compile")
+_FUSED_MODES = ("auto", "always", "never")
+_TRITON_MODES = ("auto", "always", "never")
+_FEATURE_BRANCHES = ("auto", "blocks", "sdpa")
+
+
+@dataclass(frozen=True)
+class FastPathSettings:
+    """The fast-path choices of :class:`~synthformer.attention.SynthesizerAttention` (defaults: the measured ones).
+
+    Attributes:
+        fused: "auto" (the materialized blocks go through ``fused.FusedAttention`` from the lengths where it
+            measured faster, ``fused.should_fuse``), "always" or "never".
+        backend: what runs a fused block's softmax, dropout and dS: "torch" (``fused.block_probs_``,
+            ``fused.block_grads_``), "cpp" (a C++/OpenMP kernel built on first use) or "compile"
+            (``torch.compile``); see ``fused_backends``. Measured (benchmarks/fused_backends.py --threads 1,
+            forward+backward, fused forced, time as a ratio to the torch backend's in the same interleaved run;
+            cpp two runs, compile one; noisy by a few percent), over D, FD, R+V, D+V and GLU: "cpp" at L=256
+            (B=16) 0.95-1.03, at L=1024 (B=4) 0.93-1.01, causal L=1024 0.84-0.98 (the mask fill and the row
+            zeroing fused into the row pass); "compile" 0.97-1.07, 0.92-1.04 and 1.01-1.23 (its softmax cannot
+            be written back in place, so each block allocates its probabilities). The row work is about 3% of
+            D's step at L=256 (GEMMs are the rest), so no backend gains the 5% at both lengths that would make
+            it the default: "torch" it stays.
+        triton: "auto" (the Triton kernels of ``triton_kernels`` serve CUDA tensors when ``triton`` is
+            installed), "always" (any device; the tests run them on the CPU under ``TRITON_INTERPRET=1``) or
+            "never" (the PyTorch paths even on CUDA; benchmarks compare the two).
+        features: the branch of the feature form (``fast_paths._features_sdpa``): "auto" (by width and length,
+            ``features_materialize_max_len``), "blocks" (one GEMM over the features, materialized logits, for
+            every feature kind, V included) or "sdpa" (PyTorch's fused kernel, widths zero-padded).
+        fuse_min_keys: in "auto" mode, training calls over at least this many keys are fused. Measured on the
+            2-core CPU at 1 thread beside other load (forward+backward, d_model 512, 8 heads, time as a ratio to
+            V's, fused against the stored-probability blocks; noisy, about +-10%): at L=256 (B=16) the
+            recomputation costs more than it saves (D 0.97 / 0.86, FD 0.91 / 0.84, R+V 1.20 / 1.11, D+V 1.54 /
+            1.41, GLU 1.19 / 1.07); at L=1024 (B=4), where the (B, H, L, L) probabilities no longer stay in the
+            caches between forward and backward, fused was as fast or faster (D 0.98 / 1.00, FD 0.74 / 0.83,
+            R+V 1.14 / 1.15, GLU 1.42 / 1.47; D+V 1.52 / 1.31 the exception) and keeps no L x L tensor for the
+            backward pass: peak training memory at L=1024, B=4 (profiler high-water mark, MiB, fused / blocks) D
+            50 / 178, FD 65 / 193, R+V 96 / 224, D+V 99 / 216, GLU 58 / 186; V 49.
+        fuse_min_keys_causal: the same for causal layers, which skip the chunks above the diagonal only on the
+            fused path and so win from shorter lengths: at L=256 (B=16, 1 thread) causal fused against causal
+            blocks, D 344 / 360 ms, FD 335 / 350, R+V 428 / 428.
+        causal_chunk: query rows per chunk in causal fused layers (a chunk reads keys up to its last row;
+            smaller chunks skip more of the upper triangle but run smaller GEMMs).
+        chunk_elements: the materialized paths process about this many logits at once (``samples * heads * T *
+            S``, at least one head of one sample): 8 MiB in fp32, so that a block's logits, probabilities and
+            their gradient (3 x 8 MiB) fit the 32 MiB L3 cache. Measured (benchmarks/attention.py, B=16, H=8,
+            d_model=512, forward+backward) against 16 MiB blocks: the same within noise at L=256 and 512; at
+            L=1024 D+V 1.41 against 1.55 of V's time and R+V 1.16 against 1.23; in profiles softmax's backward
+            took 10-20 ms per 16 MiB block, 1.6 ms per 8 MiB block.
+        block_size: (samples, heads) per materialized block, overriding the size derived from
+            ``chunk_elements``; None (the default) derives it.
+        fr_sdpa_min_len: from this length on, FR without padding goes through SDPA (no L x L matrix) instead of
+            a materialized P. Measured on the 2-core CPU (benchmarks/attention.py): materializing is faster up
+            to L = 1024.
+        decode_plain_max_new: decoding steps with at most this many new positions use the plain path
+            (broadcast, no copies of the cache; the feature path measured D 7x slower than V per token at
+            context 1024).
+        width_multiple: feature widths are padded to a multiple of this for SDPA (zeros change no dot product).
+        features_materialize_max_len: feature kinds whose q/k width differs from the values' (``D``: d_h + 1,
+            ``D+V``: 2 d_h + 1, ``FR+V``, ``GLU``, ``Bottleneck``) run as one GEMM over the features with
+            materialized logits, in cache-sized blocks, up to this length when gradients are recorded; the fused
+            kernel would need all three zero-padded to one width. Measured on the 2-core CPU
+            (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward, time as a fraction of V's, blocks
+            against fused): D 0.84 / 0.86 / 0.88 against 0.87 / 0.91 / 1.00 at L = 256 / 512 / 1024; D+V 1.41 at
+            all three against 1.76-1.80; FR+V, GLU, Bottleneck and FR+D also faster in blocks at 256 and 1024,
+            causal too. At L=2048 (B=4) blocks still won for D+V (1.64 against 2.03), but from there on the fused
+            kernel's O(L) memory is kept: the blocks save every (L, L) probability for the backward pass.
+        features_materialize_max_len_no_grad: the same without gradients (inference), where the fused kernel has
+            no backward pass to lose in: at L=1024 it was faster in the forward pass (D 0.93 against 1.23 of V's
+            time, GLU 0.97 against 1.30); blocks won up to L=512.
+    """
+
+    fused: str = "auto"
+    backend: str = "torch"
+    triton: str = "auto"
+    features: str = "auto"
+    fuse_min_keys: int = 1024
+    fuse_min_keys_causal: int = 256
+    causal_chunk: int = 128
+    chunk_elements: int = 1 << 21
+    block_size: tuple[int, int] | None = None
+    fr_sdpa_min_len: int = 2048
+    decode_plain_max_new: int = 16
+    width_multiple: int = 8
+    features_materialize_max_len: int = 1024
+    features_materialize_max_len_no_grad: int = 512
+
+    def __post_init__(self) -> None:
+        if self.fused not in _FUSED_MODES:
+            raise ValueError(f"fused mode must be 'auto', 'always' or 'never', got {self.fused!r}")
+        if self.backend not in FUSED_BACKENDS:
+            raise ValueError(f"fused backend must be one of {FUSED_BACKENDS}, got {self.backend!r}")
+        if self.triton not in _TRITON_MODES:
+            raise ValueError(f"triton must be one of {_TRITON_MODES}, got {self.triton!r}")
+        if self.features not in _FEATURE_BRANCHES:
+            raise ValueError(f"features must be one of {_FEATURE_BRANCHES}, got {self.features!r}")
+        positive = ("causal_chunk", "chunk_elements", "width_multiple")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
+        for name in ("fuse_min_keys", "fuse_min_keys_causal", "fr_sdpa_min_len", "decode_plain_max_new"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be at least 0, got {getattr(self, name)!r}")
+        if self.block_size is not None and (len(self.block_size) != 2 or min(self.block_size) < 1):
+            raise ValueError(f"block_size must be (samples, heads), each at least 1, got {self.block_size!r}")
+
+
+#: The defaults (frozen: shared safely by every context).
+DEFAULTS = FastPathSettings()
+_CURRENT: ContextVar[FastPathSettings] = ContextVar("synthformer_fast_path_settings", default=DEFAULTS)
+
+
+def current() -> FastPathSettings:
+    """The settings in force in this thread or task (the defaults outside any :func:`fast_path_settings`)."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def fast_path_settings(**changes) -> Iterator[FastPathSettings]:
+    """Run the enclosed code with the fields ``changes`` replaced in the current settings; yields the new ones.
+
+    Nested blocks start from the enclosing block's settings. An unknown field name raises ``TypeError`` and an
+    invalid value ``ValueError``, before anything changes.
+    """
+    settings = dataclasses.replace(_CURRENT.get(), **changes)
+    token = _CURRENT.set(settings)
+    try:
+        yield settings
+    finally:
+        _CURRENT.reset(token)
