@@ -223,16 +223,14 @@ def differences(recorded: dict[tuple[str, str, int], dict], dataset: str, kinds:
 def plot(datasets: list[str], kinds: list[str], record: Path, out: Path) -> Path:
     """One panel per dataset: grouped bars of each model's difference to V (points) per metric, with V's seed
     standard deviation as a grey band around zero where V has several seeds; from the record, written as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display needed
-    import matplotlib.pyplot as plt
+    from synthformer.plotting import new_figure, save_png  # matplotlib only when the figure is drawn
 
     recorded = read_record(record)
     others = [k for k in kinds if k != "V"]
     cols = min(2, len(datasets))
     rows = math.ceil(len(datasets) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(6.0 * cols, 3.6 * rows), squeeze=False)
+    fig = new_figure((6.0 * cols, 3.6 * rows), dpi=100)
+    axes = fig.subplots(rows, cols, squeeze=False)
     width = 0.8 / max(len(others), 1)
     for ax, dataset in zip(axes.flat, datasets, strict=False):  # spare panels stay empty
         names = [name for name, _ in COLUMNS[_family(dataset)]]
@@ -258,10 +256,7 @@ def plot(datasets: list[str], kinds: list[str], record: Path, out: Path) -> Path
     labels = list(handles)
     fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=len(labels), frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return save_png(fig, out, dpi=100)
 
 
 def _metrics(run_dir: Path) -> dict[str, float]:

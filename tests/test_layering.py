@@ -29,7 +29,7 @@ PACKAGE_DIR = Path(synthformer.__file__).resolve().parent
 
 #: The layers, lowest first; the names are the packages (or top-level modules) right under ``synthformer``.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("common",),
+    ("common", "plotting"),
     ("attention",),
     ("mixers",),
     ("models", "data", "train", "generate"),

@@ -10,6 +10,9 @@ import statistics
 from pathlib import Path
 
 import pytest
+from matplotlib.image import imread
+
+from ..test_plotting import untouched_backend
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "table3.py"
 
@@ -96,7 +99,7 @@ def test_training_time_counts_the_sittings_before_a_resume(table3, tmp_path):
     assert table3.trained_seconds(run_dir, 80.0) == 700.0
 
 
-def test_the_figure_draws_differences_to_v_with_v_seed_spread(table3, tmp_path):
+def test_the_figure_draws_differences_to_v_with_v_seed_spread(table3, tmp_path, monkeypatch):
     record = tmp_path / "t3.jsonl"
     record.write_text("\n".join([_line("samsum", "V", 20.0), _line("samsum", "V", 22.0, seed=1),
                                  _line("samsum", "R", 18.5), _line("dialogsum", "V", 30.0)]) + "\n")
@@ -105,5 +108,8 @@ def test_the_figure_draws_differences_to_v_with_v_seed_spread(table3, tmp_path):
     assert all(math.isnan(x) for x in diffs["D"])  # not recorded: no bar
     assert spread == pytest.approx([statistics.stdev([20.0, 22.0]), 0.0, 0.0, 0.0])
     assert table3.differences(table3.read_record(record), "dialogsum", ["V", "R"])[1] is None  # one seed of V
-    out = table3.plot(["samsum", "dialogsum", "personachat"], ["V", "R", "D"], record, tmp_path / "fig" / "t3.png")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with untouched_backend(monkeypatch):  # the project's plotting convention: no global backend switch
+        out = table3.plot(["samsum", "dialogsum", "personachat"], ["V", "R", "D"], record, tmp_path / "fig" / "t3.png")
+    image = imread(out)  # a PNG that decodes: (height, width, channels)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and image.ndim == 3
+    assert (image.shape[1], image.shape[0]) == (1200, 720)  # 2 x 2 panels of 6 x 3.6 inches at 100 dpi

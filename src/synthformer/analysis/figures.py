@@ -2,9 +2,10 @@
 heatmaps of each layer and head on an example (Figures 4-6), the mixture weights alpha, and the mean weight by
 relative distance.
 
-Every figure is drawn on its own :class:`~matplotlib.figure.Figure` with an Agg canvas: no display is needed, no
-pyplot state is shared, and the process's matplotlib backend is left alone (importing this module does not switch
-it). Sizes are fixed by the layout (:func:`figure_size`), never cropped, so a figure's pixel size is predictable.
+Every figure is drawn on its own :class:`~matplotlib.figure.Figure` with an Agg canvas and written atomically
+(:mod:`synthformer.plotting`, the project's one plotting convention): no display is needed, no pyplot state is
+shared, and the process's matplotlib backend is left alone (importing this module does not switch it). Sizes are
+fixed by the layout (:func:`figure_size`), never cropped, so a figure's pixel size is predictable.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from ..plotting import new_figure, save_png
 
 __all__ = [
     "DPI",
@@ -73,17 +75,14 @@ def _inches(rows: int, cols: int, panel: tuple[float, float]) -> tuple[float, fl
 
 
 def _figure(rows: int, cols: int, title: str, panel: tuple[float, float] = PANEL) -> tuple[Figure, np.ndarray]:
-    fig = Figure(figsize=_inches(rows, cols, panel), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(_inches(rows, cols, panel), DPI, layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False))  # (rows, cols) of Axes
     fig.suptitle(title)
     return fig, axes
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, format="png")
-    return path
+    return save_png(fig, path, DPI)
 
 
 def _label(ax, title: str, xlabel: str, ylabel: str, legend_size: str) -> None:

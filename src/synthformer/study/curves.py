@@ -6,14 +6,13 @@ from each run's study clock (:mod:`synthformer.study.runs`): wall-clock seconds 
 evaluating and saving left out (it depends on how often a run is evaluated, not on the model), summed over
 sittings; a variant's time axis is its seeds' mean time at each step.
 
-matplotlib is imported when a figure is drawn (with the non-interactive Agg backend: no display needed), never
-when ``synthformer`` is imported.
+matplotlib is imported when a figure is drawn (:mod:`synthformer.plotting`: a Figure on its own Agg canvas, no
+display needed and the process's backend left alone), never when ``synthformer`` is imported.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,38 +65,31 @@ def plot_curves(curves: Sequence[Curve], metric: str, path: Path, x_axis: str = 
     """Draw the curves against ``x_axis`` (``steps`` or ``wall``) into the PNG ``path`` (800 x 500 pixels)."""
     import matplotlib
 
-    matplotlib.use("Agg")  # no display: servers, CI, a terminal over SSH
-    import matplotlib.pyplot as plt
+    from ..plotting import new_figure, save_png  # matplotlib only when a figure is drawn
 
     name = METRIC_NAMES.get(metric, metric)
     scale = 100.0 if metric in PERCENT_METRICS else 1.0
-    fig, ax = plt.subplots(figsize=FIGURE_SIZE, dpi=FIGURE_DPI)
-    try:
-        colors = plt.get_cmap("tab10" if len(curves) <= 10 else "tab20")
-        for i, curve in enumerate(curves):
-            x = curve.steps if x_axis == "steps" else curve.wall
-            keep = [j for j, v in enumerate(x) if math.isfinite(v)]
-            if not keep:
-                continue
-            xs = [x[j] for j in keep]
-            color = colors(i % colors.N)
-            ax.plot(xs, [scale * curve.mean[j] for j in keep], marker="o", markersize=3, color=color,
-                    label=curve.label)
-            ax.fill_between(xs, [scale * curve.low[j] for j in keep], [scale * curve.high[j] for j in keep],
-                            color=color, alpha=0.2, linewidth=0)
-        ax.set_xlabel("training steps" if x_axis == "steps" else "training time (s, wall clock, evaluations excluded)")
-        ax.set_ylabel(f"validation {name}" + (" (%)" if metric in PERCENT_METRICS else ""))
-        ax.set_title(f"Validation {name} against {'training steps' if x_axis == 'steps' else 'wall time'} "
-                     "(mean over seeds, band: min-max)")
-        ax.grid(True, alpha=0.3)
-        if curves:
-            ax.legend(fontsize="small", loc="best")
-        else:
-            ax.text(0.5, 0.5, "no evaluations recorded", ha="center", va="center", transform=ax.transAxes)
-        # written beside and renamed: processes sharing a study may write the same figure at the same time
-        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fig.savefig(partial, dpi=FIGURE_DPI, format="png")
-        os.replace(partial, path)
-    finally:
-        plt.close(fig)
-    return path
+    fig = new_figure(FIGURE_SIZE, FIGURE_DPI)
+    ax = fig.subplots()
+    colors = matplotlib.colormaps["tab10" if len(curves) <= 10 else "tab20"]
+    for i, curve in enumerate(curves):
+        x = curve.steps if x_axis == "steps" else curve.wall
+        keep = [j for j, v in enumerate(x) if math.isfinite(v)]
+        if not keep:
+            continue
+        xs = [x[j] for j in keep]
+        color = colors(i % colors.N)
+        ax.plot(xs, [scale * curve.mean[j] for j in keep], marker="o", markersize=3, color=color, label=curve.label)
+        ax.fill_between(xs, [scale * curve.low[j] for j in keep], [scale * curve.high[j] for j in keep],
+                        color=color, alpha=0.2, linewidth=0)
+    ax.set_xlabel("training steps" if x_axis == "steps" else "training time (s, wall clock, evaluations excluded)")
+    ax.set_ylabel(f"validation {name}" + (" (%)" if metric in PERCENT_METRICS else ""))
+    ax.set_title(f"Validation {name} against {'training steps' if x_axis == 'steps' else 'wall time'} "
+                 "(mean over seeds, band: min-max)")
+    ax.grid(True, alpha=0.3)
+    if curves:
+        ax.legend(fontsize="small", loc="best")
+    else:
+        ax.text(0.5, 0.5, "no evaluations recorded", ha="center", va="center", transform=ax.transAxes)
+    # atomic: processes sharing a study may write the same figure at the same time
+    return save_png(fig, path, FIGURE_DPI)
