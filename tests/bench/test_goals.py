@@ -1,4 +1,5 @@
-"""Issue 15's goals are printed with a verdict each; the model table carries the FLOP ratio and the efficiency."""
+"""The benchmark goals (``bench.goals``, set by issue 15) are printed with a verdict each; the model table carries
+the FLOP ratio and the efficiency."""
 
 from __future__ import annotations
 
