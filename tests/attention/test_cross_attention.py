@@ -252,19 +252,6 @@ RENAMED = {"query.weight": "synth.query.weight", "query.bias": "synth.query.bias
            "key.bias": "synth.key.bias", "R": "synth.R", "W2": "synth.W2", "b2": "synth.b2",
            "w1.weight": "synth.W1.weight", "w1.bias": "synth.W1.bias"}
 
-# Measured on the former CrossAttention (commit 6b771a6): torch.manual_seed(0), CrossAttention(8, 2, 6, kind)
-# in float64, the inputs of _legacy_inputs(), memory_kv then forward with start=1: the output's sum, the sum of
-# its absolute values and its row [1, 2].
-LEGACY_OUTPUT = {
-    "V": (8.565243828085716, 18.58790259208549, [-0.32301548141415376, -0.11381418260941271, -0.05867315086990371,
-          0.4721662777778738, 0.613407868607871, 0.0615720094345531, 0.3421738390391362, 0.1827559870060623]),
-    "R": (8.729386060565735, 18.569795461971392, [-0.3957252630293683, -0.06913442171998624, 0.07306845011418833,
-          0.4793869058557062, 0.5653477194287034, 0.06664151818610067, 0.2860415915407203, 0.2110602096721454]),
-    "D": (8.568067753842247, 18.098831434593592, [-0.3698295538386458, -0.11293914068622865, -0.019313693913931007,
-          0.4875085266446925, 0.6187928984190875, 0.06745599797798832, 0.31856787834770744, 0.17845647790139207]),
-}
-
-
 def _legacy_draws(kind: str, d: int, heads: int, max_len: int) -> tuple[dict[str, Tensor], Tensor]:
     """The former CrossAttention's parameters drawn after ``torch.manual_seed(0)`` in its order (value, output
     projection, then the kind's), by name in its parameter order; and the next draw of the generator."""
@@ -308,21 +295,23 @@ def _legacy_inputs() -> tuple[Tensor, Tensor, Tensor]:
     return x, memory, torch.tensor([[False] * 5, [False, False, False, True, True]])
 
 
-def _assert_legacy_output(attn: SynthesizerCrossAttention, kind: str) -> None:
+def _assert_holds_the_former_tensors(attn: SynthesizerCrossAttention, legacy: dict[str, Tensor]) -> None:
+    """``attn`` holds each tensor of the former layer under its new name (``RENAMED``), and its output on a padded
+    source equals the paper's equations (reference.py) computed from those tensors."""
+    params = dict(attn.named_parameters())
+    assert set(params) == {RENAMED.get(name, name) for name in legacy}
+    for name, tensor in legacy.items():
+        assert torch.equal(params[RENAMED.get(name, name)].detach(), tensor.double()), name
     x, memory, mask = _legacy_inputs()
     with torch.no_grad():
         y = _cross(attn, x, memory, mask, start=1)
         ref = reference_cross_forward(attn, x, memory, mask, start=1)
-    total, absolute, row = LEGACY_OUTPUT[kind]
-    assert y.sum().item() == pytest.approx(total, rel=1e-12)
-    assert y.abs().sum().item() == pytest.approx(absolute, rel=1e-12)
-    torch.testing.assert_close(y[1, 2], torch.tensor(row, dtype=torch.float64), atol=1e-12, rtol=0)
     torch.testing.assert_close(y, ref, atol=1e-10, rtol=0)
 
 
 @pytest.mark.parametrize("kind", ["V", "R", "D"])
-def test_same_seed_gives_the_former_output(kind):
-    _assert_legacy_output(build_cross(kind, seed=0, max_len=6), kind)
+def test_same_seed_gives_the_former_weights_and_the_papers_output(kind):
+    _assert_holds_the_former_tensors(build_cross(kind, seed=0, max_len=6), _legacy_draws(kind, 8, 2, 6)[0])
 
 
 @pytest.mark.parametrize("kind", ["V", "R", "D"])
@@ -331,18 +320,18 @@ def test_a_state_dict_with_the_former_names_loads(kind, tmp_path):
     legacy = {name: t.double() for name, t in _legacy_draws(kind, 8, 2, 6)[0].items()}
     attn = build_cross(kind, seed=5, max_len=6)  # other weights, to be overwritten
     assert attn.load_state_dict(legacy) is not None
-    _assert_legacy_output(attn, kind)
+    _assert_holds_the_former_tensors(attn, legacy)
 
     parent = nn.Module()
     parent.cross_attn = build_cross(kind, seed=6, max_len=6)
     parent.load_state_dict({f"cross_attn.{name}": t for name, t in legacy.items()}, strict=True)
-    _assert_legacy_output(parent.cross_attn, kind)
+    _assert_holds_the_former_tensors(parent.cross_attn, legacy)
 
     path = tmp_path / "model.safetensors"
     save_file({f"cross_attn.{name}": t.contiguous() for name, t in legacy.items()}, str(path))
     parent.cross_attn = build_cross(kind, seed=7, max_len=6)
     load_model(parent, str(path), strict=True)
-    _assert_legacy_output(parent.cross_attn, kind)
+    _assert_holds_the_former_tensors(parent.cross_attn, legacy)
     # and the layer saves under its own names, which load back
     assert set(attn.state_dict()) == {RENAMED.get(name, name) for name in legacy}
     build_cross(kind, seed=8, max_len=6).load_state_dict(attn.state_dict(), strict=True)
@@ -350,6 +339,9 @@ def test_a_state_dict_with_the_former_names_loads(kind, tmp_path):
 
 # Measured on the former CrossAttention (commit 6b771a6): tiny_model("seq2seq", cross_kind=kind, dropout=p,
 # attention_dropout=p) of tests/models/helpers.py, then train(model, "seq2seq", steps=8); the loss of every step.
+# Regression pin: no oracle reproduces a seeded training run's draws (init, dropout masks, batches), and these
+# losses are what keeps seeded seq2seq runs from before the registry reproducible; the layer's function itself is
+# checked against reference.py above.
 LEGACY_LOSSES = {
     ("V", 0.0): [4.881453514099121, 3.8924410343170166, 3.7004618644714355, 3.3271708488464355, 2.8848507404327393,
                  2.825259208679199, 2.766407012939453, 2.679967164993286],

@@ -44,7 +44,14 @@ def test_a_mixture_counts_each_part_once():
     [("D", 0.80, 0.875), ("FD", 0.714, 0.645), ("R+V", 1.0, 1.0), ("D+V", 1.30, 1.375), ("GLU", 1.0, 1.0)],
 )
 def test_the_ratios_of_issue_15(kind, at_256, at_1024):
-    """d_model 512, 8 heads: the FLOP ratios the issue's goal table lists (0.80 / 0.87 for D, ...)."""
+    """d_model 512, 8 heads: the FLOP ratios the issue's goal table lists (0.80 / 0.87 for D, ...).
+
+    By hand, MACs per token with d = 512, H = 8: every kind has the core 2 d^2 + L d; V adds 2 d^2 + L d (Q, K,
+    Q K^T), D adds d^2 + L d (W1, then L outputs of d_h inputs per head), FD adds d^2 + d (a + b) + H L with
+    a = b = sqrt(L), D+V both, R adds nothing per token, GLU as V. At L = 256: V 1,310,720, D 1,048,576 (0.80),
+    FD 935,936 (0.714), D+V 1,703,936 (1.30); at L = 1024 V 2,097,152, D 1,835,008 (0.875), FD 1,351,680 (0.645),
+    D+V 2,883,584 (1.375).
+    """
     assert flop_ratio(kind, 16, 256, 512, 8) == pytest.approx(at_256, abs=1e-3)
     assert flop_ratio(kind, 16, 1024, 512, 8) == pytest.approx(at_1024, abs=1e-3)
 

@@ -136,7 +136,7 @@ def test_parallel_tsv(tmp_path: Path) -> None:
 
 def test_multi30k_real(shared_data: Path) -> None:
     pairs = read_translation_split(shared_data / "multi30k", "val", "de", "en")
-    assert len(pairs) == 1014
+    assert len(pairs) == 1014  # Multi30k's official validation size (../shared/data/README.md)
     assert all(p.source and p.target for p in pairs)
 
 
@@ -249,4 +249,4 @@ def test_label_set_sorted_and_saved(tmp_path: Path) -> None:
 
 def test_real_classification_files(shared_data: Path) -> None:
     sst = read_classification(shared_data / "sst2" / "stsa.binary.dev", format="label_text")
-    assert len(sst) == 872 and build_label_set(sst) == ["0", "1"]
+    assert len(sst) == 872 and build_label_set(sst) == ["0", "1"]  # SST-2's official dev size (shared data README)

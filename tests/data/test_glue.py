@@ -148,10 +148,12 @@ def test_shared_layouts(glue_dir: Path) -> None:
     mrpc = read_glue_split("mrpc", glue_dir, "dev")  # BOM header, an unbalanced quote in the first row
     assert mrpc[0].source.endswith('sentence2: "The foodservice pie business does not fit our long-term growth '
                                    'strategy.')
+    # label counts: the ones ../shared/data/SOURCES.md documents for these files (MRPC dev 279/129, QNLI dev
+    # 2,702 entailment, SST-2 train 37,569 positive), counted there independently of this reader
     assert sum(e.label for e in mrpc) == 279 and mrpc[0].target == "equivalent"
     cola = read_glue_split("cola", glue_dir, "dev")  # no header: the first example is line 1
     assert (cola[0].line, cola[0].source) == (1, "cola sentence: The sailors rode the breeze clear of the rocks.")
-    assert cola[-1].line == 1043
+    assert cola[-1].line == OFFICIAL_COUNTS["cola"][1]  # no header: the last example's line is the dev count
     stsb = read_glue_split("stsb", glue_dir, "dev")
     assert (stsb[0].label, stsb[0].target) == (5.0, "5.0")
     assert all(0.0 <= e.label <= 5.0 and e.target == f"{round(e.label * 5) / 5:.1f}" for e in stsb)
