@@ -234,7 +234,7 @@ def test_the_import_reader_sees_the_imports_of_the_real_package():
     found = {(imp.importer, imp.target) for imp in collect_imports(PACKAGE_DIR)}
     assert ("synthformer.models.losses", "synthformer.common") in found
     assert ("synthformer.mixers.lightconv", "synthformer.mixers._conv") in found  # relative import resolved
-    assert any(own == "synthformer.tasks.pipeline" and package_of(t) == "models" for own, t in found)
+    assert any(own == "synthformer.tasks.run.data" and package_of(t) == "models" for own, t in found)
 
 
 def test_no_module_imports_a_package_above_its_own():

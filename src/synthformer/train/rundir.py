@@ -31,7 +31,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .checkpoint import CHECKPOINTS_DIR, atomic_write_text, latest_checkpoint, list_checkpoints
+from synthformer.common.io import atomic_write_text
+
+from .checkpoint import CHECKPOINTS_DIR, latest_checkpoint, list_checkpoints
 
 try:
     import fcntl

@@ -30,10 +30,11 @@ from accelerate.utils import send_to_device
 from torch import nn
 from tqdm.auto import tqdm
 
+from synthformer.common.io import atomic_write_text
+
 from .checkpoint import (
     STATE_FILE,
     CheckpointError,
-    atomic_write_text,
     capture_rng_state,
     load_checkpoint,
     load_model_weights,
@@ -75,8 +76,11 @@ class Trainer(Recorder):
         train_data: a map-style dataset of examples (collated with ``collate_fn``) or an iterable of ready
             batches (see :mod:`synthformer.train.loader`). Batches must be mappings of keyword arguments.
         config: :class:`TrainConfig`.
-        run_dir: the run directory (created if needed). The main process locks it from construction until
-            :meth:`close` (see :meth:`RunDir.lock`): a second process training into it fails at once.
+        run_dir: the run directory. On its own (``prepared=False``) the trainer prepares it: the main process
+            locks it from construction until :meth:`close` (see :meth:`RunDir.lock`), so a second process training
+            into it fails at once; an earlier run in it is refused unless resumed or overwritten; it is created
+            and ``config.yaml`` written. With ``prepared=True`` its owner (the task pipeline) has done all that
+            and holds the lock: the trainer only adds its records (metrics, checkpoints, TensorBoard logs).
         eval_data: optional data of the same kind for the periodic mean eval loss (token-weighted).
         eval_fn: optional ``eval_fn(model) -> dict`` for task metrics (BLEU, accuracy, ...). It is called on
             every process with the unwrapped model in eval mode under ``torch.no_grad()``; the values of the
@@ -85,10 +89,11 @@ class Trainer(Recorder):
             Its mixed-precision setting is not used: ``config.bf16`` controls autocast.
         resume: continue from ``run_dir/checkpoints/latest`` (starts fresh if there is none).
         overwrite: start fresh even if ``run_dir`` holds an earlier run (deletes its checkpoints, metrics and
-            TensorBoard logs; nothing else).
+            TensorBoard logs; nothing else). Not used with ``prepared=True`` (the owner cleared it).
+        prepared: ``run_dir`` is locked, checked, cleared and created by its owner (see ``run_dir``).
         collate_fn: batches a list of examples (map-style data); default ``torch.utils.data.default_collate``.
         run_config: what to write to ``run_dir/config.yaml`` (e.g. the whole experiment config); default the
-            ``TrainConfig``.
+            ``TrainConfig``. Not used with ``prepared=True`` (the owner wrote it).
         token_counter: ``batch -> number of targets`` for tokens/s; default :func:`count_tokens`.
         progress: show a tqdm progress bar on the main process.
         heartbeat_s: without the bar, log a line (step, loss, tokens/s, ETA) at most this often (None: never).
@@ -116,6 +121,7 @@ class Trainer(Recorder):
         token_counter: Callable[[Mapping[str, Any]], int | torch.Tensor] | None = None,
         progress: bool = True,
         heartbeat_s: float | None = 60.0,
+        prepared: bool = False,
     ) -> None:
         self.config = config
         self.rundir = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
@@ -134,7 +140,9 @@ class Trainer(Recorder):
         self._tb_writer = None
         # Checked on every process (not only the one that writes), so that none waits for a failed peer.
         summary_writer = require_tensorboard() if config.tensorboard else None
-        self._lock = self._lock_run_dir()
+        self.prepared = prepared
+        # a prepared directory is locked by its owner: this trainer holds nothing (the lock is a no-op)
+        self._lock = self.rundir.lock(enabled=False) if prepared else self._lock_run_dir()
         try:
             self._setup(model, train_data, resume, overwrite, run_config, summary_writer)
         except BaseException:
@@ -163,16 +171,12 @@ class Trainer(Recorder):
             # their wrappers hold flattened or partitioned weights, which checkpoints here cannot save whole
             raise ConfigError(f"accelerate is configured for {acc.distributed_type.value}: launch without its "
                               "fsdp/deepspeed options and set train.distributed=fsdp to shard the model")
-        # Never destroy a user's run: every process checks before the main one deletes anything.
-        existing = rundir.check(resume, overwrite, training_only=True)
+        if not self.prepared:
+            self._prepare_run_dir(resume, overwrite)
         resume_from = rundir.latest_checkpoint() if resume else None
         if resume and resume_from is None:
             logger.info("resume requested but %s has no checkpoint: starting fresh", self.run_dir)
         acc.wait_for_everyone()
-        if self.is_main:
-            if overwrite and existing:
-                rundir.clear(training_only=True)
-            self.run_dir.mkdir(parents=True, exist_ok=True)
 
         # Per-process seeds: model replicas are synchronised by DDP, while dropout masks should differ.
         seed_everything(config.seed + self.rank)
@@ -236,7 +240,7 @@ class Trainer(Recorder):
             if resume:
                 # Lines logged after the checkpoint (or all of them, if there is none) belong to lost steps.
                 rundir.truncate_metrics(self.step)
-            if ckpt is None or not rundir.config_path.exists():
+            if not self.prepared and (ckpt is None or not rundir.config_path.exists()):
                 atomic_write_text(rundir.config_path, dump_config(run_config or config))
             if summary_writer is not None:
                 # purge_step hides the events a killed run logged after the checkpoint we resume from.
@@ -253,6 +257,16 @@ class Trainer(Recorder):
 
     # ---------------------------------------------------------------------------------------------------------
     # setup helpers
+
+    def _prepare_run_dir(self, resume: bool, overwrite: bool) -> None:
+        """What the owner of a run directory does when the trainer is used on its own: check, clear, create."""
+        # Never destroy a user's run: every process checks before the main one deletes anything.
+        existing = self.rundir.check(resume, overwrite, training_only=True)
+        self.accelerator.wait_for_everyone()
+        if self.is_main:
+            if overwrite and existing:
+                self.rundir.clear(training_only=True)
+            self.run_dir.mkdir(parents=True, exist_ok=True)
 
     def _check_resumed_state(self, state: Mapping[str, Any]) -> None:
         if state.get("world_size", self.world_size) != self.world_size:
