@@ -13,10 +13,9 @@ import pytest
 from toymodels import CountingDataset, ToyLM
 
 from synthformer.data.tokenization import TOKENIZER_FILE
-from synthformer.train import RunDir, RunError, RunExistsError, TrainConfig, Trainer
-from synthformer.train import rundir as rundir_mod
+from synthformer.train import RunDir, RunError, RunExistsError, TrainConfig, Trainer, runlock
 
-needs_fcntl = pytest.mark.skipif(rundir_mod.fcntl is None, reason="fcntl locks (POSIX)")
+needs_fcntl = pytest.mark.skipif(runlock.fcntl is None, reason="fcntl locks (POSIX)")
 
 
 def make_trainer(run_dir, steps: int = 1, **kwargs) -> Trainer:
