@@ -21,7 +21,11 @@ from synthformer.common.config import (
     to_dict,
 )
 
+#: The experiment trackers ``log_with`` may name (:mod:`synthformer.train.tracking` starts them).
+TRACKER_NAMES: tuple[str, ...] = ("tensorboard", "wandb", "mlflow")
+
 __all__ = [
+    "TRACKER_NAMES",
     "ConfigError",
     "TrainConfig",
     "apply_overrides",
@@ -78,6 +82,12 @@ class TrainConfig:
     """Seeds the RNGs (dropout etc.) and the data order."""
     tensorboard: bool = False
     """Also write TensorBoard scalars to ``RUN/tensorboard`` (needs the ``tensorboard`` package)."""
+    log_with: list[str] = dataclasses.field(default_factory=list)
+    """Experiment trackers (accelerate's) that receive the metrics too: any of ``tensorboard``, ``wandb`` (offline
+    unless ``WANDB_MODE`` says otherwise), ``mlflow`` (a local file store); each writes under ``RUN/trackers/`` and
+    needs its package (:mod:`synthformer.train.tracking`)."""
+    tracker_project: str = "synthformer"
+    """The project (experiment) name the trackers file the run under."""
     max_checkpoints: int = 3
     """Keep only the newest N checkpoints (0: keep all)."""
     num_workers: int = 0
@@ -123,6 +133,13 @@ class TrainConfig:
             # measured: torch's Adafactor updates a norm of the sharded parameter in place, which DTensor refuses
             raise ConfigError(f"optimizer: distributed=fsdp trains with 'adamw' only (torch's Adafactor cannot step "
                               f"sharded parameters), got {self.optimizer!r}")
+        if isinstance(self.log_with, str):  # log_with=tensorboard on the command line
+            self.log_with = [self.log_with]
+        for name in self.log_with:
+            if name not in TRACKER_NAMES:
+                raise ConfigError(f"log_with: unknown tracker {name!r}; valid: {', '.join(TRACKER_NAMES)}")
+        if not isinstance(self.tracker_project, str) or not self.tracker_project.strip():
+            raise ConfigError(f"tracker_project: expected a non-empty name, got {self.tracker_project!r}")
         for name in ("fsdp_units", "fsdp_forward_methods"):
             names = getattr(self, name)
             if not isinstance(names, (list, tuple)) or not all(isinstance(u, str) and u for u in names):

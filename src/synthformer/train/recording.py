@@ -68,6 +68,7 @@ class Recorder:
         self.is_main = is_main
         self.heartbeat_s = heartbeat_s
         self.tb_writer: Any = None  # a TensorBoard SummaryWriter on the main process, when asked for
+        self.trackers: list[Any] = []  # accelerate trackers (train.log_with) on the main process
         self.last_metrics: dict[str, Any] = {}
         self.last_saved_step = -1
         self.last_eval_step = -1
@@ -167,6 +168,10 @@ class Recorder:
             for key, value in record.items():
                 if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
                     self.tb_writer.add_scalar(key.replace("eval_", "eval/", 1), value, step)
+        numbers = {k: v for k, v in record.items()
+                   if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        for tracker in self.trackers:
+            tracker.log(numbers, step=step)
 
     def record_eval(self, step: int, result: Mapping[str, Any]) -> None:
         """Write and log an evaluation of ``step``."""
@@ -195,10 +200,13 @@ class Recorder:
         return path
 
     def close(self) -> None:
-        """Close the TensorBoard writer."""
+        """Close the TensorBoard writer and finish the trackers."""
         if self.tb_writer is not None:
             self.tb_writer.close()
             self.tb_writer = None
+        trackers, self.trackers = self.trackers, []
+        for tracker in trackers:
+            tracker.finish()
 
 
 def trainer_state(config: TrainConfig, *, batches_consumed: int, tokens_seen: int, elapsed_s: float,

@@ -64,6 +64,7 @@ from .optim import build_optimizer, build_scheduler
 from .preparation import lock_for_training, prepare_run_dir, warn_resumed_changes
 from .recording import Recorder, trainer_state
 from .rundir import RunDir
+from .tracking import check_trackers, open_trackers
 
 __all__ = ["Trainer", "count_tokens", "seed_everything"]
 
@@ -150,6 +151,7 @@ class Trainer:
                                  heartbeat_s=heartbeat_s if not progress else None)
         # Checked on every process (not only the one that writes), so that none waits for a failed peer.
         summary_writer = require_tensorboard() if config.tensorboard else None
+        check_trackers(config.log_with)
         self.prepared = prepared
         # a prepared directory is locked by its owner: this trainer holds nothing (the lock is a no-op)
         self._lock = self.rundir.lock(enabled=False) if prepared else lock_for_training(self.rundir, acc)
@@ -244,6 +246,7 @@ class Trainer:
                 self.recorder.tb_writer = summary_writer(
                     log_dir=str(rundir.tensorboard_path), purge_step=self.step if resume else None
                 )
+            self.recorder.trackers = open_trackers(config, rundir.path)
         acc.wait_for_everyone()
 
         self.recorder.last_saved_step = self.step if ckpt is not None else -1

@@ -45,13 +45,14 @@ def config_differences(saved: Any, current: Any, prefix: str = "") -> list[str]:
 #: model, optimizer, batch, seed) would silently make a different run out of the saved one.
 RESUMABLE_CHANGES: tuple[str, ...] = (
     "train.steps", "train.log_every", "train.eval_every", "train.eval_steps", "train.save_every",
-    "train.max_checkpoints", "train.tensorboard", "train.num_workers", "train.distributed", "train.fsdp_units",
-    "train.fsdp_forward_methods", "eval.",
+    "train.max_checkpoints", "train.tensorboard", "train.log_with", "train.tracker_project", "train.num_workers",
+    "train.distributed", "train.fsdp_units", "train.fsdp_forward_methods", "eval.",
 )
 #: Of those, the settings of how a run executes, not of what it computes: a study that differs only in them (or in
 #: their defaults, which a newer version may change) is the same study.
 EXECUTION_SETTINGS: tuple[str, ...] = (
-    "train.tensorboard", "train.num_workers", "train.distributed", "train.fsdp_units", "train.fsdp_forward_methods",
+    "train.tensorboard", "train.log_with", "train.tracker_project", "train.num_workers", "train.distributed",
+    "train.fsdp_units", "train.fsdp_forward_methods",
 )
 
 
