@@ -84,7 +84,7 @@ def finetune_table(runs: list[Path], majority: Path | None = None) -> str:
 def majority_row(glue_dir: Path, tasks: list[str], columns: list[tuple[str, list[str], str]]) -> str:
     """The table row of the majority-label reference (each task's most frequent training label on its dev set)."""
     from synthformer.data.glue import read_glue_split
-    from synthformer.tasks.glue_metrics import glue_average
+    from synthformer.tasks.metrics.glue import glue_average
     from synthformer.tasks.types.text_to_text import majority_scores
 
     train = [e for t in tasks for e in read_glue_split(t, glue_dir, "train")]

@@ -87,26 +87,30 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _import_nodes(node: ast.AST, local: bool = False) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """The import statements under ``node`` with whether each is inside a function; skips ``if TYPE_CHECKING:``."""
+def _import_nodes(node: ast.AST, local: bool = False, type_checking: bool = False,
+                  ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """The import statements under ``node`` with whether each is inside a function; skips ``if TYPE_CHECKING:``
+    unless ``type_checking`` (its imports then count as module-level ones)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.Import, ast.ImportFrom)):
             yield child, local
-        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+        elif isinstance(child, ast.If) and _is_type_checking(child.test) and not type_checking:
             for other in child.orelse:
                 yield from _import_nodes(ast.Module(body=[other], type_ignores=[]), local)
         else:
             inner = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            yield from _import_nodes(child, inner)
+            yield from _import_nodes(child, inner, type_checking)
 
 
-def collect_imports(root: Path) -> list[Import]:
-    """The imports of the package at ``root`` that name a module of that package, relative ones resolved."""
+def collect_imports(root: Path, type_checking: bool = False) -> list[Import]:
+    """The imports of the package at ``root`` that name a module of that package, relative ones resolved (with
+    ``type_checking``, those under ``if TYPE_CHECKING:`` too)."""
     modules = module_names(root)
     found: list[Import] = []
     for importer, path in modules.items():
         package_parts = importer.split(".") if path.name == "__init__.py" else importer.split(".")[:-1]
-        for node, local in _import_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node, local in _import_nodes(tree, type_checking=type_checking):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -154,12 +158,14 @@ def layering_violations(root: Path) -> list[str]:
     return problems
 
 
-def load_time_graph(root: Path) -> dict[str, dict[str, Import]]:
-    """Module -> {module it loads -> the import statement that loads it}, from module-level imports only."""
+def load_time_graph(root: Path, *, every_import: bool = False) -> dict[str, dict[str, Import]]:
+    """Module -> {module it loads -> the import statement that loads it}, from module-level imports only; with
+    ``every_import``, from every import: ``if TYPE_CHECKING:`` and function-local ones too (a design-level graph:
+    what each module needs, whenever it is loaded)."""
     modules = module_names(root)
     graph: dict[str, dict[str, Import]] = {name: {} for name in modules}
-    for imp in collect_imports(root):
-        if imp.local:
+    for imp in collect_imports(root, type_checking=every_import):
+        if imp.local and not every_import:
             continue
         parts = imp.target.split(".")
         own_ancestors = {".".join(imp.importer.split(".")[:i]) for i in range(1, imp.importer.count(".") + 1)}
@@ -171,9 +177,20 @@ def load_time_graph(root: Path) -> dict[str, dict[str, Import]]:
     return graph
 
 
-def import_cycles(root: Path) -> list[str]:
-    """One line per cycle of module-level imports (one cycle per strongly connected group), with the lines."""
-    graph = load_time_graph(root)
+def import_cycles(root: Path, *, every_import: bool = False, inside: str | None = None) -> list[str]:
+    """One line per cycle of module-level imports (one cycle per strongly connected group), with the lines.
+
+    Args:
+        every_import: count ``if TYPE_CHECKING:`` and function-local imports too (see :func:`load_time_graph`).
+        inside: only the modules of this subpackage (a dotted name such as ``synthformer.tasks``) and the imports
+            between them.
+    """
+    graph = load_time_graph(root, every_import=every_import)
+    if inside is not None:
+        def within(name: str) -> bool:
+            return name == inside or name.startswith(inside + ".")
+
+        graph = {m: {t: i for t, i in out.items() if within(t)} for m, out in graph.items() if within(m)}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -234,7 +251,7 @@ def test_the_import_reader_sees_the_imports_of_the_real_package():
     found = {(imp.importer, imp.target) for imp in collect_imports(PACKAGE_DIR)}
     assert ("synthformer.models.losses", "synthformer.common") in found
     assert ("synthformer.mixers.lightconv", "synthformer.mixers._conv") in found  # relative import resolved
-    assert any(own == "synthformer.tasks.pipeline" and package_of(t) == "models" for own, t in found)
+    assert any(own == "synthformer.tasks.run.data" and package_of(t) == "models" for own, t in found)
 
 
 def test_no_module_imports_a_package_above_its_own():
@@ -301,3 +318,80 @@ def test_importing_a_submodule_loads_its_package_too(tmp_path, text):
     })
     (cycle,) = import_cycles(root)
     assert "synthformer.models.lm -> synthformer.data (synthformer/models/lm.py:1)" in cycle
+
+
+# --------------------------------------------------------------------------------------------------------------- tasks/
+def test_no_import_cycles_inside_tasks_counting_every_import():
+    """tasks/ is cut around its contract: with ``if TYPE_CHECKING:`` and function-local imports counted too (what a
+    module needs, not only what it loads), its modules still form no circle (docs/CONTRACTS.md has the layout)."""
+    cycles = import_cycles(PACKAGE_DIR, every_import=True, inside="synthformer.tasks")
+    assert cycles == [], "\n".join(cycles)
+
+
+def test_the_task_contract_imports_nothing_of_the_pipeline():
+    imported = {imp.target for imp in collect_imports(PACKAGE_DIR, type_checking=True)
+                if imp.importer == "synthformer.tasks.contract" and imp.target.startswith("synthformer.tasks")}
+    # the run configuration's types name the hooks' arguments; nothing else of tasks/
+    assert imported == {"synthformer.tasks.run.config", "synthformer.tasks.run.task_config"}
+
+
+def test_every_import_cycle_check_counts_type_checking_and_local_imports(tmp_path):
+    root = _write_package(tmp_path, {
+        "tasks/contract.py": "import typing\nif typing.TYPE_CHECKING:\n    from .pipeline import Data\n",
+        "tasks/pipeline.py": "def run():\n    from . import contract\n",
+        "tasks/other.py": "from . import contract\n",
+    })
+    assert import_cycles(root) == []  # neither import runs when the modules are loaded
+    (cycle,) = import_cycles(root, every_import=True, inside="synthformer.tasks")
+    assert "synthformer.tasks.contract -> synthformer.tasks.pipeline (synthformer/tasks/contract.py:3)" in cycle
+
+
+def registered_names() -> dict[str, set[str]]:
+    """Each registered task-type and architecture name -> the modules allowed to compare with it: those that
+    register it (the task type's class, the architecture's config class and builder)."""
+    from synthformer.models.registry import _ARCHS
+    from synthformer.tasks import get_task_type, list_task_types
+
+    owners: dict[str, set[str]] = {}
+    for name in list_task_types():
+        owners.setdefault(name, set()).add(type(get_task_type(name)).__module__)
+    for arch, (config_cls, builder) in _ARCHS.items():
+        owners.setdefault(arch, set()).update({config_cls.__module__, builder.__module__})
+    return owners
+
+
+def name_comparisons(root: Path, owners: dict[str, set[str]]) -> list[str]:
+    """``path:line: expression`` for each comparison (``==``, ``!=``, ``in``, ...) with a string constant that is a
+    registered name (alone or in a tuple, list or set), in a module that does not register that name."""
+    found = []
+    for module, path in module_names(root).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            constants = [o for o in operands if isinstance(o, ast.Constant)]
+            constants += [e for o in operands if isinstance(o, (ast.Tuple, ast.List, ast.Set)) for e in o.elts]
+            names = {c.value for c in constants if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+            if any(module not in owners[name] for name in names & set(owners)):
+                where = path.relative_to(root.parent).as_posix()
+                found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_name_comparison_on_an_architecture_or_task_type_outside_its_registering_module():
+    """Facts about an architecture or a task type (its HF class, pipeline tag, how a text is framed for it) are
+    declared by the registered object and read from it, not decided by comparing its name elsewhere."""
+    found = name_comparisons(PACKAGE_DIR, registered_names())
+    assert found == [], "compare a declared attribute instead of the name:\n" + "\n".join(found)
+
+
+def test_the_name_comparison_scan_finds_names_alone_and_in_tuples(tmp_path):
+    root = _write_package(tmp_path, {
+        "models/lm.py": "arch = 'lm'\nif arch == 'lm':\n    pass\n",  # the registering module may
+        "hf/export.py": "def f(c):\n    return c.arch == 'lm' or c.arch in ('x', 'seq2seq') or c.kind == 'V'\n",
+    })
+    owners = {"lm": {"synthformer.models.lm"}, "seq2seq": {"synthformer.models.seq2seq"}}
+    assert name_comparisons(root, owners) == [
+        "synthformer/hf/export.py:2: c.arch == 'lm'",
+        "synthformer/hf/export.py:2: c.arch in ('x', 'seq2seq')",
+    ]

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import torch
 
-from synthformer.tasks import train_run
-from synthformer.tasks.config import RunConfig
+from synthformer.tasks import RunConfig, train_run
 from synthformer.train import from_dict
 
 

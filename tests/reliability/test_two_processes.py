@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli.main import main
-from synthformer.train import rundir as rundir_mod
+from synthformer.train import runlock
 from tests.tasks.helpers import lm_config, write_yaml
 
 pytestmark = [pytest.mark.usefixtures("restore_logging"),
-              pytest.mark.skipif(rundir_mod.fcntl is None, reason="fcntl locks (POSIX)")]
+              pytest.mark.skipif(runlock.fcntl is None, reason="fcntl locks (POSIX)")]
 
 
 # written once when a run starts: the second process must not touch them (the first keeps adding checkpoints)

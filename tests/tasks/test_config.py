@@ -10,11 +10,11 @@ from synthformer.attention import parse_kind
 from synthformer.models import config_class, list_presets
 from synthformer.tasks import (
     COMPARE_TASKS,
+    RunConfig,
     compare_config,
     load_run_config,
     resolve_model_config,
 )
-from synthformer.tasks.config import RunConfig
 from synthformer.train import ConfigError, from_dict, to_dict
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"

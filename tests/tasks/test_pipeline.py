@@ -11,6 +11,7 @@ import torch
 
 from synthformer.data import load_tokenizer
 from synthformer.tasks import (
+    RunConfig,
     RunError,
     evaluate_run,
     generate_texts,
@@ -20,7 +21,6 @@ from synthformer.tasks import (
     train_run,
     unigram_bits_per_token,
 )
-from synthformer.tasks.config import RunConfig
 from synthformer.train import from_dict
 
 from .helpers import classification_config, lm_config, seq2seq_config

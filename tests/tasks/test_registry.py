@@ -12,17 +12,19 @@ import torch
 
 from synthformer.models import build_model, config_class, get_preset, list_archs, list_presets
 from synthformer.tasks import (
+    RunConfig,
     TaskConfig,
+    evaluate_run,
+    generate_texts,
     get_generator,
     get_task_type,
     list_generators,
     list_task_types,
     load_raw_data,
+    load_run,
     task_type_for_arch,
+    train_run,
 )
-from synthformer.tasks.config import RunConfig
-from synthformer.tasks.generation import generate_texts
-from synthformer.tasks.pipeline import evaluate_run, load_run, train_run
 from synthformer.train import ConfigError, from_dict
 
 from .helpers import (
@@ -109,7 +111,7 @@ def test_generator_makes_the_splits_of_its_task_type(spec: str) -> None:
     task = TaskConfig(type=gen.task_type, generator=spec, generator_options=SMALL.get(gen.name, {}))
     raw = load_raw_data(task)
     assert raw.task_type == gen.task_type and {"train", "valid"} <= set(raw.splits)
-    assert raw.training_texts()  # the task type can build a tokenizer from it
+    assert task.task_type.training_texts(raw)  # the task type can build a tokenizer from it
     assert task.has_test_split == ("test" in raw.splits)
     if gen.fixed_vocabulary:
         assert gen.tokenizer().vocab_size > 0

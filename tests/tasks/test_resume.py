@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from synthformer.tasks import load_run_config, train_run
-from synthformer.tasks.resume import check_resumable_changes, same_global_batch
+from synthformer.tasks.run.resume import check_resumable_changes, same_global_batch
 from synthformer.train import RunDir, RunError
 from tests.tasks.helpers import lm_config, write_yaml
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from synthformer.data import DataError
-from synthformer.tasks import load_pystdlib, load_raw_data, stdlib_source_files
-from synthformer.tasks.config import RunConfig
+from synthformer.tasks import RunConfig, load_pystdlib, load_raw_data, stdlib_source_files
 from synthformer.train import ConfigError, from_dict
 
 

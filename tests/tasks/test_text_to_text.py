@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli.main import main
-from synthformer.tasks import evaluate_run, generate_texts, load_run, prepare_data, train_run
-from synthformer.tasks.config import RunConfig
+from synthformer.tasks import RunConfig, evaluate_run, generate_texts, load_run, prepare_data, train_run
 from synthformer.tasks.types.text_to_text import mixture
 from synthformer.train import ConfigError, from_dict
 

@@ -13,10 +13,9 @@ import pytest
 from toymodels import CountingDataset, ToyLM
 
 from synthformer.data.tokenization import TOKENIZER_FILE
-from synthformer.train import RunDir, RunError, RunExistsError, TrainConfig, Trainer
-from synthformer.train import rundir as rundir_mod
+from synthformer.train import RunDir, RunError, RunExistsError, TrainConfig, Trainer, runlock
 
-needs_fcntl = pytest.mark.skipif(rundir_mod.fcntl is None, reason="fcntl locks (POSIX)")
+needs_fcntl = pytest.mark.skipif(runlock.fcntl is None, reason="fcntl locks (POSIX)")
 
 
 def make_trainer(run_dir, steps: int = 1, **kwargs) -> Trainer:
@@ -212,3 +211,25 @@ def test_trainer_overwrite_keeps_the_pipelines_files(tmp_path):
         assert (tmp_path / "synthformer_tokenizer.json").is_file() and (tmp_path / "eval_test.json").is_file()
         trainer.train()
     assert os.listdir(tmp_path).count(".lock") == 0
+
+
+def test_a_prepared_run_dir_is_left_to_its_owner(tmp_path):
+    """prepared=True (the task pipeline): the owner locked, checked, cleared and created the directory and wrote
+    config.yaml; the trainer neither locks it nor writes config.yaml, and refuses nothing it finds there."""
+    run = tmp_path / "run"
+    rd = RunDir(run)
+    with rd.lock():  # the owner's lock
+        (run / "config.yaml").write_text("owner: wrote this\n")
+        trainer = make_trainer(rd, prepared=True)
+        with trainer:
+            trainer.train()
+        assert rd.locked_by_this_process()  # closing the trainer did not release the owner's lock
+    assert (run / "config.yaml").read_text() == "owner: wrote this\n"
+    assert rd.latest_checkpoint() is not None and rd.metrics_path.is_file()  # its own records, as always
+
+
+def test_a_trainer_on_its_own_prepares_its_run_dir(tmp_path):
+    with make_trainer(tmp_path / "run") as trainer:
+        assert trainer.rundir.locked_by_this_process()
+        trainer.train()
+    assert (tmp_path / "run" / "config.yaml").is_file() and not trainer.rundir.locked_by_this_process()

@@ -235,7 +235,7 @@ def test_bf16_runs_under_autocast(tmp_path):
     trainer.train()
     assert seen == [True] * 4
     assert trainer.model.emb.weight.dtype == torch.float32  # weights stay fp32
-    assert torch.isfinite(torch.tensor(trainer.last_metrics["loss"]))
+    assert torch.isfinite(torch.tensor(trainer.recorder.last_metrics["loss"]))
 
 
 def test_tensorboard_missing_gives_a_clear_error(tmp_path, monkeypatch):

@@ -64,21 +64,21 @@ def text_example(loaded: LoadedRun, text: str) -> Example:
         ValueError: the text gives no token, or the architecture is not lm, classifier or seq2seq.
     """
     tok, max_len = loaded.tokenizer, loaded.model_config.max_len
-    arch = loaded.model_config.arch
-    ids = tok.encode(text, add_eos=arch == "seq2seq")  # seq2seq sources end with <eos>, as in Seq2SeqDataset
+    config = loaded.model_config
+    ids = tok.encode(text, add_eos=config.encoder_decoder)  # sources end with <eos>, as in Seq2SeqDataset
     if not text or not ids:
         raise ValueError(f"--example {text!r} gives no token with this run's tokenizer (expected some text)")
     ids = ids[:max_len]
     src = torch.tensor([ids], dtype=torch.long)  # (1, L)
-    if arch in ("lm", "classifier"):
+    if config.decoder_only or config.classifier:
         batch = {"input_ids": src}
-    elif arch == "seq2seq":
+    elif config.encoder_decoder:
         out = greedy_search(loaded.model, src, max_new_tokens=max_len - 1)
         target = out.to_lists(strip_eos=tok.eos_id)[0]
         tgt = torch.tensor([[tok.bos_id, *target]], dtype=torch.long)  # (1, T): <bos> y1 .. yn, teacher-forced
         batch = {"src_ids": src, "tgt_ids": tgt}
     else:
-        raise ValueError(f"--example: cannot frame a text for a model of arch {arch!r} (expected lm, classifier or "
-                         "seq2seq); use --example-index")
+        raise ValueError(f"--example: cannot frame a text for a model of arch {config.arch!r} (expected a "
+                         "decoder-only, encoder-decoder or classifier architecture); use --example-index")
     shown = text if len(text) <= 30 else text[:29] + "\u2026"
     return Example(batch, _tokens(loaded, batch), f"the text {shown!r}")

@@ -2,7 +2,7 @@
 heatmaps, the mixture weights, and the files (figures, ``analysis.json``, ``analysis.md``).
 
 The weights at initialisation need no file of their own: :func:`initial_model` rebuilds the model exactly as
-``synthformer train`` built it before the first step (:func:`synthformer.tasks.pipeline.seeded_model` of the
+``synthformer train`` built it before the first step (:func:`synthformer.tasks.run.data.seeded_model` of the
 saved ``model_config.json`` and ``train.seed``, the function the pipeline builds with), which gives the same
 tensors bit for bit (tested). A run started from a pretrained one (``init_from``) started from that run's
 weights, which are loaded the same way when they can still be read (the report says which).
@@ -21,9 +21,9 @@ from torch import nn
 
 from synthformer.attention import Mixture
 from synthformer.tasks import LoadedRun, load_run, prepare_data
-from synthformer.tasks.evaluation import batches
-from synthformer.tasks.init_from import load_pretrained_weights
-from synthformer.tasks.pipeline import seeded_model
+from synthformer.tasks.metrics.likelihood import batches
+from synthformer.tasks.run.data import seeded_model
+from synthformer.tasks.run.init_from import load_pretrained_weights
 from synthformer.train import ConfigError, RunDir, RunError
 from synthformer.train.hooks import preserved_rng
 

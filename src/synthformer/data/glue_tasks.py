@@ -57,7 +57,7 @@ class GlueTask:
         benchmark: ``"glue"`` or ``"super_glue"`` (also the Hugging Face data set name).
         folder: the official folder name, e.g. ``"RTE"``, ``"SST-2"``, ``"BoolQ"``.
         labels: verbalized class names in class-index order; None for the regression task STS-B.
-        metrics: metric names, as :mod:`synthformer.tasks.glue_metrics` computes them: ``accuracy``, ``f1``
+        metrics: metric names, as :mod:`synthformer.tasks.metrics.glue` computes them: ``accuracy``, ``f1``
             (binary F1 of class 1), ``f1_macro``, ``matthews_corrcoef``, ``pearson``, ``spearman``.
         dev_splits: file stems of the dev split(s); the first one is what ``split="dev"`` reads.
         inputs: the input field names in T5's order (also the Hugging Face / SuperGLUE JSONL field names).
@@ -162,7 +162,7 @@ def get_glue_task(name: str | GlueTask) -> GlueTask:
 
     Raises:
         ValueError: an unknown name; the message suggests the closest name and lists the valid ones. (The data
-            layer cannot import ``ConfigError``; :func:`synthformer.tasks.glue_metrics.glue_task_from_config`
+            layer cannot import ``ConfigError``; :func:`synthformer.tasks.metrics.glue.glue_task_from_config`
             turns this into a ``ConfigError`` naming the config key.)
     """
     if isinstance(name, GlueTask):

@@ -17,11 +17,8 @@ from .seq2seq import SynthesizerForConditionalGeneration
 __all__ = ["MODEL_CLASSES", "register_auto_classes"]
 
 #: the wrapper of each native architecture (``SynthesizerConfig.arch``)
-MODEL_CLASSES = {
-    "lm": SynthesizerForCausalLM,
-    "seq2seq": SynthesizerForConditionalGeneration,
-    "classifier": SynthesizerForSequenceClassification,
-}
+MODEL_CLASSES = {cls.arch: cls for cls in (SynthesizerForCausalLM, SynthesizerForConditionalGeneration,
+                                           SynthesizerForSequenceClassification)}
 
 
 def register_auto_classes() -> None:

@@ -32,6 +32,8 @@ class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
     """
 
     arch: ClassVar[str] = "lm"
+    pipeline_tag: ClassVar[str] = "text-generation"
+    auto_class: ClassVar[str] = "AutoModelForCausalLM"
 
     def get_output_embeddings(self):
         return self.model.lm_head

@@ -25,6 +25,8 @@ class SynthesizerForSequenceClassification(SynthesizerPreTrainedModel):
     """
 
     arch: ClassVar[str] = "classifier"
+    pipeline_tag: ClassVar[str] = "text-classification"
+    auto_class: ClassVar[str] = "AutoModelForSequenceClassification"
 
     def forward(
         self,

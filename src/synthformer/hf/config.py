@@ -72,18 +72,19 @@ class SynthesizerConfig(PretrainedConfig):
                 # HF code may pass an alias with None for "unset" (e.g. pad_token_id): keep the native default
                 if value is not None or key == target:
                     native[target] = value
-        if arch == "classifier" and "num_classes" not in native and kwargs.get("id2label"):
+        classifier = config_class(arch).classifier
+        if classifier and "num_classes" not in native and kwargs.get("id2label"):
             native["num_classes"] = len(kwargs["id2label"])
         typed = config_class(arch).from_dict(native)  # validates; raises ValueError naming the bad setting
         self.arch = arch
         for key, value in typed.to_dict().items():
             if key != "arch":
                 object.__setattr__(self, key, value)
-        kwargs.setdefault("is_encoder_decoder", arch == "seq2seq")
-        if arch == "classifier" and not kwargs.get("id2label"):
+        kwargs.setdefault("is_encoder_decoder", type(typed).encoder_decoder)
+        if classifier and not kwargs.get("id2label"):
             kwargs.setdefault("num_labels", typed.num_classes)
         super().__init__(**kwargs)
-        if arch == "classifier" and self.num_labels != typed.num_classes:
+        if classifier and self.num_labels != typed.num_classes:
             raise ValueError(f"id2label has {self.num_labels} labels but num_classes is {typed.num_classes}; "
                              f"expected one label per class")
 
@@ -113,4 +114,4 @@ class SynthesizerConfig(PretrainedConfig):
     @property
     def is_decoder_only(self) -> bool:
         """True for the decoder-only language model."""
-        return self.arch == "lm"
+        return config_class(self.arch).decoder_only

@@ -44,7 +44,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = Fa
     if arch not in MODEL_CLASSES:
         raise ValueError(f"arch {arch!r} has no Hugging Face wrapper; expected one of {', '.join(MODEL_CLASSES)}")
     extra = {}
-    if arch == "classifier" and loaded.label_set:
+    if loaded.model_config.classifier and loaded.label_set:
         extra["id2label"] = dict(enumerate(loaded.label_set))
         extra["label2id"] = {label: i for i, label in enumerate(loaded.label_set)}
     model = MODEL_CLASSES[arch].from_native(loaded.model, **extra)

@@ -16,14 +16,14 @@ from typing import Any
 from synthformer.models import num_parameters
 from synthformer.train import RunDir
 
+from .auto import MODEL_CLASSES
+
 __all__ = ["PIPELINE_TAGS", "model_card"]
 
 logger = logging.getLogger(__name__)
 
-#: the Hub's pipeline tag of each architecture
-PIPELINE_TAGS = {"lm": "text-generation", "seq2seq": "text2text-generation", "classifier": "text-classification"}
-_AUTO_CLASSES = {"lm": "AutoModelForCausalLM", "seq2seq": "AutoModelForSeq2SeqLM",
-                 "classifier": "AutoModelForSequenceClassification"}
+#: the Hub's pipeline tag of each architecture (declared by its wrapper class)
+PIPELINE_TAGS = {arch: cls.pipeline_tag for arch, cls in MODEL_CLASSES.items()}
 
 
 def _kinds(model_config: Any) -> list[str]:
@@ -36,7 +36,7 @@ def _kinds(model_config: Any) -> list[str]:
         extra = f" (options {options})" if options else ""
         layers = f"{len(kinds)} layer{'s' if len(kinds) > 1 else ''}"
         lines.append(f"- {stack} self-attention: `{shown}` ({layers}){extra}")
-    if model_config.arch == "seq2seq":
+    if model_config.encoder_decoder:
         lines.append(f"- cross-attention: `{model_config.cross_kind}`")
     return lines
 
@@ -84,10 +84,11 @@ def model_card(loaded: Any, repo_id: str = "path/to/exported") -> str:
     """The Markdown model card of a loaded run (:class:`synthformer.tasks.LoadedRun`)."""
     mc, run = loaded.model_config, loaded.config
     arch = mc.arch
+    wrapper = MODEL_CLASSES[arch]
     task = dataclasses.asdict(run.task)
     train = run.train
     kinds = [k for s in mc.stacks for k in mc.layer_kinds(s)]
-    front = ["---", "library_name: transformers", f"pipeline_tag: {PIPELINE_TAGS[arch]}",
+    front = ["---", "library_name: transformers", f"pipeline_tag: {wrapper.pipeline_tag}",
              "tags:", "- synthformer", "- synthesizer", *[f"- kind-{k}" for k in dict.fromkeys(kinds)], "---", ""]
     body = [
         f"# {loaded.run_dir.name}", "",
@@ -104,16 +105,16 @@ def model_card(loaded: Any, repo_id: str = "path/to/exported") -> str:
         "## Metrics", "", *_metric_rows(loaded.run_dir), "",
         "## Use", "", "```python",
         "import synthformer.hf  # registers model_type 'synthesizer' with the Auto classes",
-        f"from transformers import AutoTokenizer, {_AUTO_CLASSES[arch]}", "",
-        f'model = {_AUTO_CLASSES[arch]}.from_pretrained("{repo_id}")',
+        f"from transformers import AutoTokenizer, {wrapper.auto_class}", "",
+        f'model = {wrapper.auto_class}.from_pretrained("{repo_id}")',
         f'tokenizer = AutoTokenizer.from_pretrained("{repo_id}")',
-        *_usage(arch), "```", "",
+        *_usage(mc.classifier), "```", "",
     ]
     return "\n".join(front + body)
 
 
-def _usage(arch: str) -> list[str]:
-    if arch == "classifier":
+def _usage(classifier: bool) -> list[str]:
+    if classifier:
         return ['logits = model(**tokenizer(["some text"], return_tensors="pt")).logits',
                 "label = model.config.id2label[int(logits.argmax(-1))]"]
     return ['ids = tokenizer(["some text"], return_tensors="pt").input_ids',

@@ -69,6 +69,10 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
     _no_split_modules: ClassVar[list[str]] = ["TransformerBlock"]
     #: the native architecture a wrapper class serves (``SynthesizerConfig.arch``)
     arch: ClassVar[str] = ""
+    #: The Hub's ``pipeline_tag`` of the task the wrapper serves, and the ``transformers`` Auto class that loads it
+    #: (the model card writes both).
+    pipeline_tag: ClassVar[str] = ""
+    auto_class: ClassVar[str] = ""
     #: the losses are means over the batch's counted targets, not sums: tells the HF Trainer (which would
     #: otherwise infer it from ``**kwargs`` in ``forward``) to average over gradient-accumulation steps itself
     accepts_loss_kwargs: ClassVar[bool] = False

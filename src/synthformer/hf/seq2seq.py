@@ -69,6 +69,8 @@ class SynthesizerForConditionalGeneration(SynthesizerPreTrainedModel, Generation
     """
 
     arch: ClassVar[str] = "seq2seq"
+    pipeline_tag: ClassVar[str] = "text2text-generation"
+    auto_class: ClassVar[str] = "AutoModelForSeq2SeqLM"
 
     def get_encoder(self, modality: str | None = None) -> _EncoderView:
         return _EncoderView(self)

@@ -94,9 +94,9 @@ def _framing(model_config: ModelConfig | None) -> tuple[str, str] | None:
     """The post-processor templates (single, pair) adding what the run's data pipeline adds, or None."""
     if model_config is None:
         return None
-    if model_config.arch == "seq2seq":
+    if model_config.encoder_decoder:
         return f"$A {EOS}", f"$A {EOS} $B {EOS}"
-    if model_config.arch == "classifier" and model_config.pooling == "cls":
+    if model_config.classifier and model_config.pooling == "cls":
         return f"{BOS} $A", f"{BOS} $A $B"
     return None
 

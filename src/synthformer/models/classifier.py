@@ -38,6 +38,7 @@ class ClassifierConfig(ModelConfig):
 
     arch: ClassVar[str] = "classifier"
     stacks: ClassVar[tuple[str, ...]] = ("encoder",)
+    classifier: ClassVar[bool] = True
     # tie_embeddings was accepted and never read by the classifier before the split: dropped whatever its value
     legacy_fields: ClassVar[dict[str, Any]] = dict(
         tgt_vocab_size=None, n_decoder_layers=None, decoder_kind="V", cross_kind="V", decoder_kind_options=None,

@@ -98,6 +98,13 @@ class ModelConfig:
     stacks: ClassVar[tuple[str, ...]] = ()
     #: Stacks whose self-attention is causal (they can decode incrementally).
     causal_stacks: ClassVar[tuple[str, ...]] = ()
+    #: What the model does with a text, declared here so that code outside models/ (Hugging Face export,
+    #: analysis, studies) adapts to an architecture without comparing its name: a decoder-only model continues a
+    #: text; an encoder-decoder reads it as a source (ended by ``eos``) and writes a target; a classifier gives it
+    #: one of ``num_classes`` labels.
+    decoder_only: ClassVar[bool] = False
+    encoder_decoder: ClassVar[bool] = False
+    classifier: ClassVar[bool] = False
     #: Fields of the one config class used before the per-architecture split that this class does not have,
     #: with the value they always held for this architecture; :meth:`from_dict` drops them (old run directories).
     legacy_fields: ClassVar[dict[str, Any]] = {}

@@ -32,6 +32,7 @@ class LMConfig(ModelConfig):
     arch: ClassVar[str] = "lm"
     stacks: ClassVar[tuple[str, ...]] = ("decoder",)
     causal_stacks: ClassVar[tuple[str, ...]] = ("decoder",)
+    decoder_only: ClassVar[bool] = True
     legacy_fields: ClassVar[dict[str, Any]] = dict(
         tgt_vocab_size=None, num_classes=None, n_decoder_layers=None, encoder_kind="V", cross_kind="V",
         encoder_kind_options=None, pooling="mean")

@@ -43,6 +43,7 @@ class Seq2SeqConfig(ModelConfig):
     arch: ClassVar[str] = "seq2seq"
     stacks: ClassVar[tuple[str, ...]] = ("encoder", "decoder")
     causal_stacks: ClassVar[tuple[str, ...]] = ("decoder",)
+    encoder_decoder: ClassVar[bool] = True
     legacy_fields: ClassVar[dict[str, Any]] = dict(num_classes=None, pooling="mean")
 
     tgt_vocab_size: int | None = None

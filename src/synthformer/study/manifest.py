@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synthformer.tasks.resume import EXECUTION_SETTINGS, config_differences
+from synthformer.common.io import atomic_write_text
+from synthformer.tasks.run.resume import EXECUTION_SETTINGS, config_differences
 from synthformer.train import ConfigError, RunDir, RunError, apply_overrides, to_dict
-from synthformer.train.checkpoint import atomic_write_text
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ class StudySpec:
     def from_run(cls, base: Any, kinds: Sequence[str], grid: Sequence[tuple[str, list[str]]], seeds: int,
                  overrides: Sequence[str] = ()) -> StudySpec:
         """A spec from a base RunConfig: ``seeds`` runs per variant with ``train.seed`` = base seed + 0, 1, ..."""
-        from synthformer.tasks.pipeline import absolute_paths
+        from synthformer.tasks.run.pipeline import absolute_paths
 
         if seeds < 1:
             raise ConfigError(f"--seeds: expected an integer >= 1, got {seeds}")

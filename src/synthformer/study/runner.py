@@ -86,7 +86,8 @@ def check_buildable(run: RunConfig, variant: Variant) -> None:
     """
     import torch
 
-    arch_classes = 2 if run.task.task_type.arch == "classifier" else None  # any count builds; the data's comes later
+    # any count builds; the data's comes later
+    arch_classes = 2 if "num_classes" in run.task.task_type.derived_model_fields else None
     config = resolve_model_config(run, vocab_size=256, num_classes=arch_classes)
     try:
         with torch.device("meta"):

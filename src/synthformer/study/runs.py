@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from synthformer.common.io import atomic_write_text
 from synthformer.train import RunDir
-from synthformer.train.checkpoint import atomic_write_text
 
 __all__ = ["CLOCK", "RESULT", "RunClock", "RunRecord", "eval_curve", "read_clock", "read_record", "write_record"]
 

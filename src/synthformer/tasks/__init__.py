@@ -1,5 +1,10 @@
 """The glue from a run configuration to data, tokenizer, model, trainer and metrics.
 
+Layout: :mod:`.contract` (what a task type, a generator and the data they exchange are), :mod:`.registry` (the
+tables of registered ones), ``types/`` and ``generators/`` (the built-in ones), :mod:`.sources` (raw splits),
+``run/`` (configuration, data preparation, training into a run directory, resume, loading, evaluation,
+generation), ``metrics/`` (likelihood, GLUE, summary and dialogue metrics) and :mod:`.compare`.
+
 Flow (one direction): :class:`RunConfig` (YAML + dotted overrides) -> raw splits (:func:`load_raw_data`: files,
 built-in generators, Hugging Face data sets) -> a tokenizer trained on the training split -> datasets -> the model
 (vocabulary from the tokenizer) -> :class:`~synthformer.train.Trainer` with the task's ``eval_fn`` -> a run
@@ -15,12 +20,9 @@ Example::
 """
 
 # isort: off
-# The registry first, then the built-in task types and generators (importing them registers them).
+# The contract and the tables first, then the built-in task types and generators (importing them registers them).
+from .contract import GenerateOptions, Generated, Generator, LoadedRun, RawData, TaskData, TaskType
 from .registry import (
-    GenerateOptions,
-    Generated,
-    Generator,
-    TaskType,
     get_generator,
     get_task_type,
     list_generators,
@@ -34,6 +36,8 @@ from .registry import (
 from . import types, generators  # noqa: F401
 
 # isort: on
+from synthformer.train import RunError
+
 from .compare import (
     COMPARE_TASKS,
     DEFAULT_KINDS,
@@ -44,25 +48,15 @@ from .compare import (
     run_comparison,
     with_kind,
 )
-from .config import EvalConfig, RunConfig, TaskConfig, load_run_config, resolve_model_config
-from .evaluation import evaluate_split, make_eval_fn
-from .generation import generate_texts
 from .generators.pystdlib import load_pystdlib, stdlib_source_files
-from .pipeline import (
-    EvalReport,
-    LoadedRun,
-    RunError,
-    TaskData,
-    TrainResult,
-    build_task_model,
-    check_run_dir,
-    default_eval_split,
-    evaluate_run,
-    load_run,
-    prepare_data,
-    train_run,
-)
-from .sources import RawData, load_raw_data
+from .run.config import EvalConfig, RunConfig, load_run_config, resolve_model_config
+from .run.data import build_task_model, prepare_data
+from .run.evaluation import EvalReport, default_eval_split, evaluate_run, evaluate_split, make_eval_fn
+from .run.generation import generate_texts
+from .run.loading import load_run
+from .run.pipeline import TrainResult, check_run_dir, train_run
+from .run.task_config import TaskConfig
+from .sources import load_raw_data
 from .types.classification import majority_baseline
 from .types.lm import unigram_bits_per_token
 

@@ -28,8 +28,9 @@ from typing import Any
 from synthformer.models import config_class
 from synthformer.train import ConfigError, RunError, apply_overrides, from_dict, to_dict
 
-from .config import RunConfig
-from .pipeline import TrainResult, check_run_dir, prepare_data, train_run
+from .run.config import RunConfig
+from .run.data import prepare_data
+from .run.pipeline import TrainResult, check_run_dir, train_run
 
 __all__ = [
     "COMPARE_TASKS",

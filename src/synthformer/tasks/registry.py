@@ -1,263 +1,37 @@
-"""Task types and data generators as registered parts: one module per type, asked by name.
+"""The tables of registered task types and data generators: register, look up, list. Nothing else.
 
-A **task type** (``task.type`` in a run config: ``lm``, ``seq2seq``, ``classification``, ...) owns everything
-that is specific to it: the model architecture it trains, its file formats, default and allowed metrics, reading
-raw data, the texts a tokenizer is built from, building datasets, evaluation, generation, a baseline, and a
-random batch for ``synthformer bench``. The pipeline, evaluation, ``compare``, ``bench`` and the CLI ask the
-registry and never branch on a type's name, so adding a task type is one new module and a ``@register_task_type``
-(``docs/extending.md`` walks through one).
+What a task type or a generator is (and does) is :mod:`synthformer.tasks.contract`; the built-in ones register
+themselves when :mod:`synthformer.tasks` is imported (``types/`` and ``generators/``).
 
-A **generator** (``task.generator``: ``pystdlib``, ``listops``, ``algorithmic:<name>``) makes the raw splits of
-one task type without files or network; it registers the same way with ``@register_generator``.
-
-The base classes below give every hook a default where one makes sense; a subclass overrides what differs.
+The lookups are typed loosely (``Any``) on purpose: the run configuration checks itself against the registered
+task types (:mod:`synthformer.tasks.run.task_config`), and the contract's hooks take that configuration, so a
+typed import of the contract here would close an import circle (``tests/test_layering.py`` refuses it). The
+objects held are :class:`~synthformer.tasks.contract.TaskType` and
+:class:`~synthformer.tasks.contract.Generator` instances.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
-
-import torch
-from torch import Tensor
+from typing import Any, TypeVar
 
 from synthformer.train import ConfigError
 
-if TYPE_CHECKING:
-    from torch import nn
-
-    from synthformer.data import Tokenizer
-    from synthformer.models import ModelConfig
-
-    from .config import RunConfig, TaskConfig
-    from .pipeline import LoadedRun, TaskData
-    from .sources import RawData
-
 __all__ = [
-    "GenerateOptions",
-    "Generated",
-    "Generator",
-    "TaskType",
     "get_generator",
     "get_task_type",
     "list_generators",
     "list_task_types",
     "register_generator",
-    "random_ids",
     "register_task_type",
     "task_type_for_arch",
     "unregister_generator",
     "unregister_task_type",
 ]
 
-
-@dataclass
-class Generated:
-    """One output of :meth:`TaskType.generate`: the input text, the generated text and a score (an LM: the
-    continuation's log-probability; a classifier: the predicted class's probability; None when there is none)."""
-
-    input: str
-    output: str
-    score: float | None
-
-
-@dataclass
-class GenerateOptions:
-    """Settings of ``synthformer generate``; each task type reads the ones that apply to it."""
-
-    max_new_tokens: int | None = None
-    temperature: float = 1.0
-    top_k: int | None = None
-    top_p: float | None = None
-    beam: int | None = None
-    seed: int = 0
-    batch_size: int = 32
-    length_penalty: float | None = None
-    """Encoder-decoders: the GNMT length penalty (None: the run's ``eval.length_penalty``)."""
-    min_length: int | None = None
-    """Encoder-decoders: fewest tokens before ``<eos>`` (None: the run's ``eval.min_length``)."""
-    no_repeat_ngram_size: int | None = None
-    """Encoder-decoders: never repeat an n-gram of this size (None: the run's ``eval.no_repeat_ngram_size``)."""
-
-
-class TaskType:
-    """Base class of a task type. Class attributes describe it; methods do its work.
-
-    Subclasses must set ``name``, ``arch``, ``metrics`` and ``formats`` and implement :meth:`read`,
-    :meth:`training_texts`, :meth:`build_dataset`, :meth:`evaluate`, :meth:`generate` and :meth:`random_batch`.
-    """
-
-    #: The ``task.type`` value.
-    name: ClassVar[str] = ""
-    #: The model architecture trained (a name registered in :mod:`synthformer.models.registry`).
-    arch: ClassVar[str] = ""
-    #: Metrics the type can report (``eval.metrics`` must be a subset).
-    metrics: ClassVar[tuple[str, ...]] = ("loss",)
-    #: File formats of ``task.format``; the first is the default when the suffix says nothing.
-    formats: ClassVar[tuple[str, ...]] = ()
-    #: File suffix -> format, for inferring ``task.format``.
-    suffix_formats: ClassVar[Mapping[str, str]] = {}
-    #: The tokenizer when ``task.tokenizer`` is unset (and the generator has none of its own).
-    default_tokenizer: ClassVar[str] = "char"
-    #: ``TaskConfig`` fields only some types read that this one reads; setting one that the task type (or its
-    #: generator) does not read is an error, since it would never reach anything.
-    reads: ClassVar[frozenset[str]] = frozenset()
-    #: ``model`` keys the task decides (key -> why), besides the vocabulary size and the special ids.
-    derived_model_fields: ClassVar[Mapping[str, str]] = {}
-    #: ``task.options`` the type takes, with their defaults (``TaskConfig.task_options`` merges them).
-    option_defaults: ClassVar[Mapping[str, Any]] = {}
-    #: The task type whose raw data this one reads (its generators serve this type too); empty: this type's own.
-    #: Span corruption reads what a language model reads.
-    raw_type: ClassVar[str] = ""
-    #: The generator used when the config names no data source (None: a source is required).
-    default_generator: ClassVar[str | None] = None
-
-    # -- configuration ----------------------------------------------------------------------------------
-    def check_config(self, task: TaskConfig) -> None:
-        """Type-specific checks of a task section (raise :class:`ConfigError` naming the key)."""
-
-    def infer_format(self, path: str) -> str:
-        """The file format of ``path`` when ``task.format`` is unset: by suffix, else the first of ``formats``."""
-        from pathlib import Path
-
-        return self.suffix_formats.get(Path(path).suffix.lower(), self.formats[0])
-
-    def default_metrics(self, task: TaskConfig) -> list[str]:
-        """The metrics reported when ``eval.metrics`` is unset."""
-        return list(self.metrics)
-
-    def max_positions(self, task: TaskConfig) -> int:
-        """The longest sequence the model must hold (the model's ``max_len`` unless the config sets one)."""
-        return task.max_len
-
-    def model_fields(self, num_classes: int | None) -> dict[str, Any]:
-        """Values of :attr:`derived_model_fields` for the data (``num_classes``: the training label count)."""
-        return {}
-
-    def has_test_split(self, task: TaskConfig) -> bool:
-        """Whether the data source gives a test split (files and HF sets; generators answer for themselves)."""
-        return task.test is not None or (task.hf_name is not None and "test" in task.hf_splits)
-
-    # -- data -------------------------------------------------------------------------------------------
-    def read(self, task: TaskConfig) -> RawData:
-        """The raw splits from files or a Hugging Face data set (generators make their own)."""
-        raise NotImplementedError
-
-    def finish(self, task: TaskConfig, raw: RawData) -> RawData:
-        """Checks and bookkeeping after any source (files, HF, generator) produced ``raw``."""
-        return raw
-
-    def training_texts(self, raw: RawData) -> list[str]:
-        """The texts a tokenizer is trained on (from the training split)."""
-        raise NotImplementedError
-
-    def finish_tokenizer(self, task: TaskConfig, tokenizer: Tokenizer) -> Tokenizer:
-        """The tokenizer the run uses, from the one built on the training texts (span corruption adds its
-        sentinels here). Not called for a tokenizer taken from a pretrained run (``init_from``) or a generator's
-        fixed vocabulary."""
-        return tokenizer
-
-    def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
-                      model_config: ModelConfig | None) -> tuple[Any, float | None]:
-        """The tokenized dataset of ``split`` (with a ``collate`` method) and, when it means something, the
-        split's characters per token (for bits per character of subword models), else None."""
-        raise NotImplementedError
-
-    def count_tokens(self, batch: Mapping[str, Tensor]) -> Tensor:
-        """Tokens of a batch, for the trainer's tokens/s: the predicted targets by default."""
-        from synthformer.models import IGNORE_INDEX
-
-        return (batch["labels"] != IGNORE_INDEX).sum()
-
-    # -- evaluation and generation ----------------------------------------------------------------------
-    def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
-                 batch_size: int, max_batches: int, beam: int | None,
-                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
-        """Metrics ``names`` of ``model`` (already in eval mode) on ``split``, and any decoded outputs."""
-        raise NotImplementedError
-
-    def training_evaluation(self, run: RunConfig) -> tuple[list[str], int | None, int | None]:
-        """What the evaluation during training computes, kept cheap: (metric names, beam, max examples)."""
-        return run.metrics, None, run.eval.max_examples
-
-    def report_extras(self, run: RunConfig, beam: int) -> dict[str, Any]:
-        """Settings written into ``eval_<split>.json`` besides the metrics."""
-        return {}
-
-    def generate(self, loaded: LoadedRun, inputs: list[str], options: GenerateOptions) -> list[Generated]:
-        """One output per input text, with a loaded run."""
-        raise NotImplementedError
-
-    def format_generated(self, output: Generated, index: int) -> str:
-        """How ``synthformer generate`` prints one output."""
-        return output.output
-
-    def comparison_metric(self, task: TaskConfig) -> str:
-        """The metric the comparison table shows (``synthformer compare``)."""
-        return "loss"
-
-    def baseline(self, run: RunConfig, data: TaskData) -> tuple[str, float]:
-        """A model-free reference for the comparison table: (description, value of ``comparison_metric``)."""
-        return "none", float("nan")
-
-    # -- benchmarking -----------------------------------------------------------------------------------
-    def random_batch(self, config: ModelConfig, batch_size: int, seq_len: int,
-                     generator: torch.Generator) -> dict[str, Tensor]:
-        """A batch of random tokens with the keys the model of :attr:`arch` takes, no padding."""
-        raise NotImplementedError
-
-
-class Generator:
-    """Base class of a built-in data generator (``task.generator``).
-
-    ``name`` is the part before ``:``; ``arguments`` lists the accepted ``:<argument>`` values (empty: none).
-    """
-
-    name: ClassVar[str] = ""
-    #: The task type whose raw splits :meth:`load` makes.
-    task_type: ClassVar[str] = ""
-    #: Accepted ``name:<argument>`` values; empty when the generator takes none.
-    arguments: ClassVar[tuple[str, ...]] = ()
-    #: ``generator_options`` and their defaults.
-    option_defaults: ClassVar[Mapping[str, Any]] = {}
-    #: True when the generator has a vocabulary of its own (:meth:`tokenizer`); ``task.tokenizer`` must then stay
-    #: unset.
-    fixed_vocabulary: ClassVar[bool] = False
-    #: ``TaskConfig.tokenizer_kind`` when ``task.tokenizer`` is unset (None: the task type's default).
-    tokenizer_kind: ClassVar[str | None] = None
-    #: ``TaskConfig`` fields this generator reads (see :attr:`TaskType.reads`).
-    reads: ClassVar[frozenset[str]] = frozenset()
-
-    def options(self, task: TaskConfig) -> dict[str, Any]:
-        """``generator_options`` over the defaults; unknown keys name the valid ones."""
-        unknown = sorted(set(task.generator_options) - set(self.option_defaults))
-        if unknown:
-            raise ConfigError(f"task.generator_options: unknown option(s) {unknown} for generator "
-                              f"{task.generator!r}; valid: {', '.join(sorted(self.option_defaults))}")
-        return {**self.option_defaults, **task.generator_options}
-
-    def load(self, task: TaskConfig) -> RawData:
-        """Make the raw splits."""
-        raise NotImplementedError
-
-    def tokenizer(self) -> Tokenizer:
-        """The generator's own vocabulary (only when :attr:`fixed_vocabulary` is True)."""
-        raise NotImplementedError(f"generator {self.name!r} has no vocabulary of its own")
-
-    def has_test_split(self, task: TaskConfig) -> bool:
-        """Whether :meth:`load` makes a test split with these options."""
-        return int(self.options(task).get("num_test", 0)) > 0
-
-    def default_metrics(self, task: TaskConfig) -> list[str] | None:
-        """Metrics that suit the generated data better than the task type's defaults, or None."""
-        return None
-
-
 _T = TypeVar("_T")
-_TASK_TYPES: dict[str, TaskType] = {}
-_GENERATORS: dict[str, Generator] = {}
+_TASK_TYPES: dict[str, Any] = {}
+_GENERATORS: dict[str, Any] = {}
 
 
 def _register(table: dict[str, Any], what: str, obj: Any) -> None:
@@ -306,15 +80,16 @@ def _unknown(what: str, name: str, valid: list[str]) -> ConfigError:
     return ConfigError(f"unknown {what} {name!r}{hint}; valid: {', '.join(valid)}")
 
 
-def get_task_type(name: str) -> TaskType:
-    """The registered task type ``name``; unknown names raise :class:`ConfigError` listing the valid ones."""
+def get_task_type(name: str) -> Any:
+    """The registered :class:`TaskType` ``name``; unknown names raise :class:`ConfigError` listing the valid ones."""
     if name not in _TASK_TYPES:
         raise _unknown("task type", name, list(_TASK_TYPES))
     return _TASK_TYPES[name]
 
 
-def get_generator(spec: str) -> tuple[Generator, str | None]:
-    """The generator of ``spec`` (``"listops"``, ``"algorithmic:reverse"``) and its argument (or None)."""
+def get_generator(spec: str) -> tuple[Any, str | None]:
+    """The registered :class:`Generator` of ``spec`` (``"listops"``, ``"algorithmic:reverse"``) and its argument
+    (or None)."""
     name, _, arg = str(spec).partition(":")
     if name not in _GENERATORS:
         raise _unknown("generator", spec, list_generators())
@@ -326,22 +101,10 @@ def get_generator(spec: str) -> tuple[Generator, str | None]:
     return gen, (arg or None)
 
 
-def task_type_for_arch(arch: str) -> TaskType:
-    """The first registered task type that trains ``arch`` (``bench`` draws its random batches from it)."""
+def task_type_for_arch(arch: str) -> Any:
+    """The first registered :class:`TaskType` that trains ``arch`` (``bench`` draws its random batches from it)."""
     for task_type in _TASK_TYPES.values():
         if task_type.arch == arch:
             return task_type
     raise ValueError(f"no registered task type trains arch {arch!r} (task types: "
                      f"{', '.join(f'{t.name} ({t.arch})' for t in _TASK_TYPES.values())})")
-
-
-def random_ids(generator: torch.Generator, shape: tuple[int, ...], vocab_size: int, pad_id: int) -> Tensor:
-    """Random token ids of ``shape`` that are never ``pad_id`` (for :meth:`TaskType.random_batch`).
-
-    A random pad would switch classifiers and encoders onto their masked (slower) paths, and a benchmark batch of
-    real text has no padding inside full-length sequences.
-    """
-    if vocab_size < 2:
-        raise ValueError(f"vocab_size must be at least 2 to draw non-padding tokens, got {vocab_size}")
-    ids = torch.randint(0, vocab_size - 1, shape, generator=generator)
-    return ids + (ids >= pad_id).long()

@@ -10,49 +10,23 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from synthformer.data.errors import read_utf8, split_lines
 from synthformer.train import ConfigError
 
-from .registry import get_generator, get_task_type
+from .contract import RawData
+from .registry import get_generator
 
 if TYPE_CHECKING:
-    from .config import TaskConfig
+    from .run.task_config import TaskConfig
 
-__all__ = ["SPLITS", "RawData", "finish_example_splits", "load_raw_data", "read_file_splits", "read_input_lines"]
+__all__ = ["SPLITS", "finish_example_splits", "load_raw_data", "read_file_splits", "read_input_lines"]
 
 logger = logging.getLogger(__name__)
 
 SPLITS: tuple[str, ...] = ("train", "valid", "test")
 _T = TypeVar("_T")
-
-
-@dataclass
-class RawData:
-    """The splits of a task before tokenization.
-
-    ``splits[name]`` holds what the task type reads (a ``str`` or ``bytes`` for a language model, a list of
-    :class:`~synthformer.data.TranslationPair` for seq2seq, a list of ``(text, label)`` records for
-    classification, ...); a split that the task does not have is absent. ``label_set`` lists the classes of a
-    classification task (from the training labels, or the generator's fixed set), else None.
-    """
-
-    task_type: str
-    splits: dict[str, Any]
-    label_set: list[str] | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-
-    def split(self, name: str) -> Any:
-        """One split; a missing one raises ``KeyError`` with the splits that exist."""
-        if name not in self.splits:
-            raise KeyError(f"this task has no {name!r} split; available: {', '.join(self.splits)}")
-        return self.splits[name]
-
-    def training_texts(self) -> list[str]:
-        """The training text(s) a tokenizer is built from (the task type decides which)."""
-        return get_task_type(self.task_type).training_texts(self)
 
 
 def subset(items: Sequence[_T], limit: int | None, seed: int = 0) -> list[_T]:

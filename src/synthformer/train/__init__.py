@@ -5,6 +5,13 @@ Any module whose ``forward(**batch)`` returns ``{"loss": scalar, "logits": ...}`
 
     from synthformer.train import Trainer, TrainConfig
     Trainer(model, dataset, TrainConfig(steps=1000, lr=3e-4), "runs/lm", collate_fn=collate).train()
+
+Modules: ``trainer`` (the loop), ``recording`` (the Recorder the trainer holds: metrics lines, heartbeats,
+evaluation lines, checkpoint writing), ``evaluation`` (forward pass, periodic evaluation), ``preparation`` (what a
+trainer used on its own does to its run directory; the task pipeline prepares it itself), ``tracking``
+(``log_with``), ``rundir`` / ``runlock`` / ``run_errors`` (the run directory, its lock, its errors),
+``checkpoint``, ``config`` (``TrainConfig``; the generic loader and ``ConfigError`` are in
+:mod:`synthformer.common.config`), ``loader``, ``optim``, ``distributed``, ``metrics``, ``hooks``, ``rng``.
 """
 
 from .checkpoint import (

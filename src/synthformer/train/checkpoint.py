@@ -34,6 +34,12 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_file, save_model
 from torch import nn
 
+# under these names because the fault-injection tests (tests/reliability/test_faults.py) patch them here
+from synthformer.common.io import TMP_PREFIX as _TMP_PREFIX
+from synthformer.common.io import atomic_write_text
+from synthformer.common.io import created_mode as _created_mode
+from synthformer.common.io import fsync_path as _fsync_path
+
 from .rng import capture_rng_state, restore_rng_state
 
 __all__ = [
@@ -64,61 +70,12 @@ RNG_FILE = "rng.pt"
 STATE_FILE = "trainer_state.json"
 _STEP_RE = re.compile(r"^step_(\d+)$")
 _OLD_RE = re.compile(r"^\.old-(step_\d+)-\d+$")
-_TMP_PREFIX = ".tmp-"
 _OLD_PREFIX = ".old-"
 
 
 def checkpoint_name(step: int) -> str:
     """Directory name of the checkpoint at ``step`` (zero-padded so names sort like steps)."""
     return f"step_{step:06d}"
-
-
-# --------------------------------------------------------------------------------------------------------------
-# durable file system helpers
-
-
-def _fsync_path(path: Path) -> None:
-    """fsync a file or a directory (directories: so a rename inside them is durable). Best effort."""
-    flags = os.O_RDONLY | (os.O_DIRECTORY if path.is_dir() and hasattr(os, "O_DIRECTORY") else 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:  # e.g. directories cannot be opened on Windows
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _created_mode(directory: bool = False) -> int:
-    """The mode ``open()`` (0o666) or ``mkdir()`` (0o777) would give a new entry, less the process umask (read by
-    setting and restoring it). ``mkstemp``/``mkdtemp`` create 0600/0700 entries, which the renamed results would
-    keep, unreadable to the user's group."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return (0o777 if directory else 0o666) & ~mask
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same directory, fsync, ``os.replace``).
-
-    The file gets the permissions a plain ``open(path, "w")`` would give it (see :func:`_created_mode`).
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + path.name + "-", dir=path.parent)
-    try:
-        os.chmod(tmp, _created_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_path(path.parent)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ Resume is exact: model, optimizer, scheduler, every process's RNG state and the 
 checkpointed, so ``kill`` + ``resume=True`` gives bit-identical weights to an uninterrupted run on the same
 hardware (CPU, same seed, same world size).
 
-This module is the loop; :mod:`~synthformer.train.recording` writes what it logs, evaluates and checkpoints, and
+This module is the loop; the :class:`~synthformer.train.recording.Recorder` it holds writes what it logs, evaluates
+and checkpoints, :mod:`~synthformer.train.evaluation` computes the forward pass and the evaluations, and
 :class:`~synthformer.train.rundir.RunDir` owns the run directory (its files, earlier runs, its lock).
 """
 
@@ -30,17 +31,26 @@ from accelerate.utils import send_to_device
 from torch import nn
 from tqdm.auto import tqdm
 
+from synthformer.common.io import atomic_write_text
+
 from .checkpoint import (
     STATE_FILE,
     CheckpointError,
-    atomic_write_text,
     capture_rng_state,
     load_checkpoint,
     load_model_weights,
     restore_rng_state,
 )
-from .config import ConfigError, TrainConfig, dump_config, to_dict
-from .distributed import ShardedOptimizerState, as_float, gradient_sync, shard_model
+from .config import ConfigError, TrainConfig, dump_config
+from .distributed import (
+    ShardedOptimizerState,
+    as_float,
+    full_model_state,
+    full_optimizer_state,
+    gradient_sync,
+    shard_model,
+)
+from .evaluation import evaluate_model, forward_loss
 from .hooks import (
     InterruptGuard,
     any_process,
@@ -51,15 +61,17 @@ from .hooks import (
 )
 from .loader import BatchStream
 from .optim import build_optimizer, build_scheduler
-from .recording import Recorder
-from .rundir import RunDir, RunError, RunLock
+from .preparation import lock_for_training, prepare_run_dir, warn_resumed_changes
+from .recording import Recorder, trainer_state
+from .rundir import RunDir
+from .tracking import check_trackers, open_trackers
 
 __all__ = ["Trainer", "count_tokens", "seed_everything"]
 
 logger = logging.getLogger(__name__)
 
 
-class Trainer(Recorder):
+class Trainer:
     """Train ``model`` on ``train_data`` and record the run in ``run_dir``.
 
     Constructing a Trainer seeds the global RNGs with ``config.seed + rank`` (or restores them from the
@@ -75,8 +87,11 @@ class Trainer(Recorder):
         train_data: a map-style dataset of examples (collated with ``collate_fn``) or an iterable of ready
             batches (see :mod:`synthformer.train.loader`). Batches must be mappings of keyword arguments.
         config: :class:`TrainConfig`.
-        run_dir: the run directory (created if needed). The main process locks it from construction until
-            :meth:`close` (see :meth:`RunDir.lock`): a second process training into it fails at once.
+        run_dir: the run directory. On its own (``prepared=False``) the trainer prepares it: the main process
+            locks it from construction until :meth:`close` (see :meth:`RunDir.lock`), so a second process training
+            into it fails at once; an earlier run in it is refused unless resumed or overwritten; it is created
+            and ``config.yaml`` written. With ``prepared=True`` its owner (the task pipeline) has done all that
+            and holds the lock: the trainer only adds its records (metrics, checkpoints, TensorBoard logs).
         eval_data: optional data of the same kind for the periodic mean eval loss (token-weighted).
         eval_fn: optional ``eval_fn(model) -> dict`` for task metrics (BLEU, accuracy, ...). It is called on
             every process with the unwrapped model in eval mode under ``torch.no_grad()``; the values of the
@@ -85,10 +100,11 @@ class Trainer(Recorder):
             Its mixed-precision setting is not used: ``config.bf16`` controls autocast.
         resume: continue from ``run_dir/checkpoints/latest`` (starts fresh if there is none).
         overwrite: start fresh even if ``run_dir`` holds an earlier run (deletes its checkpoints, metrics and
-            TensorBoard logs; nothing else).
+            TensorBoard logs; nothing else). Not used with ``prepared=True`` (the owner cleared it).
+        prepared: ``run_dir`` is locked, checked, cleared and created by its owner (see ``run_dir``).
         collate_fn: batches a list of examples (map-style data); default ``torch.utils.data.default_collate``.
         run_config: what to write to ``run_dir/config.yaml`` (e.g. the whole experiment config); default the
-            ``TrainConfig``.
+            ``TrainConfig``. Not used with ``prepared=True`` (the owner wrote it).
         token_counter: ``batch -> number of targets`` for tokens/s; default :func:`count_tokens`.
         progress: show a tqdm progress bar on the main process.
         heartbeat_s: without the bar, log a line (step, loss, tokens/s, ETA) at most this often (None: never).
@@ -116,6 +132,7 @@ class Trainer(Recorder):
         token_counter: Callable[[Mapping[str, Any]], int | torch.Tensor] | None = None,
         progress: bool = True,
         heartbeat_s: float | None = 60.0,
+        prepared: bool = False,
     ) -> None:
         self.config = config
         self.rundir = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
@@ -125,16 +142,19 @@ class Trainer(Recorder):
         self.collate_fn = collate_fn
         self.token_counter = token_counter or count_tokens
         self.progress = progress
-        # without a progress bar (a log file, a batch job) a line every heartbeat_s seconds shows the run is alive
-        self.heartbeat_s = heartbeat_s if not progress else None
         self.accelerator = acc = accelerator if accelerator is not None else default_accelerator()
         self.is_main = acc.is_main_process
         self.rank = acc.process_index
         self.world_size = acc.num_processes
-        self._tb_writer = None
+        # without a progress bar (a log file, a batch job) a line every heartbeat_s seconds shows the run is alive
+        self.recorder = Recorder(self.rundir, config, is_main=self.is_main,
+                                 heartbeat_s=heartbeat_s if not progress else None)
         # Checked on every process (not only the one that writes), so that none waits for a failed peer.
         summary_writer = require_tensorboard() if config.tensorboard else None
-        self._lock = self._lock_run_dir()
+        check_trackers(config.log_with)
+        self.prepared = prepared
+        # a prepared directory is locked by its owner: this trainer holds nothing (the lock is a no-op)
+        self._lock = self.rundir.lock(enabled=False) if prepared else lock_for_training(self.rundir, acc)
         try:
             self._setup(model, train_data, resume, overwrite, run_config, summary_writer)
         except BaseException:
@@ -143,19 +163,6 @@ class Trainer(Recorder):
         # A trainer that is dropped without close() lets the directory go when it is collected.
         self._release_lock = weakref.finalize(self, self._lock.release)
 
-    def _lock_run_dir(self) -> RunLock:
-        """Lock the run directory on the main process; every process fails if that fails."""
-        error: RunError | None = None
-        lock = self.rundir.lock(enabled=False)  # holds nothing: other ranks share the main process's lock
-        if self.is_main:
-            try:
-                lock = self.rundir.lock(enabled=True)
-            except RunError as err:
-                error = err
-        if any_process(self.accelerator, error is not None):
-            raise error or RunError(f"the main process could not lock the run directory {self.run_dir}")
-        return lock
-
     def _setup(self, model: nn.Module, train_data: Any, resume: bool, overwrite: bool, run_config: Any | None,
                summary_writer: Any) -> None:
         acc, config, rundir = self.accelerator, self.config, self.rundir
@@ -163,16 +170,12 @@ class Trainer(Recorder):
             # their wrappers hold flattened or partitioned weights, which checkpoints here cannot save whole
             raise ConfigError(f"accelerate is configured for {acc.distributed_type.value}: launch without its "
                               "fsdp/deepspeed options and set train.distributed=fsdp to shard the model")
-        # Never destroy a user's run: every process checks before the main one deletes anything.
-        existing = rundir.check(resume, overwrite, training_only=True)
+        if not self.prepared:
+            prepare_run_dir(self.rundir, acc, resume=resume, overwrite=overwrite)
         resume_from = rundir.latest_checkpoint() if resume else None
         if resume and resume_from is None:
             logger.info("resume requested but %s has no checkpoint: starting fresh", self.run_dir)
         acc.wait_for_everyone()
-        if self.is_main:
-            if overwrite and existing:
-                rundir.clear(training_only=True)
-            self.run_dir.mkdir(parents=True, exist_ok=True)
 
         # Per-process seeds: model replicas are synchronised by DDP, while dropout masks should differ.
         seed_everything(config.seed + self.rank)
@@ -194,7 +197,6 @@ class Trainer(Recorder):
         self.step = 0
         self.batches_consumed = 0
         self.tokens_seen = 0
-        self._elapsed_offset, self._clock_start = 0.0, None
         ckpt = None
         if resume_from is not None:
             ckpt = load_checkpoint(
@@ -203,7 +205,7 @@ class Trainer(Recorder):
                 scheduler=self.scheduler,
                 map_location="cpu",  # optimizer.load_state_dict moves the state next to each parameter
             )
-            self._check_resumed_state(ckpt.trainer_state)
+            warn_resumed_changes(ckpt.trainer_state, config, self.world_size)
             self.step = ckpt.step
             try:
                 self.batches_consumed = int(ckpt.trainer_state["batches_consumed"])
@@ -211,7 +213,8 @@ class Trainer(Recorder):
                 raise CheckpointError(f"{ckpt.path / STATE_FILE}: no valid 'batches_consumed' (the data "
                                       "position); it is not a state this trainer wrote") from None
             self.tokens_seen = int(ckpt.trainer_state.get("tokens_seen", 0))
-            self._elapsed_offset = float(ckpt.trainer_state.get("elapsed_s", 0.0))  # absent before this key existed
+            # absent before this key existed
+            self.recorder.elapsed_offset = float(ckpt.trainer_state.get("elapsed_s", 0.0))
             logger.info("resumed from %s (step %d)", ckpt.path, self.step)
 
         # The stream is positioned before the RNG restore: fast-forwarding an iterable may consume RNG.
@@ -236,59 +239,27 @@ class Trainer(Recorder):
             if resume:
                 # Lines logged after the checkpoint (or all of them, if there is none) belong to lost steps.
                 rundir.truncate_metrics(self.step)
-            if ckpt is None or not rundir.config_path.exists():
+            if not self.prepared and (ckpt is None or not rundir.config_path.exists()):
                 atomic_write_text(rundir.config_path, dump_config(run_config or config))
             if summary_writer is not None:
                 # purge_step hides the events a killed run logged after the checkpoint we resume from.
-                self._tb_writer = summary_writer(
+                self.recorder.tb_writer = summary_writer(
                     log_dir=str(rundir.tensorboard_path), purge_step=self.step if resume else None
                 )
+            self.recorder.trackers = open_trackers(config, rundir.path)
         acc.wait_for_everyone()
 
-        self._last_saved_step = self.step if ckpt is not None else -1
-        self._last_eval_step = -1
+        self.recorder.last_saved_step = self.step if ckpt is not None else -1
         self._in_update = False
-        self._reset_window()
-        self.last_metrics: dict[str, Any] = {}
 
     # ---------------------------------------------------------------------------------------------------------
     # setup helpers
 
-    def _check_resumed_state(self, state: Mapping[str, Any]) -> None:
-        if state.get("world_size", self.world_size) != self.world_size:
-            logger.warning(
-                "checkpoint was written by %s process(es), resuming with %d: the data order changes",
-                state.get("world_size"), self.world_size,
-            )
-        saved = state.get("config", {})
-        current = to_dict(self.config)
-        changed = sorted(k for k in current if k in saved and saved[k] != current[k])
-        if changed:
-            logger.warning(
-                "resuming with changed settings: %s",
-                ", ".join(f"{k}: {saved[k]!r} -> {current[k]!r}" for k in changed),
-            )
-
     # ---------------------------------------------------------------------------------------------------------
     # the loop
 
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        if not self.config.bf16:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=self.accelerator.device.type, dtype=torch.bfloat16)
-
     def _forward(self, model: nn.Module, batch: Any) -> torch.Tensor:
-        if not isinstance(batch, Mapping):
-            raise TypeError(f"a batch must be a mapping of keyword arguments for model(**batch), got {type(batch)}")
-        with self._autocast():
-            out = model(**batch)
-        loss = out.get("loss") if isinstance(out, Mapping) else getattr(out, "loss", None)
-        if not isinstance(loss, torch.Tensor) or loss.ndim != 0:
-            raise TypeError(
-                "model(**batch) must return a mapping with a scalar tensor under 'loss' (docs/CONTRACTS.md); "
-                f"got {type(out).__name__} with loss={loss!r}"
-            )
-        return loss
+        return forward_loss(model, batch, bf16=self.config.bf16, device_type=self.accelerator.device.type)
 
     def _train_step(self) -> float | None:
         """One optimizer step over ``grad_accum`` micro-batches; returns the gradient norm if clipping."""
@@ -304,9 +275,7 @@ class Trainer(Recorder):
                 loss = self._forward(self.model, batch)
                 # Mean of the micro-batch means: each micro-batch counts equally.
                 acc.backward(loss / cfg.grad_accum)
-            self._win_loss = self._win_loss + loss.detach().float()
-            self._win_micro += 1
-            self._win_tokens = self._win_tokens + n_tokens
+            self.recorder.add_micro_batch(loss.detach().float(), n_tokens)
             self.tokens_seen += n_tokens
 
         # From here to the step increment the weights change: an interrupt must not be saved half-way.
@@ -335,16 +304,13 @@ class Trainer(Recorder):
         cfg = self.config
         if self.step >= cfg.steps:
             logger.info("already at step %d of %d: nothing to train", self.step, cfg.steps)
-            return self.last_metrics
+            return self.recorder.last_metrics
         self.model.train()
         bar = tqdm(
             total=cfg.steps, initial=self.step, desc="train", dynamic_ncols=True,
             disable=not (self.progress and self.is_main),
         )
-        self._reset_window()
-        self._heartbeat_start = (time.perf_counter(), self.step)
-        self._elapsed_offset, self._clock_start = self.elapsed_s(), time.perf_counter()  # train() may run again
-        self._last_heartbeat = time.perf_counter()
+        self.recorder.start_clock(self.step)
         stop = False
         # While a step runs: what a checkpoint of the last completed step needs if an exception cuts it short.
         pending: tuple[dict[str, Any], int, int] | None = None
@@ -355,8 +321,8 @@ class Trainer(Recorder):
                     grad_norm = self._train_step()
                     pending = None
                     bar.update(1)
-                    # the heartbeat first: _log_train empties the window the heartbeat reports from
-                    self._heartbeat()
+                    # the heartbeat first: log_train empties the window the heartbeat reports from
+                    self.recorder.heartbeat(self.step)
                     if self.step % cfg.log_every == 0 or self.step == cfg.steps:
                         self._log_train(grad_norm, bar)
                     paused = time.perf_counter()
@@ -365,7 +331,7 @@ class Trainer(Recorder):
                     if cfg.save_every > 0 and self.step % cfg.save_every == 0:
                         self.save()
                     # Time spent evaluating and saving is not training throughput.
-                    self._win_start += time.perf_counter() - paused
+                    self.recorder.exclude(time.perf_counter() - paused)
                     if self._stop_requested(guard):
                         stop = True
                         break
@@ -374,21 +340,21 @@ class Trainer(Recorder):
                 raise
             finally:
                 bar.close()
-                self._elapsed_offset, self._clock_start = self.elapsed_s(), None
+                self.recorder.stop_clock()
                 if stop or sys.exc_info()[0] is not None:
                     self._stream.close()
         if stop:
-            if self._last_saved_step != self.step:
+            if self.recorder.last_saved_step != self.step:
                 self.save()
             raise KeyboardInterrupt
-        if self.eval_available and self._last_eval_step != self.step:
+        if self.eval_available and self.recorder.last_eval_step != self.step:
             self.evaluate()
-        if self._last_saved_step != self.step:
+        if self.recorder.last_saved_step != self.step:
             self.save()
-        if self._tb_writer is not None:
-            self._tb_writer.flush()
+        if self.recorder.tb_writer is not None:
+            self.recorder.tb_writer.flush()
         self._stream.close()  # free DataLoader workers; the stream reopens at its position if training goes on
-        return self.last_metrics
+        return self.recorder.last_metrics
 
     def _save_after_exception(self, pending: tuple[dict[str, Any], int, int] | None) -> None:
         """Save the last completed step after an exception (Ctrl-C) interrupted the loop (best effort).
@@ -399,7 +365,7 @@ class Trainer(Recorder):
         if self._in_update:
             logger.error("interrupted during an optimizer update: not saving (the weights are half-updated)")
             return
-        if self._last_saved_step == self.step:
+        if self.recorder.last_saved_step == self.step:
             return
         rng, batches, tokens = pending or (capture_rng_state(), self.batches_consumed, self.tokens_seen)
         if self.sharded:  # the whole weights cannot be gathered without the other processes
@@ -410,12 +376,66 @@ class Trainer(Recorder):
         if self.is_main:
             self._write_checkpoint([rng], batches, tokens)
 
+    # ---------------------------------------------------------------------------------------------------------
+    # recording (the Recorder writes; these run the collectives and hand it the trainer's state)
+
+    def _log_train(self, grad_norm: float | None, bar: Any) -> None:
+        record = self.recorder.log_train(self.step, self._step_lr, grad_norm, self.accelerator, self.world_size)
+        bar.set_postfix(loss=f"{record['loss']:.4f}", lr=f"{self._step_lr:.2e}", tok_s=f"{record['tokens_per_s']:.0f}")
+
+    @property
+    def heartbeat_s(self) -> float | None:
+        """Seconds between heartbeat lines (None: none); settable, kept by the recorder."""
+        return self.recorder.heartbeat_s
+
+    @heartbeat_s.setter
+    def heartbeat_s(self, seconds: float | None) -> None:
+        self.recorder.heartbeat_s = seconds
+
+    @property
+    def eval_available(self) -> bool:
+        """True if there is eval data or an eval function."""
+        return self.eval_data is not None or self.eval_fn is not None
+
+    def evaluate(self) -> dict[str, Any]:
+        """Evaluate now (:func:`~synthformer.train.evaluation.evaluate_model`) and record it; returns the metrics."""
+        result = evaluate_model(
+            self.accelerator.unwrap_model(self.model), self.accelerator, self.config, eval_data=self.eval_data,
+            eval_fn=self.eval_fn, rank=self.rank, world_size=self.world_size, collate_fn=self.collate_fn,
+            token_counter=self.token_counter)
+        self.recorder.record_eval(self.step, result)
+        return result
+
+    def save(self) -> Path | None:
+        """Checkpoint the current step (collective: call on every process). Returns the path on the main one."""
+        state = capture_rng_state()
+        states: list[Any] = [state]
+        if self.world_size > 1:
+            states = [None] * self.world_size
+            torch.distributed.all_gather_object(states, state)
+        gathered = None
+        if self.sharded:  # collectives: every process sends its shards, the main process gets the whole
+            gathered = full_model_state(self.model), full_optimizer_state(self.model, self._optimizer)
+        path = None
+        if self.is_main:
+            path = self._write_checkpoint(states, self.batches_consumed, self.tokens_seen, gathered)
+        self.recorder.last_saved_step = self.step
+        self.accelerator.wait_for_everyone()
+        return path
+
+    def _write_checkpoint(self, rng_states: list[dict[str, Any]], batches: int, tokens: int,
+                          gathered: tuple[dict[str, Any], dict[str, Any]] | None = None) -> Path:
+        """Save on the main process; ``gathered``: the whole model and optimizer states of a sharded model."""
+        model, optimizer = gathered or (self.accelerator.unwrap_model(self.model), self._optimizer)
+        state = trainer_state(self.config, batches_consumed=batches, tokens_seen=tokens,
+                              elapsed_s=self.recorder.elapsed_s(), batches_per_epoch=self._stream.batches_per_epoch,
+                              world_size=self.world_size)
+        return self.recorder.write_checkpoint(self.step, model, optimizer, self.scheduler, rng_states, state)
+
     def close(self) -> None:
         """Release data loader workers, the TensorBoard writer and the run directory's lock."""
         self._stream.close()
-        if self._tb_writer is not None:
-            self._tb_writer.close()
-            self._tb_writer = None
+        self.recorder.close()
         self._lock.release()
 
     def __enter__(self) -> Trainer:

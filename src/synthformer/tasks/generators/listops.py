@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from synthformer.data import generate_listops, listops_tokenizer
 
-from ..registry import Generator, register_generator
-from ..sources import RawData
+from ..contract import Generator, RawData
+from ..registry import register_generator
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
 
-    from ..config import TaskConfig
+    from ..run.task_config import TaskConfig
 
 __all__ = ["ListOpsGenerator"]
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..registry import Generator, register_generator
-from ..sources import RawData
+from ..contract import Generator, RawData
+from ..registry import register_generator
 
 if TYPE_CHECKING:
-    from ..config import TaskConfig
+    from ..run.task_config import TaskConfig
 
 __all__ = ["PyStdlibCorpus", "PyStdlibGenerator", "load_pystdlib", "stdlib_root", "stdlib_source_files"]
 

@@ -28,16 +28,18 @@ from synthformer.data import (
 )
 from synthformer.train import ConfigError
 
-from ..evaluation import batches, device_of, to_device
-from ..registry import Generated, GenerateOptions, TaskType, random_ids, register_task_type
-from ..sources import RawData, finish_example_splits, read_file_splits
+from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
+from ..metrics.likelihood import batches, device_of, to_device
+from ..registry import register_task_type
+from ..sources import finish_example_splits, read_file_splits
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
 
-    from ..config import RunConfig, TaskConfig
-    from ..pipeline import LoadedRun, TaskData
+    from ..contract import LoadedRun, TaskData
+    from ..run.config import RunConfig
+    from ..run.task_config import TaskConfig
 
 __all__ = ["Classification", "classification_metrics", "label_set_of", "majority_baseline", "predict_classes"]
 

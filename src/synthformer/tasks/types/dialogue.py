@@ -18,7 +18,7 @@ special tokens (:mod:`synthformer.data.dialogue_dataset`); the target is the res
 
 Metrics: ``loss`` / ``perplexity`` (teacher forcing) and, on decoded responses, ``bleu`` (``bleu_1`` ..
 ``bleu_4``), ``meteor``, ``rouge_l``, ``cider`` (CIDEr-D) and ``distinct`` (``distinct_1``, ``distinct_2``),
-computed as nlg-eval computes them (:mod:`synthformer.tasks.dialogue_metrics`; METEOR needs Java and is skipped
+computed as nlg-eval computes them (:mod:`synthformer.tasks.metrics.dialogue`; METEOR needs Java and is skipped
 with one warning without it). During training ``eval.train_decode_examples`` validation exchanges are decoded
 greedily (CIDEr's document frequencies then come from that sample only).
 
@@ -39,9 +39,10 @@ from synthformer.data.dialogue_dataset import SPEAKER_TOKENS, DialogueDataset, e
 from synthformer.data.sentinels import SentinelTokenizer
 from synthformer.train import ConfigError
 
-from ..dialogue_metrics import DIALOGUE_METRICS, dialogue_scores
-from ..registry import Generated, GenerateOptions, register_task_type
-from ..sources import RawData, finish_example_splits, hold_out, read_file_splits
+from ..contract import Generated, GenerateOptions, RawData
+from ..metrics.dialogue import DIALOGUE_METRICS, dialogue_scores
+from ..registry import register_task_type
+from ..sources import finish_example_splits, hold_out, read_file_splits
 from .seq2seq import SequenceToSequence
 from .seq2seq_decoding import evaluate_decoded
 
@@ -49,8 +50,9 @@ if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
 
-    from ..config import RunConfig, TaskConfig
-    from ..pipeline import LoadedRun, TaskData
+    from ..contract import LoadedRun, TaskData
+    from ..run.config import RunConfig
+    from ..run.task_config import TaskConfig
 
 __all__ = ["DialogueGeneration", "parse_dialogue_input"]
 

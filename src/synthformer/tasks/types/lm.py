@@ -21,16 +21,17 @@ from synthformer.data import DataError, LMBlockDataset, load_hf_text, read_text_
 from synthformer.train import ConfigError
 from synthformer.train.metrics import bits_per_byte, bits_per_character, perplexity
 
-from ..evaluation import token_nll
-from ..registry import Generated, GenerateOptions, TaskType, random_ids, register_task_type
-from ..sources import RawData
+from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
+from ..metrics.likelihood import token_nll
+from ..registry import register_task_type
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
 
-    from ..config import RunConfig, TaskConfig
-    from ..pipeline import LoadedRun, TaskData
+    from ..contract import LoadedRun, TaskData
+    from ..run.config import RunConfig
+    from ..run.task_config import TaskConfig
 
 __all__ = ["LanguageModeling", "lm_metrics", "unigram_bits_per_token"]
 

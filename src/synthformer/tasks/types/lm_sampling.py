@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from ..registry import Generated, GenerateOptions
+from ..contract import Generated, GenerateOptions
 
 if TYPE_CHECKING:
-    from ..pipeline import LoadedRun
+    from ..contract import LoadedRun
 
 __all__ = ["SuppressTokens", "sample_continuations"]
 

@@ -27,16 +27,18 @@ from synthformer.data import (
 )
 from synthformer.train import ConfigError
 
-from ..registry import Generated, GenerateOptions, TaskType, random_ids, register_task_type
-from ..sources import RawData, finish_example_splits, read_file_splits
+from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
+from ..registry import register_task_type
+from ..sources import finish_example_splits, read_file_splits
 from .seq2seq_decoding import DECODED_METRICS, decode_seq2seq, decoding_for, seq2seq_metrics
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
 
-    from ..config import RunConfig, TaskConfig
-    from ..pipeline import LoadedRun, TaskData
+    from ..contract import LoadedRun, TaskData
+    from ..run.config import RunConfig
+    from ..run.task_config import TaskConfig
 
 __all__ = ["SequenceToSequence"]
 

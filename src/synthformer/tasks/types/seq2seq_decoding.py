@@ -19,11 +19,11 @@ from torch import Tensor, nn
 
 from synthformer.train.metrics import bleu, chrf, rouge
 
-from ..evaluation import device_of, likelihood_metrics
+from ..metrics.likelihood import device_of, likelihood_metrics
 
 if TYPE_CHECKING:
-    from ..config import RunConfig
-    from ..pipeline import TaskData
+    from ..contract import TaskData
+    from ..run.config import RunConfig
 
 __all__ = ["DECODED_METRICS", "Decoding", "decode_dataset", "decode_seq2seq", "decoding_for",
            "evaluate_decoded", "length_summary", "seq2seq_metrics"]

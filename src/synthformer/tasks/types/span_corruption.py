@@ -29,8 +29,9 @@ from synthformer.data import SentinelTokenizer
 from synthformer.data.span_corruption import SpanCorruptionDataset, t5_lengths
 from synthformer.train import ConfigError
 
-from ..evaluation import likelihood_metrics
-from ..registry import Generated, GenerateOptions, get_task_type, register_task_type
+from ..contract import Generated, GenerateOptions
+from ..metrics.likelihood import likelihood_metrics
+from ..registry import get_task_type, register_task_type
 from .lm import LanguageModeling
 from .seq2seq_decoding import decode_seq2seq
 
@@ -38,9 +39,9 @@ if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
 
-    from ..config import RunConfig, TaskConfig
-    from ..pipeline import LoadedRun, TaskData
-    from ..sources import RawData
+    from ..contract import LoadedRun, RawData, TaskData
+    from ..run.config import RunConfig
+    from ..run.task_config import TaskConfig
 
 __all__ = ["SpanCorruption"]
 

@@ -17,7 +17,7 @@ at budgets below one pass over the mixture the two differ in which examples are 
 is). The rates are logged and kept in the run's data info.
 
 Evaluation: teacher-forced ``loss`` / ``perplexity`` over all dev examples, and ``glue``: greedy decoding of each
-task's dev set scored with the official metrics (:mod:`synthformer.tasks.glue_metrics`: scikit-learn / scipy),
+task's dev set scored with the official metrics (:mod:`synthformer.tasks.metrics.glue`: scikit-learn / scipy),
 reported as ``<task>_<metric>`` (percent; MNLI as ``mnli_matched_*`` and ``mnli_mismatched_*``), ``<task>_invalid``
 (predictions that are no valid label: counted wrong), and ``glue_average`` / ``super_glue_average`` for the tasks of
 each benchmark present (T5's averages: two-metric tasks and MNLI's two dev sets averaged first, WNLI left out).
@@ -44,18 +44,20 @@ from synthformer.data import Seq2SeqDataset
 from synthformer.data.glue import load_hf_glue, read_glue_split
 from synthformer.train import ConfigError
 
-from ..evaluation import likelihood_metrics
-from ..glue_metrics import TaskScore, glue_average, glue_task_from_config, majority_prediction, score_predictions
-from ..registry import Generated, GenerateOptions, TaskType, get_task_type, register_task_type
-from ..sources import RawData, subset
+from ..contract import Generated, GenerateOptions, RawData, TaskType
+from ..metrics.glue import TaskScore, glue_average, glue_task_from_config, majority_prediction, score_predictions
+from ..metrics.likelihood import likelihood_metrics
+from ..registry import get_task_type, register_task_type
+from ..sources import subset
 from .seq2seq_decoding import decode_seq2seq
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
 
-    from ..config import RunConfig, TaskConfig
-    from ..pipeline import LoadedRun, TaskData
+    from ..contract import LoadedRun, TaskData
+    from ..run.config import RunConfig
+    from ..run.task_config import TaskConfig
 
 __all__ = ["TextToText", "majority_scores", "mixture"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .registry import Generated, GenerateOptions
+from ..contract import Generated, GenerateOptions
 
 if TYPE_CHECKING:
-    from .pipeline import LoadedRun
+    from ..contract import LoadedRun
 
 __all__ = ["Generated", "generate_texts"]
 

@@ -44,7 +44,7 @@ from typing import Any, Literal
 from synthformer.models import ModelConfig, config_class, get_preset, list_presets
 from synthformer.train import ConfigError, TrainConfig, load_config, to_dict
 
-from .registry import get_generator
+from ..registry import get_generator
 from .task_config import TaskConfig
 
 __all__ = [

@@ -1,7 +1,8 @@
 """``TaskConfig``: the ``task`` section of a run config: what is learned and from which data.
 
 The checks that depend on the task type (its formats, options, the fields only it reads, its own checks) ask the
-registered :class:`~synthformer.tasks.registry.TaskType`; nothing here names a task type.
+registered :class:`~synthformer.tasks.contract.TaskType` (looked up in :mod:`synthformer.tasks.registry`);
+nothing here names a task type.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Literal
 from synthformer.data import OVERFLOW_POLICIES, TOKENIZER_KINDS
 from synthformer.train import ConfigError
 
-from .registry import TaskType, get_generator, get_task_type, list_generators, list_task_types
+from ..registry import get_generator, get_task_type, list_generators, list_task_types
 
 __all__ = ["TaskConfig"]
 
@@ -151,8 +152,9 @@ class TaskConfig:
 
     # -- the registered parts -------------------------------------------------------------------------------
     @property
-    def task_type(self) -> TaskType:
-        """The registered :class:`~synthformer.tasks.registry.TaskType` of ``type``."""
+    def task_type(self) -> Any:
+        """The registered :class:`~synthformer.tasks.contract.TaskType` of ``type`` (typed loosely: see
+        :mod:`synthformer.tasks.registry`)."""
         try:
             return get_task_type(self.type)
         except ConfigError as err:
@@ -189,7 +191,7 @@ class TaskConfig:
             raise ConfigError(f"generator: {self.generator!r} makes a {gen.task_type!r} task, but type is "
                               f"{self.type!r}")
 
-    def _check_reads(self, task_type: TaskType) -> None:
+    def _check_reads(self, task_type: Any) -> None:
         """A field only some task types (or generators) read, set where nothing reads it, is an error."""
         types = [get_task_type(n) for n in list_task_types()]
         readers = {name: [t.name for t in types if name in t.reads] for t in types for name in t.reads}
@@ -201,7 +203,7 @@ class TaskConfig:
             raise ConfigError(f"{name}: only used by type {' or '.join(repr(t) for t in owners)}, got type "
                               f"{self.type!r}")
 
-    def _check_files(self, task_type: TaskType) -> None:
+    def _check_files(self, task_type: Any) -> None:
         if self.format is not None:
             valid = task_type.formats
             if self.format not in valid:

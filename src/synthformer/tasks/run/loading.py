@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-
-from torch import nn
 
 from synthformer.data import Tokenizer, load_label_set, load_tokenizer
 from synthformer.models import ModelConfig, build_model
@@ -28,25 +25,12 @@ from synthformer.train import (
 )
 from synthformer.train.checkpoint import STATE_FILE
 
+from ..contract import LoadedRun
 from .config import RunConfig, load_run_config
 
-__all__ = ["LoadedRun", "load_run", "read_model_config", "read_run_config"]
+__all__ = ["load_run", "read_model_config", "read_run_config"]
 
 logger = logging.getLogger(__name__)
-
-@dataclass
-class LoadedRun:
-    """A trained run read back from its directory (model in eval mode, weights of the latest checkpoint)."""
-
-    run_dir: Path
-    config: RunConfig
-    tokenizer: Tokenizer
-    model: nn.Module
-    model_config: ModelConfig
-    checkpoint: Path
-    step: int
-    label_set: list[str] | None = None
-
 
 def load_run(run_dir: str | Path) -> LoadedRun:
     """Read a run directory written by :func:`train_run`.

@@ -1,7 +1,8 @@
-"""Constants and helpers every package of synthformer may use; imports only torch and the standard library.
+"""Constants and helpers every package of synthformer may use; imports only torch, PyYAML and the standard library.
 
 This is the lowest layer of the package (see ``tests/test_layering.py``): nothing here may import another
-module of synthformer.
+module of synthformer. Its modules: :mod:`.io` (crash-safe file writing: temp file, fsync, rename) and
+:mod:`.config` (:class:`~synthformer.common.config.ConfigError` and the typed YAML loader with dotted overrides).
 
 * :data:`IGNORE_INDEX`: the label value the losses and metrics skip.
 * Walking nested containers of tensors (decoding caches, optimizer state, batches): :func:`map_tensors` builds

@@ -15,10 +15,8 @@ otherwise ``--resume`` continues from the run's own checkpoint. ``init_from`` ma
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from safetensors import safe_open
@@ -36,7 +34,7 @@ if TYPE_CHECKING:
     from .config import RunConfig
 
 __all__ = ["FREE_FIELDS", "InitReport", "check_pretrained_model", "load_pretrained_weights",
-           "pretrained_tokenizer", "write_init_report"]
+           "pretrained_tokenizer"]
 
 logger = logging.getLogger(__name__)
 
@@ -134,9 +132,3 @@ def load_pretrained_weights(run: RunConfig, model: nn.Module) -> InitReport:
     logger.info("init_from: %d tensors from %s (step %d); newly initialised: %s", loaded, ckpt, step,
                 ", ".join(sorted(missing)) or "none")
     return report
-
-
-def write_init_report(rd: RunDir, report: InitReport) -> Path:
-    """Write ``RUN/init_from.json``."""
-    rd.init_from_path.write_text(json.dumps(report.to_dict(), indent=1) + "\n", encoding="utf-8")
-    return rd.init_from_path
