@@ -1,5 +1,5 @@
-"""Re-run the training tables of docs/results.md and record each finished row: ``synthformer compare``, IMDb with
-the paper's Table 7, tiny Shakespeare and Multi30k.
+"""Re-run the training tables of docs/results.md and record each finished row: ``synthformer compare`` (and its
+ListOps task), IMDb with the paper's Table 7, tiny Shakespeare and Multi30k.
 
 Resumable, like ``benchmarks/table3.py``: each row trains into ``RUNS/<table>/<row>`` through the CLI in a
 subprocess (``python -m synthformer.cli.main``, this checkout's ``src`` first on ``PYTHONPATH``), and the moment it
@@ -10,6 +10,7 @@ checkpoints is continued with ``--resume`` (``compare`` cannot resume: an unreco
 ``benchmarks/docs_tables.py`` builds the docs' tables from these records.
 
     python benchmarks/results_runs.py --table compare --threads 1 --shared-cpu   # ~6 min alone at 2 threads
+    python benchmarks/results_runs.py --table listops                            # compare --task listops
     python benchmarks/results_runs.py --table imdb                               # V R FR FR+V Linformer, ~6-10 min each
     python benchmarks/results_runs.py --table shakespeare                        # 5 runs, 12-21 min each
     python benchmarks/results_runs.py --table multi30k                           # 3 runs, 30-50 min each
@@ -48,6 +49,7 @@ class Row:
     overrides: tuple[str, ...] = ()
     split: str = "test"
     compare_kind: str | None = None
+    compare_task: str = "pystdlib"
 
 
 def _train_row(config: str, *overrides: str, split: str = "test") -> Row:
@@ -67,6 +69,7 @@ def _mt(kind: str) -> Row:
 
 TABLES: dict[str, dict[str, Row]] = {
     "compare": {k: Row(compare_kind=k) for k in ("V", "R", "D", "R+V")},
+    "listops": {k: Row(compare_kind=k, compare_task="listops") for k in ("V", "R", "D", "R+V")},
     "imdb": {
         "V": _train_row("configs/cls_imdb.yaml", "model.encoder_kind=V"),
         "R": _train_row("configs/cls_imdb.yaml", "model.encoder_kind=R"),
@@ -151,7 +154,8 @@ def _run_train(row: Row, run_dir: Path, s: Sitting) -> tuple[dict[str, Any], lis
 
 
 def _run_compare(row: Row, run_dir: Path, s: Sitting) -> tuple[dict[str, Any], list[str]]:
-    args = ["compare", "--kinds", str(row.compare_kind), *s.extra, "--out", str(run_dir), "--overwrite"]
+    task = [] if row.compare_task == "pystdlib" else ["--task", row.compare_task]
+    args = ["compare", *task, "--kinds", str(row.compare_kind), *s.extra, "--out", str(run_dir), "--overwrite"]
     wall = _cli(args, run_dir.parent / f"{run_dir.name}.log", s.threads)
     result = json.loads((run_dir / "comparison.json").read_text(encoding="utf-8"))
     numbers = {**result["rows"][0], "baseline": result["baseline"], "process_wall_s": round(wall, 1)}
