@@ -194,8 +194,14 @@ def restated_numbers(path: Path) -> list[str]:
     return found
 
 
+_NUM = r"[-+~]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?"
+NUMERIC_CELL = re.compile(rf"\**{_NUM}\**\s*(?:%|x|s|ms|MiB|M|k|min)?(?:\s*[±/]\s*{_NUM}%?)*(?:\s*\(.*\))?(?:,.*)?")
+
+
 def _numeric(cell: str) -> bool:
-    return bool(re.fullmatch(r"[-+~]?\**[\d][\d,.]*\**\s*(%|x|s|ms|MiB|M|k)?(\s*[(±/].*)?", cell.strip()))
+    """A measured-looking cell: a number (units, ``±``, ``a/b``, a parenthesis after it), not one bare digit."""
+    cell = cell.strip()
+    return bool(NUMERIC_CELL.fullmatch(cell)) and not re.fullmatch(r"\d", cell)
 
 
 def table_sections(path: Path) -> list[tuple[int, str, str]]:

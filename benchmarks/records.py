@@ -95,3 +95,35 @@ def append(path: Path, entry: dict[str, Any]) -> None:
         fh.write(json.dumps(entry) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def add_record_options(parser: Any) -> None:
+    """``--record FILE`` / ``--name NAME`` / ``--shared-cpu`` on a benchmark script's argument parser."""
+    parser.add_argument("--record", type=Path, default=None, metavar="FILE",
+                        help="append the measurement to this JSONL record, e.g. benchmarks/results/NAME.jsonl")
+    parser.add_argument("--name", default=None, help="the measurement's table name in the record (default: the "
+                        "record's file name)")
+    parser.add_argument("--shared-cpu", action="store_true",
+                        help="record that other work shared the CPU (timings from such a run are not publishable)")
+
+
+def write_record(args: Any, rows: Any, started_load: float, **extra: Any) -> None:
+    """With ``--record``: append one entry for the whole run (its rows, its arguments and the metadata of
+    :func:`metadata`: the command line, date, machine, commit, torch threads and the load average)."""
+    if getattr(args, "record", None) is None:
+        return
+    import shlex
+    import sys
+
+    import torch
+
+    name = args.name or Path(args.record).stem
+    command = "python " + shlex.join([str(Path(sys.argv[0]).resolve().relative_to(ROOT)
+                                          if Path(sys.argv[0]).resolve().is_relative_to(ROOT) else sys.argv[0]),
+                                         *sys.argv[1:]])
+    arguments = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    entry = {"table": name, "row": name, "rows": rows, "args": arguments, **extra,
+             **metadata(command, torch.get_num_threads(), bool(args.shared_cpu)),
+             "load_1min": [started_load, load()]}
+    append(Path(args.record), entry)
+    print(f"# recorded in {args.record} as {name!r}")
