@@ -38,7 +38,8 @@ def provenance(entries: list[dict[str, Any]], record: str) -> str:
     span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
     commits = ", ".join(dict.fromkeys(str(e.get("commit", "?")) for e in entries))
     machines = "; ".join(dict.fromkeys(str(e.get("machine", "?")) for e in entries))
-    return f"Record: `{record}` ({len(entries)} rows; {span}; commit {commits}; {machines}; {_cpu(entries)})."
+    rows = f"{len(entries)} row{'s' if len(entries) != 1 else ''}"
+    return f"Record: `{record}` ({rows}; {span}; commit {commits}; {machines}; {_cpu(entries)})."
 
 
 def _rows(name: str, order: list[str]) -> tuple[list[dict[str, Any]], str]:
@@ -60,9 +61,10 @@ def compare_table() -> str:
                      f"{e['wall_seconds']:.1f} |")
     baseline = entries[0]["baseline"]
     total = sum(e["process_wall_s"] for e in entries)
-    return "\n".join([*lines, "", f"Baseline: {baseline['name']} {baseline['value']:.2f}. Whole job: "
-                      f"{total:.0f} s ({total / 60:.1f} min), the {len(entries)} `synthformer compare --kinds KIND` "
-                      "processes together. " + provenance(entries, record)])
+    whole = "Whole job" if len(entries) == 4 else f"Whole job so far ({len(entries)} of 4 kinds)"
+    return "\n".join([*lines, "", f"Baseline: {baseline['name']} {baseline['value']:.2f}. {whole}: {total:.0f} s "
+                      f"({total / 60:.1f} min), the `synthformer compare --kinds KIND` processes together. "
+                      + provenance(entries, record)])
 
 
 _IMDB_LABELS = {"V": "Transformer (V)", "R": "Syn (R)", "FR": "Syn (FR), k = 32", "FR+V": "Syn (FR+V), k = 32",
