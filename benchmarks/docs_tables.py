@@ -45,6 +45,7 @@ NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 PLAIN_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w]|\.\d)")  # not part of a version or a name
 # a paragraph (or list item) whose numbers restate no table
 NO_CHECK = re.compile(r"<!-- no-check: .+? -->.*?(?=\n\n|\n[-*] |\Z)", re.S)
+MISSING = "MISSING"  # what an inline marker shows when its record has no such cell
 SECTION_MARK = re.compile(r"<!-- (?P<kind>unrecorded|not measured): (?P<reason>.+?) -->")
 # docs/reliability.md is not this script's to mark; its tables are accounted for here instead.
 ELSEWHERE = {("docs/reliability.md", "| category | cases |"): "not measured: counts kept equal by "
@@ -109,9 +110,15 @@ def cell_number(markdown: str, row: str, column: str, index: int = 0) -> str:
 
 
 def _inline(key: str, built: dict[str, str]) -> str:
+    """The number an inline marker names; ``MISSING`` when its table (in this doc), row or column is not there, so
+    ``--check`` reports the marker instead of failing."""
     parts = [p.strip() for p in key.split("|")]
-    name, row, column = parts[:3]
-    return cell_number(built[name], row, column, int(parts[3]) if len(parts) > 3 else 0)
+    if len(parts) < 3 or parts[0] not in built:
+        return MISSING
+    try:
+        return cell_number(built[parts[0]], parts[1], parts[2], int(parts[3]) if len(parts) > 3 else 0)
+    except (KeyError, ValueError):
+        return MISSING
 
 
 def render(text: str, built: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:

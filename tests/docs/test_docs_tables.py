@@ -117,3 +117,9 @@ def test_a_mark_covers_its_section_down_to_the_next_heading_of_its_level_or_high
                                                           (22, "unrecorded: pending re-run: python make_it.py")]
     toy.write_text(DOC.replace("### Below", "## Below"), encoding="utf-8")
     assert docs_tables.table_sections(toy)[1][2] == ""  # a new level-2 section ends the mark
+
+
+def test_a_marker_naming_a_missing_row_is_reported_not_raised(docs_tables, toy):
+    toy.write_text(DOC.replace("n:toy | V | loss", "n:toy | R | loss"), encoding="utf-8")
+    (difference,) = docs_tables.check([toy])
+    assert (difference.found, difference.expected) == ("1.2345", docs_tables.MISSING)
