@@ -16,6 +16,7 @@ checkpoints is continued with ``--resume`` (``compare`` cannot resume: an unreco
     python benchmarks/results_runs.py --table multi30k                           # 3 runs, 30-50 min each
     python benchmarks/results_runs.py --table imdb --rows V R --runs /tmp/runs   # some rows, elsewhere
     python benchmarks/results_runs.py --table imdb --steps 4 --record /tmp/x.jsonl   # a smoke run
+    python benchmarks/results_runs.py --table compare --rerun    # re-measure recorded rows (a quiet machine)
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ class Sitting:
     threads: int | None
     shared_cpu: bool
     extra: list[str] = field(default_factory=list)
+    rerun: bool = False
+    """Run rows the record already has (a quiet re-measurement); the new entry then supersedes the old one."""
 
 
 def _cli(args: list[str], log: Path, threads: int | None) -> float:
@@ -165,11 +168,14 @@ def _run_compare(row: Row, run_dir: Path, s: Sitting) -> tuple[dict[str, Any], l
 
 def run_row(table: str, name: str, s: Sitting) -> None:
     """Train and evaluate one row unless the record has it; append its entry the moment it is done."""
-    if name in latest(s.record, table):
+    recorded = name in latest(s.record, table)
+    if recorded and not s.rerun:
         print(f"{table} {name}: recorded in {s.record}, skipped", flush=True)
         return
     row = TABLES[table][name]
     run_dir = s.runs / table / name.replace("@", "-")
+    if recorded:  # a re-measurement trains from scratch, into a directory of its own (the old run is kept)
+        run_dir = run_dir.with_name(f"{run_dir.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
     load_start, code = load(), commit()  # of the code that starts: later commits during the run do not count
     start = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     numbers, commands = (_run_compare if row.compare_kind else _run_train)(row, run_dir, s)
@@ -189,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None, help="torch threads (and OMP_NUM_THREADS) for every run")
     p.add_argument("--shared-cpu", action="store_true", help="record that other work shared the CPU meanwhile")
     p.add_argument("--steps", type=int, default=None, help="override train.steps (smoke runs)")
+    p.add_argument("--rerun", action="store_true",
+                   help="also run rows already recorded (e.g. on a quiet machine); the new entries supersede the old")
     args = p.parse_args(argv)
     rows = args.rows or list(TABLES[args.table])
     unknown = [r for r in rows if r not in TABLES[args.table]]
@@ -197,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = [] if args.steps is None else [f"train.steps={args.steps}", f"train.eval_every={args.steps}",
                                            f"train.save_every={args.steps}"]
     sitting = Sitting(args.runs.resolve(), args.record or RESULTS / f"{args.table}.jsonl", args.threads,
-                      args.shared_cpu, extra)
+                      args.shared_cpu, extra, args.rerun)
     for name in rows:
         run_row(args.table, name, sitting)
     return 0

@@ -80,6 +80,10 @@ def test_a_row_is_recorded_once_with_its_command_and_metadata(runs, records, tmp
         assert entry[key], key
     runs.run_row("imdb", "FR", sitting)  # recorded: nothing runs again
     assert len(calls) == 2
+    runs.run_row("imdb", "FR", runs.Sitting(tmp_path / "runs", record, None, False, rerun=True))  # a quiet re-run
+    assert len(calls) == 4 and "--resume" not in calls[2]  # trained from scratch, into a directory of its own
+    assert calls[2][calls[2].index("--run-dir") + 1].startswith(str(tmp_path / "runs" / "imdb" / "FR-"))
+    assert records.latest(record, "imdb")["FR"]["shared_cpu"] is False  # the newer entry supersedes
 
 
 def test_the_newest_entry_of_a_row_wins_and_torn_lines_are_skipped(records, tmp_path):
