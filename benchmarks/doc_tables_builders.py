@@ -83,9 +83,9 @@ def imdb_table() -> str:
     speed = {e["row"]: e["steps"] / e["train_s"] for e in entries}
     for e in entries:
         ratio = f"{speed[e['row']] / speed['V']:.2f}" if "V" in speed else "n/a"
+        minutes = f"{e['train_s']:,.1f} s ({e['train_s'] / 60:.1f} min)"
         lines.append(f"| {_IMDB_LABELS[e['row']]} | {e['parameters']:,} | {100 * e['test']['accuracy']:.2f}% | "
-                     f"{100 * e['valid']['eval_accuracy']:.2f}% | {e['train_s']:.1f} s ({e['train_s'] / 60:.1f} min) | "
-                     f"{speed[e['row']]:.2f} | {ratio} |")
+                     f"{100 * e['valid']['eval_accuracy']:.2f}% | {minutes} | {speed[e['row']]:.2f} | {ratio} |")
     return "\n".join([*lines, "", provenance(entries, record)])
 
 
