@@ -51,7 +51,8 @@ SECTION_MARK = re.compile(r"<!-- (?P<kind>unrecorded|not measured): (?P<reason>.
 ELSEWHERE = {("docs/reliability.md", "| category | cases |"): "not measured: counts kept equal by "
              "tests/reliability/test_bad_inputs_meta.py",
              ("docs/reliability.md", "| scenario | threads each |"): "unrecorded: pending re-run on a quiet "
-             "machine: python benchmarks/threads.py --seconds 20"}
+             "machine: bash benchmarks/measure_all.sh (python benchmarks/threads.py --seconds 20 --record "
+             "benchmarks/results/bench_threads.jsonl)"}
 
 
 @dataclass(frozen=True)

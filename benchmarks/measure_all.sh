@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every timing table of docs/benchmarks.md, measured in sequence and appended to benchmarks/results/bench_*.jsonl.
 # Run it on a QUIET machine (nothing else running: no tests, no training, no second lane), from the repository
-# root: `bash benchmarks/measure_all.sh` (about an hour on the 2-core development CPU). Pass --shared-cpu as the
-# first argument only to try it out: the entries then say the CPU was shared, and such timings are not published.
+# root: `bash benchmarks/measure_all.sh` (about an hour, 45-75 minutes, on the 2-core development CPU).
+# Pass --shared-cpu as the first argument only to try it out: the entries then say the CPU was shared, and such
+# timings are not published. It also measures docs/reliability.md's "Threads" table.
 # Then `python benchmarks/docs_tables.py` rebuilds the tables that have builders, and the sections marked
 # <!-- unrecorded: pending re-run ... --> can become generated blocks.
 set -euo pipefail
@@ -41,4 +42,7 @@ python benchmarks/hf_generate.py --threads 2 --record $R/bench_hf_generate.jsonl
 # 5. the fused materialized path: issue 15's goals (~3 min) and the backends of a fused block
 "${TUNED[@]}" "${A[@]}" --goals --record $R/bench_goals.jsonl "${SHARED[@]}"
 "${TUNED[@]}" python benchmarks/fused_backends.py --record $R/bench_fused_backends.jsonl "${SHARED[@]}"
+
+# docs/reliability.md's "Threads" table: 1 to 3 training processes sharing the cores (~3 min)
+python benchmarks/threads.py --seconds 20 --record $R/bench_threads.jsonl "${SHARED[@]}"
 echo "recorded: $(ls $R/bench_*.jsonl | tr '\n' ' ')"
