@@ -25,8 +25,10 @@ import platform
 import statistics
 import time
 from contextlib import nullcontext
+from pathlib import Path
 
 import torch
+from records import add_record_options, load, write_record  # benchmarks/records.py, beside this script
 
 from synthformer.attention import SynthesizerAttention
 from synthformer.attention.settings import fast_path_settings
@@ -217,6 +219,7 @@ def main() -> None:
         help="the materialized kinds' branch: fused (probabilities recomputed), never (stored), auto (by length)",
     )
     p.add_argument("--json", help="write the rows to this JSON file")
+    add_record_options(p)
     args = p.parse_args()
     if args.decode:
         args.repeats = max(args.repeats, 50)
@@ -224,12 +227,14 @@ def main() -> None:
         f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}"
         f", fused {args.fused}"
     )
+    started = load()
     with fast_path_settings(fused=args.fused):
-        run(args)
+        rows = run(args)
+    write_record(args, rows, started)
 
 
-def run(args) -> None:
-    """The measurement ``args`` asks for, printed (and written to ``--json``)."""
+def run(args) -> list[dict]:
+    """The measurement ``args`` asks for, printed (and written to ``--json``); its rows."""
     if args.fr_memory:
         rows = bench_fr_memory(args)
         print(markdown(rows, ["path", "peak_MiB", "ms"]))
@@ -245,7 +250,9 @@ def run(args) -> None:
         print("\n".join(module_goals(rows)))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+            json.dump({"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                       "rows": rows}, f, indent=1)
+    return rows
 
 
 if __name__ == "__main__":

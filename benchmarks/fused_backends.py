@@ -21,9 +21,11 @@ import statistics
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from pathlib import Path
 
 import torch
 from attention import make_step, markdown  # benchmarks/attention.py, beside this script
+from records import add_record_options, load, write_record  # benchmarks/records.py, beside this script
 
 from synthformer.attention import SynthesizerAttention, fused
 from synthformer.attention.settings import fast_path_settings
@@ -93,7 +95,9 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
     p.add_argument("--json", help="write the rows to this JSON file")
+    add_record_options(p)
     args = p.parse_args()
+    started = load()
     if args.threads:
         torch.set_num_threads(args.threads)
     machine = platform.processor() or platform.machine()
@@ -104,7 +108,9 @@ def main() -> None:
     print(markdown(rows, ["config", "kind", "backend", "ms", "ratio_to_V", "vs_torch"]))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+            json.dump({"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                       "rows": rows}, f, indent=1)
+    write_record(args, rows, started)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import statistics
 import time
 
 import torch
+from records import add_record_options, load, write_record  # benchmarks/records.py, beside this script
 
 from synthformer.generate import LMStepper, beam_search_loop, greedy_loop
 from synthformer.hf import SynthesizerForCausalLM
@@ -83,7 +84,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help="a reduced model (d_model 64, 2 layers), batch 2, 16 new tokens, 1 repeat")
     parser.add_argument("--json", default=None, help="also write the rows to this file")
+    add_record_options(parser)
     args = parser.parse_args()
+    started = load()
     if args.quick:
         args.batch, args.new_tokens, args.repeats = 2, 16, 1
     if args.threads:
@@ -123,6 +126,7 @@ def main() -> None:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"rows": rows, "cache_bytes_per_token": cache_bytes, "threads": torch.get_num_threads(),
                        "preset": args.preset, "quick": args.quick}, f, indent=1)
+    write_record(args, rows, started, cache_bytes_per_token=cache_bytes, preset=args.preset, quick=args.quick)
 
 
 if __name__ == "__main__":

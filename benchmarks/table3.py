@@ -87,14 +87,17 @@ def trained_seconds(run_dir: Path, this_sitting: float) -> float:
 
 
 def record_result(path: Path, dataset: str, kind: str, run_dir: Path, extra: list[str], train_s: float,
-                  eval_s: float, seed: int = 0) -> None:
-    """Append one finished model's test metrics and times to the record (one line, flushed and synced)."""
+                  eval_s: float, seed: int = 0, shared_cpu: bool = False) -> None:
+    """Append one finished model's test metrics and times to the record (one line, flushed and synced), with the
+    command that reproduces it, the date and whether other work shared the CPU (``benchmarks/records.py``)."""
+    finished = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    command = f"python benchmarks/table3.py --datasets {dataset} --kinds {kind}" + (f" --seed {seed}" if seed else "")
     entry = {"dataset": dataset, "kind": kind, "seed": seed, "metrics": _metrics(run_dir),
              "train_seconds": round(train_s, 1),
              "eval_seconds": round(eval_s, 1), "overrides": extra, "config": CONFIGS[dataset],
              "commit": _commit(), "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
              "threads": int(os.environ.get("OMP_NUM_THREADS", "0")) or None,
-             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+             "finished": finished, "date": finished, "command": command, "shared_cpu": shared_cpu}
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as fh:  # one line per model: a kill leaves at most a torn last line
         fh.write(json.dumps(entry) + "\n")
@@ -107,7 +110,8 @@ def run_dir_of(runs: Path, dataset: str, kind: str, seed: int = 0) -> Path:
     return runs / (f"{dataset}_{kind}" if seed == 0 else f"{dataset}_{kind}_seed{seed}")
 
 
-def run_one(dataset: str, kind: str, runs: Path, extra: list[str], record: Path, seed: int = 0) -> None:
+def run_one(dataset: str, kind: str, runs: Path, extra: list[str], record: Path, seed: int = 0,
+            shared_cpu: bool = False) -> None:
     """Train (or resume) and evaluate one model unless it is recorded or evaluated already."""
     from synthformer.cli.main import main
 
@@ -131,7 +135,7 @@ def run_one(dataset: str, kind: str, runs: Path, extra: list[str], record: Path,
         raise SystemExit(f"evaluating {run_dir} failed")
     done = time.perf_counter()
     train_s = trained_seconds(run_dir, trained - start)
-    record_result(record, dataset, kind, run_dir, extra, train_s, done - trained, seed)
+    record_result(record, dataset, kind, run_dir, extra, train_s, done - trained, seed, shared_cpu)
     print(f"{run_dir}: trained in {train_s:.0f} s ({trained - start:.0f} s this sitting), evaluated in "
           f"{done - trained:.0f} s", flush=True)
 
@@ -275,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="train.seed of the models to train (default 0; N > 0 trains into <dataset>_<kind>_seedN)")
     p.add_argument("--record", type=Path, default=DEFAULT_RECORD,
                    help="the file of finished models' results (default: %(default)s)")
+    p.add_argument("--shared-cpu", action="store_true",
+                   help="record that other work (a second lane, tests) shared the CPU while these models trained")
     p.add_argument("--table-only", action="store_true", help="print the table of the finished runs only")
     p.add_argument("--plot", type=Path, default=None, metavar="PNG",
                    help="also draw each model's difference to V per dataset and metric into this PNG")
@@ -286,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.table_only:
         for dataset in args.datasets:
             for kind in args.kinds:
-                run_one(dataset, kind, args.runs, extra, args.record, args.seed)
+                run_one(dataset, kind, args.runs, extra, args.record, args.seed, args.shared_cpu)
     print(table(args.datasets, args.kinds, args.runs, args.record))
     if args.plot is not None:
         print(f"figure: {plot(args.datasets, args.kinds, args.record, args.plot)}")

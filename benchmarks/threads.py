@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from records import add_record_options, load, write_record  # benchmarks/records.py, beside this script
+
 # (name, processes, threads per process, OMP_WAIT_POLICY or None for the default)
 SCENARIOS: list[tuple[str, int, int | None, str | None]] = [
     ("1 process, default threads", 1, None, None),
@@ -83,6 +85,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per worker")
     parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    add_record_options(parser)
     args = parser.parse_args()
     if args.worker:
         worker(args.threads, args.seconds)
@@ -90,12 +93,15 @@ def main() -> None:
     print(f"cores: {os.cpu_count()}, {args.seconds:.0f} s per scenario after warm-up")
     print("| scenario | threads each | tokens/s per process | total tokens/s |")
     print("|---|---|---|---|")
+    started, rows = load(), []
     for name, procs, threads, policy in SCENARIOS:
         reports = scenario(procs, threads, policy, args.seconds)
         rates = [r["tokens_per_s"] for r in reports]
         per = " / ".join(f"{r:,.0f}" for r in rates)
         print(f"| {name} | {reports[0]['threads']} | {per} | {sum(rates):,.0f} "
               f"(median {statistics.median(rates):,.0f}) |", flush=True)
+        rows.append({"scenario": name, "threads": reports[0]["threads"], "tokens_per_s": rates})
+    write_record(args, rows, started)
 
 
 if __name__ == "__main__":

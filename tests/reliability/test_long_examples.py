@@ -53,8 +53,7 @@ def test_lra_listops_files_are_read_without_parentheses_as_lra_does(tmp_path: Pa
     """Found by the check above: the LRA-format reader kept "(" and ")" as tokens, so 81% of the shared sample's
     examples were longer than max_len 2000 and were silently cut."""
     from synthformer.data import ListOpsExample, write_listops_tsv
-    from synthformer.tasks import load_run_config
-    from synthformer.tasks import prepare_data
+    from synthformer.tasks import load_run_config, prepare_data
 
     source = "( ( [MAX 2 ) ( ( [MIN 4 ) 7 ) ] ) 9 ) ]"
     for split in ("train", "val"):

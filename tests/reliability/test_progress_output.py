@@ -30,8 +30,7 @@ def test_compare_runtime_is_one_measured_number(capsys) -> None:
 
 
 def test_a_run_without_a_progress_bar_logs_heartbeats_and_rounded_evaluations(tmp_path: Path, caplog) -> None:
-    from synthformer.tasks import train_run
-    from synthformer.tasks import RunConfig
+    from synthformer.tasks import RunConfig, train_run
     from synthformer.train import from_dict
     from synthformer.train.recording import format_metrics
 

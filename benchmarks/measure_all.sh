@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Every timing table of docs/benchmarks.md, measured in sequence and appended to benchmarks/results/bench_*.jsonl.
+# Run it on a QUIET machine (nothing else running: no tests, no training, no second lane), from the repository
+# root: `bash benchmarks/measure_all.sh` (about an hour, 45-75 minutes, on the 2-core development CPU).
+# Pass --shared-cpu as the first argument only to try it out: the entries then say the CPU was shared, and such
+# timings are not published. It also measures docs/reliability.md's "Threads" table.
+# Then `python benchmarks/docs_tables.py` rebuilds the tables that have builders, and the sections marked
+# <!-- unrecorded: pending re-run ... --> can become generated blocks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+SHARED=("$@")
+R=benchmarks/results
+TUNED=(env MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736)
+A=(python benchmarks/attention.py)
+
+# 1. the attention layer: the full tables (~15 min), issue 3's targets at L=256, L=512/1024, the allocator
+"${TUNED[@]}" "${A[@]}" --lengths 128 256 512 1024 --record $R/bench_module.jsonl "${SHARED[@]}"
+"${A[@]}" --lengths 256 --modes fwd+bwd --repeats 21 --warmup 3 --no-memory --kinds V R Fix FR D FD R+V D+V \
+    --record $R/bench_targets_l256.jsonl "${SHARED[@]}"
+"${A[@]}" --lengths 512 1024 --modes fwd+bwd --repeats 9 --warmup 2 --no-memory --kinds V R Fix FR D FD R+V D+V R+D \
+    --record $R/bench_l512_l1024.jsonl "${SHARED[@]}"
+ALLOC=(--lengths 1024 --modes fwd+bwd fwd --repeats 5 --warmup 1 --no-memory --kinds V D FD R+V D+V Conv)
+"${A[@]}" "${ALLOC[@]}" --record $R/bench_allocator.jsonl --name allocator-default "${SHARED[@]}"
+"${TUNED[@]}" "${A[@]}" "${ALLOC[@]}" --record $R/bench_allocator.jsonl --name allocator-tuned "${SHARED[@]}"
+"${TUNED[@]}" "${A[@]}" --lengths 256 --causal --modes fwd+bwd --no-memory --record $R/bench_causal.jsonl "${SHARED[@]}"
+"${TUNED[@]}" "${A[@]}" --lengths 256 --dtype bf16 --modes fwd+bwd fwd --no-memory --record $R/bench_bf16.jsonl \
+    "${SHARED[@]}"
+"${A[@]}" --fr-memory --record $R/bench_fr_memory.jsonl "${SHARED[@]}"
+
+# 2. incremental decoding
+"${A[@]}" --decode --contexts 128 256 512 1024 --record $R/bench_decode.jsonl "${SHARED[@]}"
+
+# 3. the paper's Table 4 at model level, fp32 (~5.5 min) and bf16
+python benchmarks/record_bench.py --record $R/bench_model.jsonl "${SHARED[@]}" -- --preset lm-base --vocab-size 8000
+python benchmarks/record_bench.py --record $R/bench_model_bf16.jsonl "${SHARED[@]}" -- --preset lm-base \
+    --vocab-size 8000 --bf16
+
+# 4. Hugging Face generate() against the native loops (needs the hf extra)
+python benchmarks/hf_generate.py --threads 2 --record $R/bench_hf_generate.jsonl "${SHARED[@]}"
+
+# 5. the fused materialized path: issue 15's goals (~3 min) and the backends of a fused block
+"${TUNED[@]}" "${A[@]}" --goals --record $R/bench_goals.jsonl "${SHARED[@]}"
+"${TUNED[@]}" python benchmarks/fused_backends.py --record $R/bench_fused_backends.jsonl "${SHARED[@]}"
+
+# docs/reliability.md's "Threads" table: 1 to 3 training processes sharing the cores (~3 min)
+python benchmarks/threads.py --seconds 20 --record $R/bench_threads.jsonl "${SHARED[@]}"
+echo "recorded: $(ls $R/bench_*.jsonl | tr '\n' ' ')"
