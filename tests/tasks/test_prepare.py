@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from synthformer.common.config import from_dict
-from synthformer.data import ByteTokenizer, SentinelTokenizer
+from synthformer.data import ByteTokenizer, DataError, SentinelTokenizer
 from synthformer.data.prepared import PreparedCorpus
 from synthformer.data.prepared import writer as shard_writer
 from synthformer.tasks import TaskConfig, load_raw_data
-from synthformer.tasks.preparing import PrepareError, prepare_corpus
+from synthformer.tasks.preparing import PrepareError, check_prepared, prepare_corpus
 from synthformer.train import ConfigError
 
 from .helpers import LM_TEXT, glue_dir, summarization_config
@@ -73,7 +73,7 @@ def test_workers_and_byte_ranges_do_not_change_the_shards(tmp_path: Path) -> Non
     text.write_text("\n\n".join(" ".join(WORDS[i:i + 7]) for i in range(60)) + "\n")
     task = _task(type="lm", train=str(text), valid_fraction=0.1, tokenizer="char")
     one = prepare_corpus(task, tmp_path / "one", unit_bytes=400, shard_tokens=300)
-    two = prepare_corpus(task, tmp_path / "two", unit_bytes=400, shard_tokens=300, workers=2)
+    prepare_corpus(task, tmp_path / "two", unit_bytes=400, shard_tokens=300, workers=2)
     assert one.units > 3 and _shard_bytes(tmp_path / "one") == _shard_bytes(tmp_path / "two")
     assert _manifest(tmp_path / "one") == _manifest(tmp_path / "two")
     corpus = PreparedCorpus.open(tmp_path / "one")
@@ -118,6 +118,22 @@ def test_full_disk_says_what_is_needed_and_rerun_continues(tmp_path: Path, monke
             prepare_corpus(task, tmp_path / "out", shard_tokens=150)
     assert prepare_corpus(task, tmp_path / "out", shard_tokens=150).status == "resumed"
     PreparedCorpus.open(tmp_path / "out").verify()
+
+
+def test_a_rerun_rewrites_damaged_shards(tmp_path: Path) -> None:
+    task = _task(type="lm", train=_c4(tmp_path / "c4"), valid_fraction=0.2, tokenizer="char")
+    prepare_corpus(task, tmp_path / "out", shard_tokens=150)
+    good = _shard_bytes(tmp_path / "out")
+    truncated, corrupt = tmp_path / "out" / "train-00001.text.bin", tmp_path / "out" / "train-00002.text.idx.npy"
+    truncated.write_bytes(truncated.read_bytes()[:-5])
+    corrupt.write_bytes(corrupt.read_bytes()[:-1] + b"\xff")
+    with pytest.raises(DataError, match=r"train-00001\.text\.bin: .*\(truncated"):
+        check_prepared(tmp_path / "out")
+    assert prepare_corpus(task, tmp_path / "out", shard_tokens=150).status == "repaired"  # sizes: the truncated one
+    with pytest.raises(DataError, match="train-00002.text.idx.npy: checksum mismatch"):
+        check_prepared(tmp_path / "out")
+    assert prepare_corpus(task, tmp_path / "out", shard_tokens=150, verify=True).status == "repaired"
+    assert _shard_bytes(tmp_path / "out") == good and not (tmp_path / "out" / ".parts").exists()
 
 
 def test_another_prepare_in_out_is_refused_unless_overwrite(tmp_path: Path) -> None:
