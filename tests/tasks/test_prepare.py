@@ -139,6 +139,8 @@ def test_a_rerun_rewrites_damaged_shards(tmp_path: Path) -> None:
 def test_another_prepare_in_out_is_refused_unless_overwrite(tmp_path: Path) -> None:
     task = _task(type="lm", train=_c4(tmp_path / "c4"), valid_fraction=0.2, tokenizer="char")
     prepare_corpus(task, tmp_path / "out")
+    longer = _task(**{**task.__dict__, "max_len": 7})  # a training setting: the same prepare
+    assert prepare_corpus(longer, tmp_path / "out").status == "complete"
     other = ByteTokenizer().save(tmp_path / "byte.json")
     with pytest.raises(PrepareError, match=r"holds a different prepare \(differs in: tokenizer\)"):
         prepare_corpus(task, tmp_path / "out", tokenizer=str(other))

@@ -8,7 +8,6 @@ so the shards do not depend on the number of processes, and a re-run redoes only
 
 from __future__ import annotations
 
-import dataclasses
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,6 +32,10 @@ from ..run.task_config import TaskConfig
 __all__ = ["Context", "Plan", "Unit", "make_plan", "unit_records"]
 
 _SPLITS = ("train", "valid", "test")
+#: Task settings that shape training examples, not the prepared tokens: a re-run that changes only these continues
+#: (or finds done) the same prepare.
+_TRAINING_ONLY = frozenset({"max_len", "max_target_len", "stride", "overflow", "train_limit", "eval_limit",
+                            "prepared"})
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
     context = Context(str(folder), task, layout, tuple(task.task_type.prepared_fields(task)), "uint32",
                       shard_tokens, text_unit, valid_fraction, test_fraction)
     identity = {
-        "task": to_dict(dataclasses.replace(task)),
+        "task": {k: v for k, v in to_dict(task).items() if k not in _TRAINING_ONLY},
         "tokenizer": tokenizer_id,
         "sources": {s: [[e["path"], e["size"], e["mtime"]] for e in entries] for s, entries in sources.items()},
         "shard_tokens": shard_tokens,
