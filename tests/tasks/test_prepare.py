@@ -110,6 +110,28 @@ def test_resume_after_a_fault_is_byte_identical(tmp_path: Path, monkeypatch: pyt
     assert prepare_corpus(task, tmp_path / "cut", shard_tokens=150).status == "complete"
 
 
+def test_a_killed_worker_stops_the_prepare_and_a_rerun_continues(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    task = _task(type="lm", train=_c4(tmp_path / "c4", files=4), valid_fraction=0.2, tokenizer="char")
+    prepare_corpus(task, tmp_path / "clean", shard_tokens=150, workers=2)
+    real = shard_writer.write_bytes
+
+    def write(fh: Any, data: bytes) -> None:  # forked workers inherit it: the one writing the 3rd unit dies
+        if "u00002" in str(getattr(fh, "name", "")):
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(fh, data)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(shard_writer, "write_bytes", write)
+        with pytest.raises(PrepareError, match="worker process died .* re-run the same command"):
+            prepare_corpus(task, tmp_path / "cut", shard_tokens=150, workers=2)
+    assert prepare_corpus(task, tmp_path / "cut", shard_tokens=150, workers=2).status == "resumed"
+    assert _shard_bytes(tmp_path / "cut") == _shard_bytes(tmp_path / "clean")
+
+
 def test_full_disk_says_what_is_needed_and_rerun_continues(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     task = _task(type="lm", train=_c4(tmp_path / "c4"), valid_fraction=0.2, tokenizer="char")
     with monkeypatch.context() as patch:
