@@ -242,6 +242,22 @@ def test_hf_streaming_through_datasets(tmp_path: Path) -> None:
     assert corpus.tokenizer().decode(corpus.split("train").document(29)) == " ".join(WORDS[29:35])
 
 
+def test_hf_sliced_splits_are_the_rows_datasets_gives(tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"text": f"row {i}"}) + "\n" for i in range(30)))
+    files = {"data_files": str(rows)}
+    task = _task(type="lm", hf_name="json", hf_options=files, hf_splits={"train": "train[:85%]",
+                                                                          "valid": "train[85%:]"}, tokenizer="byte")
+    corpus = PreparedCorpus.open(prepare_corpus(task, tmp_path / "out").folder)
+    tok = corpus.tokenizer()
+    for ours, theirs in task.hf_splits.items():
+        rows_read = datasets.load_dataset("json", split=theirs, cache_dir=str(tmp_path / "cache"), **files)
+        want = [r["text"] for r in rows_read]
+        split = corpus.split(ours)
+        assert [tok.decode(split.document(i)) for i in range(len(split))] == want
+
+
 def test_the_tokenizer_sample_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import synthformer.tasks.preparing.tokenizer as tokenizer_module
 

@@ -15,7 +15,7 @@ __all__ = ["register", "run"]
 
 _EPILOG = """\
 examples:
-  synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --workers 8 \\
+  synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --workers 8 task.hf_name=null \\
       task.train="c4/en/c4-train.*-of-01024.json.gz" task.valid="c4/en/c4-validation.0000*-of-00008.json.gz"
   synthformer prepare configs/lm_tiny_shakespeare.yaml --out prepared/shakespeare --text-unit file
   synthformer prepare configs/t5_cpu_pretrain_imdb.yaml --out prepared/imdb --tokenizer runs/t5/tokenizer.json
