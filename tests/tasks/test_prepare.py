@@ -238,7 +238,8 @@ def test_hf_streaming_through_datasets(tmp_path: Path) -> None:
     manifest = prepare_corpus(task, tmp_path / "out").manifest
     corpus = PreparedCorpus.open(tmp_path / "out")
     assert manifest["splits"]["train"]["documents"] == 30
-    assert manifest["sources"]["train"][0]["path"] == "hf:json[train]"
+    hf, local = manifest["sources"]["train"]
+    assert hf["path"] == "hf:json[train]" and local["path"] == str(rows.resolve()) and len(local["sha256"]) == 64
     assert corpus.tokenizer().decode(corpus.split("train").document(29)) == " ".join(WORDS[29:35])
 
 

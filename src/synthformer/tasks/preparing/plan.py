@@ -139,6 +139,23 @@ def _file_units(task: TaskConfig, layout: str, text_unit: str, unit_bytes: int,
     return out, layout == "documents"
 
 
+def _local_data_files(task: TaskConfig, split: str) -> list[Path]:
+    """The local files behind a Hugging Face split (``hf_options.data_files`` of the generic builders), so that the
+    manifest fingerprints them; remote ones and patterns that match nothing are left out."""
+    data_files = task.hf_options.get("data_files")
+    if isinstance(data_files, dict):
+        data_files = data_files.get(split.split("[")[0])
+    patterns = [data_files] if isinstance(data_files, str) else list(data_files or [])
+    found: list[Path] = []
+    for pattern in patterns:
+        if isinstance(pattern, str) and "://" not in pattern:
+            try:
+                found.extend(p for p in expand_glob(pattern) if p not in found)
+            except DataError:
+                continue  # datasets reports it, as it would without prepare
+    return found
+
+
 def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], shard_tokens: int, unit_bytes: int,
               text_unit: str) -> Plan:
     """The plan of preparing ``task`` into ``folder`` (``tokenizer_id``: what identifies the tokenizer: a file's
@@ -153,10 +170,14 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
     sources: dict[str, list[dict[str, Any]]] = {}
     if task.hf_name is not None:
         by_split = {ours: theirs for ours, theirs in task.hf_splits.items()}
+        hashed: set[str] = set()
         for ours, theirs in by_split.items():
-            units.append(Unit(len(units), ours, "hf", theirs))
+            local = [file_stat(p) for p in _local_data_files(task, theirs)]
+            hashes = tuple(e["path"] for e in local if e["path"] not in hashed)
+            hashed.update(hashes)
+            units.append(Unit(len(units), ours, "hf", theirs, hash_files=hashes))
             sources[ours] = [{"path": f"hf:{task.hf_name}" + (f"/{task.hf_config}" if task.hf_config else "")
-                              + f"[{theirs}]", "size": None, "mtime": None, "sha256": None}]
+                              + f"[{theirs}]", "size": None, "mtime": None, "sha256": None}, *local]
         given = set(by_split)
     else:
         by_split, own_reader = _file_units(task, layout, text_unit, unit_bytes)
