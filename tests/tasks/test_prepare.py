@@ -205,6 +205,22 @@ def test_pairs_are_the_in_memory_readers_pairs(tmp_path: Path) -> None:
         assert got == want
 
 
+def test_parallel_files_by_prefix(tmp_path: Path) -> None:
+    pairs = [("ein haus", "a house"), ("zwei katzen", "two cats"), ("der hund", "the dog"), ("ein baum", "a tree")]
+    (tmp_path / "train.de").write_text("".join(f"{s}\n" for s, _ in pairs * 3))
+    (tmp_path / "train.en").write_text("".join(f"{t}\n" for _, t in pairs * 3))
+    task = _task(type="seq2seq", train=str(tmp_path / "train"), format="parallel", source_lang="de",
+                 target_lang="en", valid_fraction=0.3, tokenizer="char")
+    manifest = prepare_corpus(task, tmp_path / "out").manifest
+    assert [Path(s["path"]).name for s in manifest["sources"]["train"]] == ["train.de", "train.en"]
+    corpus = PreparedCorpus.open(tmp_path / "out")
+    tok = corpus.tokenizer()
+    got = {(tok.decode(sp.document(i, "source")), tok.decode(sp.document(i, "target")))
+           for sp in (corpus.split("train"), corpus.split("valid")) for i in range(len(sp))}
+    counts = [manifest["splits"][split]["documents"] for split in ("train", "valid")]
+    assert got == set(pairs) and sum(counts) == 12 and min(counts) > 0
+
+
 def test_text_to_text_one_split_per_task_and_dev_set(tmp_path: Path) -> None:
     task = _task(type="text_to_text", train=str(glue_dir(tmp_path)), options={"tasks": ["rte", "sst2"]},
                  tokenizer="char")
