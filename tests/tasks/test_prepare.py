@@ -166,7 +166,9 @@ def test_another_prepare_in_out_is_refused_unless_overwrite(tmp_path: Path) -> N
     other = ByteTokenizer().save(tmp_path / "byte.json")
     with pytest.raises(PrepareError, match=r"holds a different prepare \(differs in: tokenizer\)"):
         prepare_corpus(task, tmp_path / "out", tokenizer=str(other))
-    assert prepare_corpus(task, tmp_path / "out", shard_tokens=99, overwrite=True).status == "prepared"
+    byte = prepare_corpus(task, tmp_path / "out", tokenizer=str(other), overwrite=True)  # the new tokenizer is used
+    assert byte.status == "prepared" and byte.manifest["tokenizer"]["kind"] == "byte"
+    assert PreparedCorpus.open(tmp_path / "out").split("train").document(0)[0] == ord("d") + 4  # "def ...", byte ids
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(PrepareError, match="not empty and holds no prepare"):
