@@ -115,7 +115,7 @@ def _check_type(task: TaskConfig) -> str:
     return layout
 
 
-def _holdout(task: TaskConfig, given: set[str]) -> tuple[float, float]:
+def _holdout(task: TaskConfig, given: list[str]) -> tuple[float, float]:
     valid = 0.0
     if "valid" not in given:
         if task.valid_fraction == 0:
@@ -126,8 +126,7 @@ def _holdout(task: TaskConfig, given: set[str]) -> tuple[float, float]:
     return valid, test
 
 
-def _file_units(task: TaskConfig, layout: str, text_unit: str, unit_bytes: int,
-                ) -> tuple[dict[str, list[tuple[str, list[str]]]], bool]:
+def _file_units(task: TaskConfig, layout: str) -> tuple[dict[str, list[tuple[str, list[str]]]], bool]:
     """Split -> sources (key, files) of a file-based task, and whether prepare reads them itself (documents)."""
     own = task.task_type.prepared_sources(task)
     if own is not None:
@@ -178,9 +177,9 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
             units.append(Unit(len(units), ours, "hf", theirs, hash_files=hashes))
             sources[ours] = [{"path": f"hf:{task.hf_name}" + (f"/{task.hf_config}" if task.hf_config else "")
                               + f"[{theirs}]", "size": None, "mtime": None, "sha256": None}, *local]
-        given = set(by_split)
+        given = list(by_split)
     else:
-        by_split, own_reader = _file_units(task, layout, text_unit, unit_bytes)
+        by_split, own_reader = _file_units(task, layout)
         for split, entries in by_split.items():
             sources[split] = []
             for key, files in entries:
@@ -194,7 +193,7 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
                     size = sum(s["size"] for s in stats)
                     units.append(Unit(len(units), split, "file" if own_reader else "examples", key, 0, None, size,
                                       hashes))
-        given = set(by_split)
+        given = list(by_split)  # a list: the manifest's split order must not depend on string hashing
     if "train" not in given and not any(s.startswith("train.") for s in given):
         raise ConfigError("task.train: prepare needs training data")
     own_splits = not set(given) <= set(_SPLITS)
