@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import shutil
+import signal
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -44,6 +45,9 @@ def _init_worker(queue: Any) -> None:
     global _QUEUE
     _QUEUE = queue
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one process per unit already uses the cores
+    # Ctrl-C reaches the whole process group: the main process stops the workers, which would otherwise each print
+    # a KeyboardInterrupt traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _pool_unit(ctx: Context, unit: Unit) -> dict[str, Any]:
