@@ -249,16 +249,23 @@ def test_every_preparable_type_names_a_known_layout() -> None:
 
 def test_hf_streaming_through_datasets(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
-    rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(json.dumps({"text": " ".join(WORDS[i:i + 6])}) + "\n" for i in range(30)))
-    task = _task(type="lm", hf_name="json", hf_options={"data_files": {"train": str(rows), "valid": str(rows)}},
+    files = [tmp_path / "rows-0.jsonl", tmp_path / "rows-1.jsonl"]
+    for k, path in enumerate(files):
+        lines = [json.dumps({"text": " ".join(WORDS[i:i + 6])}) for i in range(15 * k, 15 * k + 15)]
+        path.write_text("".join(f"{line}\n" for line in lines))
+    task = _task(type="lm", hf_name="json", hf_options={"data_files": {"train": [str(f) for f in files],
+                                                                       "valid": str(files[0])}},
                  hf_splits={"train": "train", "valid": "valid"}, tokenizer="byte")
-    manifest = prepare_corpus(task, tmp_path / "out").manifest
+    result = prepare_corpus(task, tmp_path / "out", workers=2)
+    manifest = result.manifest
     corpus = PreparedCorpus.open(tmp_path / "out")
-    assert manifest["splits"]["train"]["documents"] == 30
-    hf, local = manifest["sources"]["train"]
-    assert hf["path"] == "hf:json[train]" and local["path"] == str(rows.resolve()) and len(local["sha256"]) == 64
-    assert corpus.tokenizer().decode(corpus.split("train").document(29)) == " ".join(WORDS[29:35])
+    assert result.units == 3 and manifest["splits"]["train"]["documents"] == 30  # a unit per file of the split
+    hf, *local = manifest["sources"]["train"]
+    assert hf["path"] == "hf:json[train]" and [e["path"] for e in local] == [str(f.resolve()) for f in files]
+    assert all(len(e["sha256"]) == 64 for e in local)
+    train = corpus.split("train")
+    assert [corpus.tokenizer().decode(train.document(i)) for i in (0, 29)] == [" ".join(WORDS[0:6]),
+                                                                               " ".join(WORDS[29:35])]
 
 
 def test_hf_sliced_splits_are_the_rows_datasets_gives(tmp_path: Path) -> None:

@@ -285,23 +285,39 @@ def _bound(text: str | None, default: int, count: Callable[[], int]) -> int:
     return value + count() if value < 0 else value
 
 
-def iter_hf(name: str, split: str, fields: Sequence[str], *, config: str | None = None,
-            options: dict[str, Any] | None = None) -> Iterator[Record]:
-    """``(row, texts)`` of a Hugging Face data set read with ``streaming=True`` (nothing is downloaded whole or
-    cached: memory stays flat). Works offline on local files through the generic builders (``"json"`` with
-    ``data_files``). A sliced split (``train[:96%]``, ``validation[1000:]``) is read as ``datasets`` would read it
-    without streaming; a percent or negative boundary needs the row count: from the data set's info, else from a
-    first pass over the stream."""
+def _stream(name: str, split: str, config: str | None, options: dict[str, Any] | None) -> Any:
     try:
         import datasets
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("preparing a Hugging Face data set needs the optional 'datasets' package: "
                           "pip install datasets") from exc
     kwargs = {k: v for k, v in (options or {}).items() if k != "streaming"}
+    return datasets.load_dataset(name, config, split=split, streaming=True, **kwargs)
+
+
+def hf_shards(name: str, split: str, *, config: str | None = None, options: dict[str, Any] | None = None) -> int:
+    """How many shards (files) a split streams from, so that processes can share it; 1 for a sliced split (read
+    as one stream, to slice it as ``datasets`` does)."""
+    if _SLICE.match(split.replace(" ", "")):
+        return 1
+    return max(int(getattr(_stream(name, split, config, options), "n_shards", 1) or 1), 1)
+
+
+def iter_hf(name: str, split: str, fields: Sequence[str], *, config: str | None = None,
+            options: dict[str, Any] | None = None, shard: tuple[int, int] = (0, 1)) -> Iterator[Record]:
+    """``(row, texts)`` of a Hugging Face data set read with ``streaming=True`` (nothing is downloaded whole or
+    cached: memory stays flat). Works offline on local files through the generic builders (``"json"`` with
+    ``data_files``). ``shard = (index, count)`` reads one of ``count`` contiguous parts (by file, see
+    :func:`hf_shards`); rows are then numbered ``index * 10**12 + row``. A sliced split (``train[:96%]``,
+    ``validation[1000:]``) is read as ``datasets`` would read it without streaming; a percent or negative boundary
+    needs the row count: from the data set's info, else from a first pass over the stream."""
     sliced = _SLICE.match(split.replace(" ", ""))
     base = sliced.group("name") if sliced else split
-    stream = datasets.load_dataset(name, config, split=base, streaming=True, **kwargs)
-    start, stop = 0, None
+    stream = _stream(name, base, config, options)
+    index, count_shards = shard
+    if count_shards > 1:
+        stream = stream.shard(num_shards=count_shards, index=index, contiguous=True)
+    start, stop = index * 10**12, None
     if sliced:
         known: list[int] = []
 

@@ -21,6 +21,7 @@ from synthformer.data.prepared.sources import (
     expand_glob,
     file_ranges,
     file_stat,
+    hf_shards,
     iter_file,
     iter_hf,
     splittable,
@@ -40,7 +41,8 @@ _TRAINING_ONLY = frozenset({"max_len", "max_target_len", "stride", "overflow", "
 
 @dataclass(frozen=True)
 class Unit:
-    """One piece of work: the examples of ``source`` (bytes ``[start, stop)`` of it, for a range)."""
+    """One piece of work: the examples of ``source`` (bytes ``[start, stop)`` of it, for a range; for a data set
+    split, part ``start`` of ``stop``)."""
 
     index: int
     split: str
@@ -174,7 +176,9 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
             local = [file_stat(p) for p in _local_data_files(task, theirs)]
             hashes = tuple(e["path"] for e in local if e["path"] not in hashed)
             hashed.update(hashes)
-            units.append(Unit(len(units), ours, "hf", theirs, hash_files=hashes))
+            count = hf_shards(str(task.hf_name), theirs, config=task.hf_config, options=task.hf_options)
+            for i in range(count):  # one unit per part of the split (its files): processes share a big split
+                units.append(Unit(len(units), ours, "hf", theirs, i, count, hash_files=hashes if i == 0 else ()))
             sources[ours] = [{"path": f"hf:{task.hf_name}" + (f"/{task.hf_config}" if task.hf_config else "")
                               + f"[{theirs}]", "size": None, "mtime": None, "sha256": None}, *local]
         given = list(by_split)
@@ -222,7 +226,7 @@ def unit_records(ctx: Context, unit: Unit, progress: Any = None) -> Iterator[tup
                             text_unit=ctx.text_unit, progress=progress)
     elif unit.kind == "hf":
         records = iter_hf(str(task.hf_name), unit.source, ctx.record_fields, config=task.hf_config,
-                          options=task.hf_options)
+                          options=task.hf_options, shard=(unit.start, unit.stop or 1))
     else:
         records = iter(task.task_type.prepared_examples(task, unit.source))
     pairs = ctx.layout == "pairs" and unit.kind != "examples"  # the types' readers strip and check themselves
