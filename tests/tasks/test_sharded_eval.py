@@ -53,3 +53,24 @@ def test_two_processes_evaluate_like_one(tmp_path):
     for task in ("lm", "seq2seq"):
         assert two[task]["loss"] == pytest.approx(one[task]["loss"], rel=1e-5), task
     assert two["lm"]["bits_per_character"] == pytest.approx(one["lm"]["bits_per_character"], rel=1e-5)
+
+
+def test_trainer_eval_sample_is_the_one_process_sample():
+    """The trainer's own eval loss (``eval_data``) scores the first ``eval_steps x batch_size`` examples (or
+    batches of an iterable), whatever the number of processes that then share them."""
+    from synthformer.train.evaluation import eval_sample
+    from synthformer.train.loader import eval_batches
+
+    data = list(range(20))
+    sample = eval_sample(data, eval_steps=2, batch_size=3)
+    assert list(sample) == list(range(6)) and eval_sample(data, 0, 3) is data and eval_sample(data, 9, 3) is data
+    parts = [sorted(int(x) for b in eval_batches(sample, batch_size=3, rank=r, world_size=2) for x in b)
+             for r in (0, 1)]
+    assert sorted(parts[0] + parts[1]) == list(range(6)) and not set(parts[0]) & set(parts[1])
+
+    class Batches:  # an iterable of ready batches (no __len__): its first eval_steps batches, on every pass
+        def __iter__(self):
+            return iter([{"x": i} for i in range(5)])
+
+    limited = eval_sample(Batches(), eval_steps=2, batch_size=3)
+    assert [b["x"] for b in limited] == [0, 1] and [b["x"] for b in limited] == [0, 1]
