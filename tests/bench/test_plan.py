@@ -80,6 +80,15 @@ def test_cli_dry_run_of_a_huge_untokenizable_corpus_takes_a_second(tmp_path, cap
     assert plan["data"]["sources"][0]["bytes"] == 2**30 and plan["memory_formula"].startswith("memory per process")
 
 
+def test_bf16_activations_are_traced_in_bf16(tmp_path):
+    """torch.autocast leaves meta tensors alone: the plan casts the inputs of the ops autocast runs in bf16."""
+    task = {"type": "lm", "generator": "pystdlib", "max_len": 64}
+    fp32, bf16 = (plan_run(run_config(tmp_path, task, bf16=flag)) for flag in (False, True))
+    assert bf16.memory_method == fp32.memory_method == "traced"
+    assert 0.5 * fp32.memory["activations"] < bf16.memory["activations"] < fp32.memory["activations"]
+    assert bf16.memory["weights"] == fp32.memory["weights"] and bf16.flops_per_step == fp32.flops_per_step
+
+
 def test_missing_training_file_is_fatal(tmp_path, capsys):
     config = tmp_path / "lm.yaml"
     config.write_text(json.dumps({"task": {"type": "lm", "train": str(tmp_path / "gone.txt"), "valid_fraction": 0.1},

@@ -14,13 +14,16 @@ Memory per process (the formula :data:`MEMORY_FORMULA` states, printed under the
   row and a column vector of 4-byte values per matrix and a full vector per 1-D parameter;
 * weights, gradients and optimizer state divided by the processes under ``train.distributed: fsdp``;
 * activations: the bytes of the tensors autograd keeps for the backward pass of one micro-batch, traced on the
-  meta device (each tensor once, parameters excluded, bf16 where autocast computes in bf16). Where the model
-  cannot run on the meta device, the formula of Korthikanti et al. (2022) per layer, ``tokens x (34 d + 5 h L)``
-  bytes in 16-bit (twice that in fp32), and the FLOPs as ``6 x parameters x tokens``; the plan says which.
+  meta device (each tensor once, parameters excluded, bf16 where autocast computes in bf16: ``torch.autocast``
+  does not act on meta tensors, so :class:`_MetaAutocast` casts the inputs of the ops it would run in bf16).
+  Where the model cannot run on the meta device, the formula of Korthikanti et al. (2022) per layer,
+  ``tokens x (34 d + 5 h L)`` bytes in 16-bit (twice that in fp32), and the FLOPs as ``6 x parameters x tokens``;
+  the plan says which.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -29,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 
 from synthformer.models import ModelConfig, build_model
 from synthformer.tasks import RunConfig
@@ -189,7 +194,7 @@ def _trace(model: nn.Module, batch: dict[str, Tensor], bf16: bool) -> tuple[int 
         return t
 
     def step() -> None:
-        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+        autocast = _MetaAutocast() if bf16 else contextlib.nullcontext()
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
             loss = model(**batch)["loss"]
         loss.backward()
@@ -200,6 +205,24 @@ def _trace(model: nn.Module, batch: dict[str, Tensor], bf16: bool) -> tuple[int 
         logger.info("the model does not run on the meta device (%s): FLOPs and activations estimated", err)
         return None, 0, "estimate"
     return flops, sum(saved.values()), "counted"
+
+
+class _MetaAutocast(TorchFunctionMode):
+    """bf16 autocast for meta tensors, which ``torch.autocast`` leaves alone: the ops CPU autocast runs in bf16
+    (matrix products, convolutions, attention) get their floating-point inputs cast to bf16, so the traced
+    activations are the bf16 copies and outputs a real bf16 run keeps; everything else runs as given."""
+
+    LOWER = frozenset({F.linear, torch.matmul, Tensor.matmul, Tensor.__matmul__, torch.bmm, Tensor.bmm, torch.mm,
+                       torch.addmm, torch.baddbmm, F.conv1d, F.conv2d, F.scaled_dot_product_attention})
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if func in self.LOWER:
+            def cast(x: Any) -> Any:
+                return x.to(torch.bfloat16) if isinstance(x, Tensor) and x.is_floating_point() else x
+            args = tuple(cast(a) for a in args)
+            kwargs = {k: cast(v) for k, v in kwargs.items()}
+        return func(*args, **kwargs)
 
 
 def _formula_activations(model: nn.Module, config: ModelConfig, batch: dict[str, Tensor], bf16: bool) -> int:
