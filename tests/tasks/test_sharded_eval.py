@@ -25,6 +25,12 @@ def test_shard_parts_cover_the_sample_in_order():
     assert whole.part(items) is items and whole.sum(1.5, 2) == (1.5, 2) and whole.concat(["a"]) == ["a"]
     with pytest.raises(ValueError, match="rank 2 of world_size 2"):
         EvalShard(2, 2)
+    # the trainer passes its shard to eval functions that take one (the pipeline's), others run as before
+    from synthformer.tasks.run.evaluation import EvalFn
+    from synthformer.train.sharding import accepts_shard
+
+    assert accepts_shard(EvalFn(lambda model, shard: {})) and accepts_shard(lambda model, **kw: {})
+    assert not accepts_shard(lambda model: {}) and not accepts_shard(print)
 
 
 def test_two_processes_evaluate_like_one(tmp_path):
