@@ -178,3 +178,12 @@ def test_prepared_pairs_that_would_be_truncated(tmp_path):
     assert plan.data.examples_per_epoch == 10  # a pair is an example
     assert [w for w in plan.warnings if "longest source has 40 tokens, task.max_len is 16" in w]
     assert not [w for w in plan.warnings if "longest target" in w]
+
+
+def test_positions_shorter_than_the_task_are_fatal(tmp_path, capsys):
+    config = tmp_path / "lm.yaml"
+    config.write_text(json.dumps({"task": {"type": "lm", "generator": "pystdlib", "max_len": 64},
+                                  "model": TINY_MODEL}))
+    assert main(["train", str(config), "--dry-run", "model.max_len=32"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "model.max_len: must be an integer >= 64" in err[0]
