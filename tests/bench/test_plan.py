@@ -187,3 +187,12 @@ def test_positions_shorter_than_the_task_are_fatal(tmp_path, capsys):
     assert main(["train", str(config), "--dry-run", "model.max_len=32"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "model.max_len: must be an integer >= 64" in err[0]
+
+
+def test_a_resumed_run_plans_with_its_own_vocabulary(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "model_config.json").write_text(json.dumps({"arch": "lm", "vocab_size": 777}))
+    run = run_config(tmp_path, {"type": "lm", "generator": "pystdlib", "max_len": 16})
+    plan = plan_run(run, run_dir=tmp_path / "run")
+    assert plan.vocab_size == 777 and plan.vocab_source.endswith("model_config.json")
+    assert plan_run(run).vocab_size != 777

@@ -113,7 +113,7 @@ def plan_run(run: RunConfig, *, config: str = "", processes: int = 1, run_dir: s
     warnings: list[str] = []
     errors: list[str] = []
     data = plan_data(run, processes=processes, run_dir=run_dir, warnings=warnings, errors=errors)
-    vocab_size, vocab_source, num_classes = plan_vocabulary(run, data)
+    vocab_size, vocab_source, num_classes = plan_vocabulary(run, data, run_dir)
     model_config = resolve_model_config(run, vocab_size, num_classes)
     model = _meta_model(model_config)
     params = list(model.parameters())

@@ -261,14 +261,21 @@ def _check_lengths(run: RunConfig, manifest: dict[str, Any], warnings: list[str]
                                 "examples would be truncated")
 
 
-def plan_vocabulary(run: RunConfig, data: DataPlan) -> tuple[int, str, int]:
-    """(vocabulary size, where it comes from, classes) for sizing the model without building the tokenizer."""
+def plan_vocabulary(run: RunConfig, data: DataPlan, run_dir: str | Path | None = None) -> tuple[int, str, int]:
+    """(vocabulary size, where it comes from, classes) for sizing the model without building the tokenizer: a
+    prepared corpus's tokenizer, the model config of the run directory (a resumed run) or of ``init_from``, a
+    generator's fixed vocabulary, else the tokenizer settings (an upper bound, or a guess for ``char``)."""
     task = run.task
     classes = 2  # from the training labels in a real run: the output layer only
     note = "; classes: from the training labels (2 assumed)" if "num_classes" in task.task_type.model_fields(2) else ""
     tok = (data.prepared or {}).get("tokenizer") or {}
     if tok.get("vocab_size"):
         return int(tok["vocab_size"]), "the prepared corpus's tokenizer" + note, classes
+    for folder in (run_dir, run.init_from):
+        path = RunDir(folder).model_config_path if folder is not None else None
+        if path is not None and path.is_file():
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            return int(saved["vocab_size"]), f"{path}", int(saved.get("num_classes") or classes)
     if task.generator is not None and get_generator(task.generator)[0].fixed_vocabulary:
         return get_generator(task.generator)[0].tokenizer().vocab_size, "the generator's vocabulary" + note, classes
     kind = task.tokenizer_kind
