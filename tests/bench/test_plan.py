@@ -89,6 +89,19 @@ def test_bf16_activations_are_traced_in_bf16(tmp_path):
     assert bf16.memory["weights"] == fp32.memory["weights"] and bf16.flops_per_step == fp32.flops_per_step
 
 
+def test_a_failing_bf16_trace_is_redone_in_fp32(tmp_path, monkeypatch):
+    from synthformer.bench import plan as plan_module
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("expected scalar type torch.float32 but found torch.bfloat16")
+
+    monkeypatch.setattr(plan_module._MetaAutocast, "__torch_function__", fail)
+    task = {"type": "lm", "generator": "pystdlib", "max_len": 64}
+    fp32, bf16 = (plan_run(run_config(tmp_path, task, bf16=flag)) for flag in (False, True))
+    assert bf16.memory_method == "traced in fp32" and bf16.flops_method == "counted"
+    assert bf16.memory == fp32.memory and bf16.flops_per_step == fp32.flops_per_step
+
+
 def test_missing_training_file_is_fatal(tmp_path, capsys):
     config = tmp_path / "lm.yaml"
     config.write_text(json.dumps({"task": {"type": "lm", "train": str(tmp_path / "gone.txt"), "valid_fraction": 0.1},

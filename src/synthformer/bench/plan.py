@@ -15,7 +15,11 @@ Memory per process (the formula :data:`MEMORY_FORMULA` states, printed under the
 * weights, gradients and optimizer state divided by the processes under ``train.distributed: fsdp``;
 * activations: the bytes of the tensors autograd keeps for the backward pass of one micro-batch, traced on the
   meta device (each tensor once, parameters excluded, bf16 where autocast computes in bf16: ``torch.autocast``
-  does not act on meta tensors, so :class:`_MetaAutocast` casts the inputs of the ops it would run in bf16).
+  does not act on meta tensors, so :class:`_MetaAutocast` casts the inputs of the ops it would run in bf16; where
+  that trace fails, an fp32 trace, said so). Attention is traced on its math path, which keeps the L x L
+  probabilities for backward; fused kernels (flash attention on CPU and GPU) keep less, so for dot-product
+  attention the number is an upper bound (measured on this CPU: t5-cpu-small at 4 x 128, 21.5 MiB planned against
+  18.6 MiB saved by a real fp32 step).
   Where the model cannot run on the meta device, the formula of Korthikanti et al. (2022) per layer,
   ``tokens x (34 d + 5 h L)`` bytes in 16-bit (twice that in fp32), and the FLOPs as ``6 x parameters x tokens``;
   the plan says which.
@@ -51,9 +55,9 @@ MEMORY_FORMULA = (
     "memory per process = weights (4 B x parameters) + gradients (4 B x trainable) + optimizer state (AdamW: "
     "8 B x trainable; Adafactor: 4 B x (rows + columns) per matrix, 4 B per vector entry), these three divided by "
     "the processes under fsdp, + activations: the bytes autograd keeps for backward over one micro-batch, traced "
-    "on the meta device (else tokens x layers x (34 d + 5 heads L) B in 16-bit, x2 in fp32, Korthikanti et al. "
-    "2022). Allocator overhead and temporary buffers come on top; fsdp evaluation holds one whole copy of the "
-    "weights."
+    "on the meta device with attention on its math path (an upper bound where a fused kernel runs; else tokens x "
+    "layers x (34 d + 5 heads L) B in 16-bit, x2 in fp32, Korthikanti et al. 2022). Allocator overhead and "
+    "temporary buffers come on top; fsdp evaluation holds one whole copy of the weights."
 )
 
 
@@ -121,7 +125,7 @@ def plan_run(run: RunConfig, *, config: str = "", processes: int = 1, run_dir: s
     batch = _meta_batch(model_config, tcfg.batch_size, lengths)
     tokens = {name: tcfg.batch_size * tcfg.grad_accum * processes * n for name, n in lengths.items()}
     tokens["total"] = sum(tokens.values())
-    micro_flops, saved, method = _trace(model, batch, tcfg.bf16)
+    micro_flops, saved, method, memory_method = _trace(model, batch, tcfg.bf16)
     if micro_flops is None:
         ids = sum(t.numel() for k, t in batch.items() if k.endswith("_ids"))
         micro_flops = 6 * sum(p.numel() for p in params) * ids
@@ -142,7 +146,7 @@ def plan_run(run: RunConfig, *, config: str = "", processes: int = 1, run_dir: s
         processes=processes, distributed=tcfg.distributed if processes > 1 else "one process",
         batch_size=tcfg.batch_size, grad_accum=tcfg.grad_accum, steps=tcfg.steps, lengths=lengths,
         tokens_per_step=tokens, flops_per_step=float(micro_flops) * tcfg.grad_accum * processes,
-        flops_method=method, memory=memory, memory_method="traced" if method == "counted" else "formula",
+        flops_method=method, memory=memory, memory_method=memory_method,
         optimizer=tcfg.optimizer, precision="bf16 autocast" if tcfg.bf16 else "fp32", data=data,
         warnings=warnings, errors=errors,
     )
@@ -181,9 +185,24 @@ def _meta_batch(config: ModelConfig, batch_size: int, lengths: dict[str, int]) -
     return {k: v.to("meta") for k, v in batch.items()}
 
 
-def _trace(model: nn.Module, batch: dict[str, Tensor], bf16: bool) -> tuple[int | None, int, str]:
-    """FLOPs of one forward + backward of ``batch`` and the bytes autograd saved for backward, on the meta device;
-    ``(None, 0, "estimate")`` if the model cannot run there."""
+def _trace(model: nn.Module, batch: dict[str, Tensor], bf16: bool) -> tuple[int | None, int, str, str]:
+    """FLOPs of one forward + backward of ``batch`` and the bytes autograd saved for backward, on the meta device,
+    with how each was obtained: ``(flops, bytes, "counted", "traced")``; a bf16 trace that fails (a custom
+    backward that mixes the dtypes the emulated autocast left) is redone in fp32 (``"traced in fp32"``, an upper
+    bound); ``(None, 0, "estimate", "formula")`` if the model cannot run on the meta device at all."""
+    for emulate in (True, False) if bf16 else (False,):
+        try:
+            flops, saved = _traced_step(model, batch, emulate)
+        except Exception as err:  # noqa: BLE001 - an op without a meta kernel, or dtypes mixed by the emulation
+            logger.info("tracing the model on the meta device%s failed (%s)", " in bf16" if emulate else "", err)
+            model.zero_grad(set_to_none=True)
+            continue
+        return flops, saved, "counted", "traced" if emulate or not bf16 else "traced in fp32"
+    return None, 0, "estimate", "formula"
+
+
+def _traced_step(model: nn.Module, batch: dict[str, Tensor], bf16: bool) -> tuple[int, int]:
+    """(FLOPs, bytes saved for backward, each tensor once, parameters excluded) of one step on the meta device."""
     params = {id(p) for p in model.parameters()}
     saved: dict[int, int] = {}
 
@@ -199,12 +218,9 @@ def _trace(model: nn.Module, batch: dict[str, Tensor], bf16: bool) -> tuple[int 
             loss = model(**batch)["loss"]
         loss.backward()
 
-    try:
-        flops = count_flops(step)
-    except Exception as err:  # noqa: BLE001 - any op without a meta kernel: fall back to the estimate
-        logger.info("the model does not run on the meta device (%s): FLOPs and activations estimated", err)
-        return None, 0, "estimate"
-    return flops, sum(saved.values()), "counted"
+    flops = count_flops(step)
+    model.zero_grad(set_to_none=True)
+    return flops, sum(saved.values())
 
 
 class _MetaAutocast(TorchFunctionMode):
@@ -215,13 +231,24 @@ class _MetaAutocast(TorchFunctionMode):
     LOWER = frozenset({F.linear, torch.matmul, Tensor.matmul, Tensor.__matmul__, torch.bmm, Tensor.bmm, torch.mm,
                        torch.addmm, torch.baddbmm, F.conv1d, F.conv2d, F.scaled_dot_product_attention})
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._weights: dict[int, Tensor] = {}  # autocast casts each weight once per forward pass and keeps it
+
+    def _cast(self, x: Any) -> Any:
+        if not isinstance(x, Tensor) or not x.is_floating_point() or x.dtype == torch.bfloat16:
+            return x
+        if x.is_leaf and x.requires_grad:
+            if id(x) not in self._weights:
+                self._weights[id(x)] = x.to(torch.bfloat16)
+            return self._weights[id(x)]
+        return x.to(torch.bfloat16)
+
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         if func in self.LOWER:
-            def cast(x: Any) -> Any:
-                return x.to(torch.bfloat16) if isinstance(x, Tensor) and x.is_floating_point() else x
-            args = tuple(cast(a) for a in args)
-            kwargs = {k: cast(v) for k, v in kwargs.items()}
+            args = tuple(self._cast(a) for a in args)
+            kwargs = {k: self._cast(v) for k, v in kwargs.items()}
         return func(*args, **kwargs)
 
 
