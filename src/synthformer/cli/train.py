@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shlex
@@ -25,6 +26,10 @@ Overrides are dotted keys of the config (task.*, model.*, train.*, eval.*) with 
   train.lr=3e-4  train.bf16=true  model.decoder_kind=D  eval.metrics=[loss,bleu]  task.train=my.txt
 
 Ctrl-C stops at the end of the current step and saves a checkpoint; --resume continues exactly from it.
+
+Plan a long run first: --dry-run prints the parameters, tokens and FLOPs per step, the memory per process and the
+data plan without training or reading the data (exit status 2 when it sees a problem that would stop the run):
+  synthformer train configs/t5_base_pretrain_c4.yaml --dry-run --processes 8
 """
 
 
@@ -44,6 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--overwrite", action="store_true",
                       help="delete an earlier run in --run-dir (checkpoints, metrics, tokenizer) and start over")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
+    plan = p.add_argument_group("planning")
+    plan.add_argument("--dry-run", action="store_true",
+                      help="print the run's plan (parameters, tokens and FLOPs per step, memory per process, data) "
+                           "without training, reading or tokenizing the data; the model is built on the meta device")
+    plan.add_argument("--json", action="store_true", help="with --dry-run: print the plan as JSON")
+    plan.add_argument("--processes", type=int, metavar="N", default=None,
+                      help="with --dry-run: plan for N processes (default: $WORLD_SIZE, else 1)")
     add_common_options(p)
     p.set_defaults(handler=run, default_log_level=logging.INFO)
 
@@ -51,11 +63,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Train; print where the run is and its final metrics."""
     from synthformer.tasks import load_run_config, train_run
+    from synthformer.train import ConfigError
 
     config_path = Path(args.config)
     overrides = list(args.overrides)
     run_config = load_run_config(config_path, overrides)
     run_dir = Path(args.run_dir) if args.run_dir else Path("runs") / config_path.stem
+    if args.dry_run:
+        return _dry_run(args, run_config, config_path, run_dir)
+    if args.json or args.processes is not None:
+        raise ConfigError("--json and --processes go with --dry-run")
     # Shown if Ctrl-C stops the run: the exact command that continues it.
     command = ["synthformer", "train", str(config_path), *overrides, "--run-dir", str(run_dir), "--resume"]
     args.interrupt_hint = f"a checkpoint was saved; continue with: {shlex.join(command)}"
@@ -79,4 +96,24 @@ def run(args: argparse.Namespace) -> int:
             print(line)
     print(f"next: synthformer eval {shlex.quote(str(run_dir))}   |   synthformer generate {shlex.quote(str(run_dir))} "
           "--prompt TEXT")
+    return 0
+
+
+def _dry_run(args: argparse.Namespace, run_config: object, config_path: Path, run_dir: Path) -> int:
+    """Print the plan (:func:`synthformer.bench.plan.plan_run`); a fatal problem ends it with a one-line error."""
+    from synthformer.bench.plan import format_plan, plan_run
+    from synthformer.train import ConfigError
+
+    processes = args.processes if args.processes is not None else int(os.environ.get("WORLD_SIZE", "1"))
+    if processes < 1:
+        raise ConfigError(f"--processes: expected an integer >= 1, got {processes}")
+    plan = plan_run(run_config, config=str(config_path), processes=processes, run_dir=run_dir)  # type: ignore[arg-type]
+    if args.json:
+        print(json.dumps(plan.to_dict(), indent=1))
+    else:
+        for line in format_plan(plan):
+            print(line)
+    if plan.errors:
+        more = f" (and {len(plan.errors) - 1} more above)" if len(plan.errors) > 1 else ""
+        raise ConfigError(f"the run would fail: {plan.errors[0]}{more}")
     return 0

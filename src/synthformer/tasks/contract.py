@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
+    from synthformer.train.sharding import EvalShard
 
     from .run.config import RunConfig
     from .run.task_config import TaskConfig
@@ -241,8 +242,14 @@ class TaskType:
     # -- evaluation and generation ----------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,
-                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
-        """Metrics ``names`` of ``model`` (already in eval mode) on ``split``, and any decoded outputs."""
+                 max_examples: int | None, shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
+        """Metrics ``names`` of ``model`` (already in eval mode) on ``split``, and any decoded outputs.
+
+        ``shard`` (:class:`~synthformer.train.sharding.EvalShard`; None: one process): under N processes every
+        process calls this with its own shard; each evaluates its part of the sample (the sample itself, from
+        ``batch_size``, ``max_batches`` and ``max_examples``, is the one-process sample) and gathers the sums and
+        decoded outputs, so that every process returns the metrics of the whole sample. A type without this
+        parameter is called without it and evaluates the whole sample on every process."""
         raise NotImplementedError
 
     def training_evaluation(self, run: RunConfig) -> tuple[list[str], int | None, int | None]:

@@ -7,6 +7,7 @@ Functions of their inputs, so that :class:`~synthformer.train.Trainer` calls the
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -15,13 +16,15 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import send_to_device
 from torch import nn
+from torch.utils.data import Subset
 
 from .config import TrainConfig
 from .distributed import unsharded
 from .hooks import preserved_rng
-from .loader import eval_batches
+from .loader import eval_batches, is_map_style
+from .sharding import EvalShard, accepts_shard
 
-__all__ = ["evaluate_model", "forward_loss"]
+__all__ = ["eval_sample", "evaluate_model", "forward_loss"]
 
 
 def forward_loss(model: nn.Module, batch: Any, *, bf16: bool, device_type: str) -> torch.Tensor:
@@ -41,10 +44,15 @@ def forward_loss(model: nn.Module, batch: Any, *, bf16: bool, device_type: str) 
 
 
 def evaluate_model(model: nn.Module, accelerator: Accelerator, config: TrainConfig, *, eval_data: Any | None,
-                   eval_fn: Callable[[nn.Module], Mapping[str, Any]] | None, rank: int, world_size: int,
+                   eval_fn: Callable[..., Mapping[str, Any]] | None, rank: int, world_size: int,
                    collate_fn: Callable[[list[Any]], Any] | None,
                    token_counter: Callable[[Mapping[str, Any]], int | torch.Tensor]) -> dict[str, Any]:
     """Mean eval loss (weighted by target count, over all processes) plus ``eval_fn``'s metrics, ``eval_``-named.
+
+    The eval loss is over a sample that does not depend on the number of processes (see :func:`eval_sample`),
+    each process scoring its own part. ``eval_fn`` is called as ``eval_fn(model, shard=EvalShard(rank,
+    world_size))`` when it takes a ``shard`` keyword (it then evaluates its part and gathers, see
+    :mod:`~synthformer.train.sharding`), else as ``eval_fn(model)`` on every process.
 
     ``model`` is the unwrapped model (no DDP collectives: processes may see different batch counts). Runs in eval
     mode without gradients, and leaves the global RNG streams as it found them, so a run's training trajectory
@@ -59,7 +67,11 @@ def evaluate_model(model: nn.Module, accelerator: Accelerator, config: TrainConf
                 result["eval_loss"] = _eval_loss(model, accelerator, config, eval_data, rank, world_size,
                                                  collate_fn, token_counter)
             if eval_fn is not None:
-                for key, value in dict(eval_fn(model)).items():
+                if accepts_shard(eval_fn):
+                    metrics = eval_fn(model, shard=EvalShard(rank, world_size))
+                else:
+                    metrics = eval_fn(model)
+                for key, value in dict(metrics).items():
                     if isinstance(value, torch.Tensor):
                         value = value.item()
                     result[key if key.startswith("eval_") else f"eval_{key}"] = value
@@ -71,13 +83,11 @@ def evaluate_model(model: nn.Module, accelerator: Accelerator, config: TrainConf
 def _eval_loss(model: nn.Module, acc: Accelerator, cfg: TrainConfig, eval_data: Any, rank: int, world_size: int,
                collate_fn: Callable[[list[Any]], Any] | None,
                token_counter: Callable[[Mapping[str, Any]], int | torch.Tensor]) -> float:
-    """Mean loss over the eval data (its first ``eval_steps`` batches per process), weighted by targets."""
+    """Mean loss over :func:`eval_sample` (each process its part), weighted by targets."""
     total = torch.zeros(2, dtype=torch.float64, device=acc.device)
-    batches = eval_batches(eval_data, batch_size=cfg.batch_size, rank=rank, world_size=world_size,
-                           collate_fn=collate_fn, num_workers=cfg.num_workers)
-    for i, batch in enumerate(batches):
-        if cfg.eval_steps and i >= cfg.eval_steps:
-            break
+    batches = eval_batches(eval_sample(eval_data, cfg.eval_steps, cfg.batch_size), batch_size=cfg.batch_size,
+                           rank=rank, world_size=world_size, collate_fn=collate_fn, num_workers=cfg.num_workers)
+    for batch in batches:
         batch = send_to_device(batch, acc.device)
         n = float(token_counter(batch))
         loss = forward_loss(model, batch, bf16=cfg.bf16, device_type=acc.device.type)
@@ -85,3 +95,29 @@ def _eval_loss(model: nn.Module, acc: Accelerator, cfg: TrainConfig, eval_data: 
     if world_size > 1:
         total = acc.reduce(total, "sum")
     return (total[0] / total[1]).item() if total[1] > 0 else math.nan
+
+
+def eval_sample(eval_data: Any, eval_steps: int, batch_size: int) -> Any:
+    """The examples the periodic eval loss is computed on: those one process evaluates, whatever the number.
+
+    Map-style data: the first ``eval_steps * batch_size`` examples (all with ``eval_steps`` 0), ``batch_size``
+    being the per-process ``train.batch_size`` of the config; iterables of batches: their first ``eval_steps``
+    batches. Under N processes :func:`~synthformer.train.loader.eval_batches` deals that sample out (disjoint
+    parts whose union is the sample), so the eval loss does not depend on N.
+    """
+    if not eval_steps:
+        return eval_data
+    if is_map_style(eval_data):
+        limit = eval_steps * batch_size
+        return eval_data if len(eval_data) <= limit else Subset(eval_data, range(limit))
+    return _Limited(eval_data, eval_steps)
+
+
+class _Limited:
+    """The first ``n`` items of an iterable, each time it is iterated (a re-iterable ``islice``)."""
+
+    def __init__(self, data: Any, n: int) -> None:
+        self.data, self.n = data, n
+
+    def __iter__(self) -> Any:
+        return itertools.islice(iter(self.data), self.n)

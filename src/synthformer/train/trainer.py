@@ -92,10 +92,14 @@ class Trainer:
             into it fails at once; an earlier run in it is refused unless resumed or overwritten; it is created
             and ``config.yaml`` written. With ``prepared=True`` its owner (the task pipeline) has done all that
             and holds the lock: the trainer only adds its records (metrics, checkpoints, TensorBoard logs).
-        eval_data: optional data of the same kind for the periodic mean eval loss (token-weighted).
+        eval_data: optional data of the same kind for the periodic mean eval loss (token-weighted), over a sample
+            that does not depend on the number of processes (:func:`~synthformer.train.evaluation.eval_sample`;
+            each process scores its part).
         eval_fn: optional ``eval_fn(model) -> dict`` for task metrics (BLEU, accuracy, ...). It is called on
             every process with the unwrapped model in eval mode under ``torch.no_grad()``; the values of the
-            main process are logged, prefixed with ``eval_``.
+            main process are logged, prefixed with ``eval_``. An ``eval_fn(model, shard)`` taking a ``shard``
+            keyword gets this process's :class:`~synthformer.train.sharding.EvalShard` and shares the work:
+            it evaluates its part and gathers (the task pipeline's does).
         accelerator: an ``accelerate.Accelerator``; by default one is made (CPU/gloo when there is no GPU).
             Its mixed-precision setting is not used: ``config.bf16`` controls autocast.
         resume: continue from ``run_dir/checkpoints/latest`` (starts fresh if there is none).

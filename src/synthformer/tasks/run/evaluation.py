@@ -20,6 +20,7 @@ from torch import nn
 
 from synthformer.common.io import atomic_write_text
 from synthformer.train import RunDir, RunError
+from synthformer.train.sharding import EvalShard, accepts_shard
 
 from .data import prepare_data
 from .loading import load_run
@@ -33,32 +34,44 @@ __all__ = ["EvalFn", "EvalReport", "default_eval_split", "evaluate_run", "evalua
 
 
 class EvalFn:
-    """``eval_fn(model) -> metrics`` for the trainer; remembers how long it ran (not training time)."""
+    """``eval_fn(model, shard=None) -> metrics`` for the trainer; remembers how long it ran (not training time).
 
-    def __init__(self, fn: Callable[[nn.Module], dict[str, Any]]) -> None:
+    The trainer passes each process's :class:`~synthformer.train.sharding.EvalShard`: the processes share the
+    evaluation and every one returns the metrics of the whole sample."""
+
+    def __init__(self, fn: Callable[[nn.Module, EvalShard | None], dict[str, Any]]) -> None:
         self.fn = fn
         self.seconds = 0.0
 
-    def __call__(self, model: nn.Module) -> dict[str, Any]:
+    def __call__(self, model: nn.Module, shard: EvalShard | None = None) -> dict[str, Any]:
         start = time.perf_counter()
         try:
-            return self.fn(model)
+            return self.fn(model, shard)
         finally:
             self.seconds += time.perf_counter() - start
 
 
 def evaluate_split(run: RunConfig, data: TaskData, model: nn.Module, split: str, *, beam: int | None = None,
                    max_batches: int = 0, max_examples: int | None = None,
-                   metrics: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+                   metrics: list[str] | None = None,
+                   shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
     """The task's metrics of ``model`` on ``split`` (in eval mode; the mode is restored after). Returns
-    (metrics, hypotheses), the hypotheses being decoded outputs where the task type decodes (else empty)."""
+    (metrics, hypotheses), the hypotheses being decoded outputs where the task type decodes (else empty).
+
+    The sample scored is set by the config alone (``eval.batch_size`` or ``train.batch_size``, ``max_batches``,
+    ``max_examples``). With a ``shard`` of several processes (every process calls this) each evaluates its part
+    and the results are gathered: every process returns the metrics and hypotheses of the whole sample, equal to
+    one process's up to the order of float sums. A task type whose ``evaluate`` has no ``shard`` parameter
+    evaluates the whole sample on every process."""
     names = metrics if metrics is not None else run.metrics
     batch_size = run.eval.batch_size or run.train.batch_size
+    task_type = run.task.task_type
+    extra = {"shard": shard} if shard is not None and accepts_shard(task_type.evaluate) else {}
     was_training = model.training
     model.eval()
     try:
-        return run.task.task_type.evaluate(run, data, model, split, names, batch_size=batch_size,
-                                           max_batches=max_batches, beam=beam, max_examples=max_examples)
+        return task_type.evaluate(run, data, model, split, names, batch_size=batch_size,
+                                  max_batches=max_batches, beam=beam, max_examples=max_examples, **extra)
     finally:
         model.train(was_training)
 
@@ -76,9 +89,9 @@ def make_eval_fn(run: RunConfig, data: TaskData, split: str = "valid", during_tr
     else:
         names, beam, max_examples, max_batches = run.metrics, None, run.eval.max_examples, 0
 
-    def fn(model: nn.Module) -> dict[str, Any]:
+    def fn(model: nn.Module, shard: EvalShard | None) -> dict[str, Any]:
         metrics, _ = evaluate_split(run, data, model, split, beam=beam, max_batches=max_batches,
-                                    max_examples=max_examples, metrics=names)
+                                    max_examples=max_examples, metrics=names, shard=shard)
         return metrics
 
     return EvalFn(fn)

@@ -36,6 +36,7 @@ from ..sources import finish_example_splits, read_file_splits
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
+    from synthformer.train.sharding import EvalShard
 
     from ..contract import LoadedRun, TaskData
     from ..run.config import RunConfig
@@ -46,17 +47,21 @@ __all__ = ["Classification", "classification_metrics", "label_set_of", "majority
 
 @torch.no_grad()
 def classification_metrics(model: nn.Module, dataset: Any, names: list[str], batch_size: int,
-                           max_batches: int = 0) -> dict[str, Any]:
-    """Loss (nats/example) and accuracy of a classifier on ``dataset``."""
+                           max_batches: int = 0, shard: EvalShard | None = None) -> dict[str, Any]:
+    """Loss (nats/example) and accuracy of a classifier on ``dataset``; with a ``shard``, each process scores its
+    part of the sample and the sums are gathered."""
     device = device_of(model)
     total, correct, count = 0.0, 0, 0
-    for batch in batches(dataset, batch_size, max_batches):
+    for batch in batches(dataset, batch_size, max_batches, shard):
         batch = to_device(batch, device)
         logits = model(**batch)["logits"].float()  # (B, C)
         labels = batch["labels"]
         total += float(torch.nn.functional.cross_entropy(logits, labels, reduction="sum"))
         correct += int((logits.argmax(dim=-1) == labels).sum())
         count += labels.numel()
+    if shard is not None and not shard.whole:
+        total, summed_correct, summed_count = shard.sum(total, correct, count)
+        correct, count = int(summed_correct), int(summed_count)
     out: dict[str, Any] = {}
     if "loss" in names:
         out["loss"] = total / max(count, 1)
@@ -174,8 +179,8 @@ class Classification(TaskType):
     # -- evaluation and generation ----------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,
-                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
-        return classification_metrics(model, data.datasets[split], names, batch_size, max_batches), []
+                 max_examples: int | None, shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
+        return classification_metrics(model, data.datasets[split], names, batch_size, max_batches, shard), []
 
     def comparison_metric(self, task: TaskConfig) -> str:
         return "accuracy"

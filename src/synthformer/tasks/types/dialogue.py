@@ -49,6 +49,7 @@ from .seq2seq_decoding import evaluate_decoded
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
+    from synthformer.train.sharding import EvalShard
 
     from ..contract import LoadedRun, TaskData
     from ..run.config import RunConfig
@@ -149,7 +150,7 @@ class DialogueGeneration(SequenceToSequence):
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,
-                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+                 max_examples: int | None, shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
         dataset = data.datasets[split]
         wanted = [n for n in names if n in DIALOGUE_METRICS]
 
@@ -159,7 +160,8 @@ class DialogueGeneration(SequenceToSequence):
 
         return evaluate_decoded(run, data, model, split, names, references=references,
                                 score=lambda hyps, refs: dialogue_scores(hyps, refs, wanted), decode=bool(wanted),
-                                batch_size=batch_size, max_batches=max_batches, beam=beam, max_examples=max_examples)
+                                batch_size=batch_size, max_batches=max_batches, beam=beam, max_examples=max_examples,
+                                shard=shard)
 
     def comparison_metric(self, task: TaskConfig) -> str:
         return "bleu_1"

@@ -28,6 +28,7 @@ from ..registry import register_task_type
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
+    from synthformer.train.sharding import EvalShard
 
     from ..contract import LoadedRun, TaskData
     from ..run.config import RunConfig
@@ -39,13 +40,15 @@ logger = logging.getLogger(__name__)
 
 
 def lm_metrics(model: nn.Module, dataset: Any, names: list[str], batch_size: int, max_batches: int = 0,
-               chars_per_token: float | None = None, tokenizer_kind: str = "char") -> dict[str, Any]:
-    """Loss (nats/token), perplexity, bits per character / byte of an LM on ``dataset`` (LM blocks).
+               chars_per_token: float | None = None, tokenizer_kind: str = "char",
+               shard: EvalShard | None = None) -> dict[str, Any]:
+    """Loss (nats/token), perplexity, bits per character / byte of an LM on ``dataset`` (LM blocks); with a
+    ``shard``, each process scores its part of the sample and the sums are gathered.
 
     Bits per character: the loss in bits for a character tokenizer; for subword tokenizers the total information
     is spread over the characters, using the split's characters per token (``chars_per_token``).
     """
-    total, count = token_nll(model, dataset, batch_size, max_batches)
+    total, count = token_nll(model, dataset, batch_size, max_batches, shard)
     mean = total / max(count, 1)
     out: dict[str, Any] = {}
     if "loss" in names:
@@ -155,9 +158,9 @@ class LanguageModeling(TaskType):
     # -- evaluation and generation ----------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,
-                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+                 max_examples: int | None, shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
         return lm_metrics(model, data.datasets[split], names, batch_size, max_batches,
-                          data.chars_per_token.get(split), run.task.tokenizer_kind), []
+                          data.chars_per_token.get(split), run.task.tokenizer_kind, shard), []
 
     def comparison_metric(self, task: TaskConfig) -> str:
         return "bits_per_byte" if task.tokenizer_kind == "byte" else "bits_per_character"

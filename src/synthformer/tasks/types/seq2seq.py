@@ -38,6 +38,7 @@ from .seq2seq_decoding import DECODED_METRICS, decode_seq2seq, decoding_for, seq
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
+    from synthformer.train.sharding import EvalShard
 
     from ..contract import LoadedRun, TaskData
     from ..run.config import RunConfig
@@ -140,13 +141,13 @@ class SequenceToSequence(TaskType):
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,
-                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+                 max_examples: int | None, shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
         dataset = data.datasets[split]
         pairs = data.raw.splits[split]
         references = [pairs[i][1] for i in dataset.indices]  # skipped-for-length pairs excluded
         return seq2seq_metrics(model, dataset, references, data.tokenizer, names, batch_size=batch_size,
                                max_batches=max_batches, decoding=decoding_for(run, model.config.max_len, beam),
-                               max_examples=max_examples)
+                               max_examples=max_examples, shard=shard)
 
     def training_evaluation(self, run: RunConfig) -> tuple[list[str], int | None, int | None]:
         names = run.metrics

@@ -22,6 +22,8 @@ from synthformer.train.metrics import bleu, chrf, rouge
 from ..metrics.likelihood import device_of, likelihood_metrics
 
 if TYPE_CHECKING:
+    from synthformer.train.sharding import EvalShard
+
     from ..contract import TaskData
     from ..run.config import RunConfig
 
@@ -99,29 +101,36 @@ def decode_seq2seq(model: nn.Module, src: list[Tensor], *, beam: int, length_pen
 
 
 def decode_dataset(model: nn.Module, dataset: Any, tokenizer: Any, decoding: Decoding, *, batch_size: int,
-                   max_examples: int | None = None) -> list[str]:
-    """The decoded text of the first ``max_examples`` items of a seq2seq dataset (all when None)."""
+                   max_examples: int | None = None, shard: EvalShard | None = None) -> list[str]:
+    """The decoded text of the first ``max_examples`` items of a seq2seq dataset (all when None).
+
+    With a ``shard`` of several processes each decodes its contiguous part of those items and the texts are
+    gathered (collective): every process returns all of them, in item order."""
     n = len(dataset) if max_examples is None else min(max_examples, len(dataset))
-    src = [dataset[i]["src_ids"] for i in range(n)]
+    items = range(n) if shard is None else shard.part(range(n))
+    src = [dataset[i]["src_ids"] for i in items]
     config = model.config
     ids = decode_seq2seq(model, src, beam=decoding.beam, length_penalty=decoding.length_penalty,
                          max_new_tokens=decoding.max_new_tokens, batch_size=batch_size, pad_id=config.pad_id,
                          eos_id=config.eos_id, min_length=decoding.min_length,
                          no_repeat_ngram_size=decoding.no_repeat_ngram_size)
-    return [tokenizer.decode(seq).strip() for seq in ids]
+    texts = [tokenizer.decode(seq).strip() for seq in ids]
+    return texts if shard is None else shard.concat(texts)
 
 
 def seq2seq_metrics(model: nn.Module, dataset: Any, references: list[str], tokenizer: Any, names: list[str], *,
                     batch_size: int, decoding: Decoding, max_batches: int = 0,
-                    max_examples: int | None = None) -> tuple[dict[str, Any], list[str]]:
+                    max_examples: int | None = None,
+                    shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
     """Loss / perplexity (teacher forcing) and BLEU, chrF, ROUGE, exact match of decoded output against
-    ``references`` (the raw target text of every dataset item). Returns the metrics and the hypotheses."""
-    out = likelihood_metrics(model, dataset, names, batch_size, max_batches)
+    ``references`` (the raw target text of every dataset item). Returns the metrics and the hypotheses.
+    ``shard``: each process scores and decodes its part; the sums and hypotheses are gathered."""
+    out = likelihood_metrics(model, dataset, names, batch_size, max_batches, shard)
     out.pop("tokens", None)  # the seq2seq reports never listed it
     hypotheses: list[str] = []
     if any(n in names for n in DECODED_METRICS):
         hypotheses = decode_dataset(model, dataset, tokenizer, decoding, batch_size=batch_size,
-                                    max_examples=max_examples)
+                                    max_examples=max_examples, shard=shard)
         n = len(hypotheses)
         if n == 0:
             return out, hypotheses
@@ -154,20 +163,21 @@ def length_summary(dataset: Any) -> dict[str, Any]:
 def evaluate_decoded(run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                      references: Callable[[], Sequence[str]],
                      score: Callable[[list[str], list[str]], dict[str, Any]], decode: bool, batch_size: int,
-                     max_batches: int, beam: int | None, max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+                     max_batches: int, beam: int | None, max_examples: int | None,
+                     shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
     """The evaluation of a task type scored on decoded text (summarization, dialogue): the teacher-forced metrics
     of ``names``, the split's truncation counts, and, when ``decode``, ``score(hypotheses, references)`` of the
     first ``max_examples`` dataset items decoded with the run's settings (``references()``: the reference text of
-    every dataset item, in item order)."""
+    every dataset item, in item order). ``shard``: each process scores and decodes its part; gathered."""
     dataset = data.datasets[split]
-    out = likelihood_metrics(model, dataset, names, batch_size, max_batches)
+    out = likelihood_metrics(model, dataset, names, batch_size, max_batches, shard)
     out.pop("tokens", None)
     out.update(length_summary(dataset))
     hypotheses: list[str] = []
     if decode and max_examples != 0:
         decoding = decoding_for(run, model.config.max_len, beam)
         hypotheses = decode_dataset(model, dataset, data.tokenizer, decoding, batch_size=batch_size,
-                                    max_examples=max_examples)
+                                    max_examples=max_examples, shard=shard)
         if hypotheses:
             out.update(score(hypotheses, list(references()[: len(hypotheses)])))
         out["decoded"], out["beam"] = len(hypotheses), decoding.beam

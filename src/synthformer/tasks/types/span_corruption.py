@@ -38,6 +38,7 @@ from .seq2seq_decoding import decode_seq2seq
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
+    from synthformer.train.sharding import EvalShard
 
     from ..contract import LoadedRun, RawData, TaskData
     from ..run.config import RunConfig
@@ -121,9 +122,9 @@ class SpanCorruption(LanguageModeling):
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,
-                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+                 max_examples: int | None, shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
         dataset = data.datasets[split]
-        out = likelihood_metrics(model, dataset, names, batch_size, max_batches)
+        out = likelihood_metrics(model, dataset, names, batch_size, max_batches, shard)
         if "noise_density" in names:
             out["noise_density"] = dataset.stats.noise_density
         if "mean_span_length" in names:

@@ -35,6 +35,8 @@ from .seq2seq import SequenceToSequence
 from .seq2seq_decoding import evaluate_decoded
 
 if TYPE_CHECKING:
+    from synthformer.train.sharding import EvalShard
+
     from ..contract import RawData, TaskData
     from ..run.config import RunConfig
     from ..run.task_config import TaskConfig
@@ -89,12 +91,12 @@ class Summarization(SequenceToSequence):
 
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,
-                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+                 max_examples: int | None, shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
         pairs, dataset = data.raw.splits[split], data.datasets[split]
         return evaluate_decoded(run, data, model, split, names,
                                 references=lambda: [pairs[i][1] for i in dataset.indices],  # skipped ones excluded
                                 score=rouge_scores, decode="rouge" in names, batch_size=batch_size,
-                                max_batches=max_batches, beam=beam, max_examples=max_examples)
+                                max_batches=max_batches, beam=beam, max_examples=max_examples, shard=shard)
 
     def comparison_metric(self, task: TaskConfig) -> str:
         return "rougeL"

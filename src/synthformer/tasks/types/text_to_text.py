@@ -55,6 +55,7 @@ from .seq2seq_decoding import decode_seq2seq
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
+    from synthformer.train.sharding import EvalShard
 
     from ..contract import LoadedRun, TaskData
     from ..run.config import RunConfig
@@ -227,16 +228,17 @@ class TextToText(TaskType):
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,
-                 max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
-        out = likelihood_metrics(model, data.datasets[split], names, batch_size, max_batches)
+                 max_examples: int | None, shard: EvalShard | None = None) -> tuple[dict[str, Any], list[str]]:
+        out = likelihood_metrics(model, data.datasets[split], names, batch_size, max_batches, shard)
         hypotheses: list[str] = []
         if "glue" in names and max_examples != 0:
-            glue, hypotheses = self._glue_scores(run, data, model, split, batch_size, beam or 1, max_examples)
+            glue, hypotheses = self._glue_scores(run, data, model, split, batch_size, beam or 1, max_examples, shard)
             out.update(glue)
         return out, hypotheses
 
     def _glue_scores(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, batch_size: int,
-                     beam: int, max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
+                     beam: int, max_examples: int | None,
+                     shard: EvalShard | None) -> tuple[dict[str, Any], list[str]]:
         dataset = data.datasets[split]
         examples = [data.raw.splits[split][i] for i in dataset.indices]  # skipped-for-length ones excluded
         groups = data.raw.info.get("valid_groups") or [e.task for e in data.raw.splits[split]]
@@ -250,11 +252,16 @@ class TextToText(TaskType):
                        for t, p in by_task.items()}
         positions = [p for ps in by_task.values() for p in ps]
         tok = data.tokenizer
-        src = [dataset[p]["src_ids"] for p in positions]
+        # each process decodes its part of the positions; the decoded texts are gathered in order
+        mine = positions if shard is None else shard.part(positions)
+        src = [dataset[p]["src_ids"] for p in mine]
         limit = min(run.eval.max_decode_len or run.task.target_len, model.config.max_len)
         ids = decode_seq2seq(model, src, beam=beam, length_penalty=run.eval.length_penalty, max_new_tokens=limit,
                              batch_size=batch_size, pad_id=tok.pad_id, eos_id=tok.eos_id)
-        predicted = dict(zip(positions, (tok.decode(seq).strip() for seq in ids), strict=True))
+        texts = [tok.decode(seq).strip() for seq in ids]
+        if shard is not None:
+            texts = shard.concat(texts)
+        predicted = dict(zip(positions, texts, strict=True))
         out: dict[str, Any] = {}
         scores = {}
         for name, ps in by_task.items():

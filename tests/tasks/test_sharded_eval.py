@@ -1,0 +1,82 @@
+"""Evaluation shared by 2 processes (torchrun, gloo) gives the one-process metrics: each process scores its part
+of the same sample and the sums and decoded hypotheses are gathered (synthformer.train.sharding)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from synthformer.train.sharding import EvalShard
+
+HERE = Path(__file__).parent
+
+
+def test_shard_parts_cover_the_sample_in_order():
+    items = list(range(9))
+    parts = [list(EvalShard(r, 2).part(items)) for r in (0, 1)]
+    assert parts == [[0, 1, 2, 3], [4, 5, 6, 7, 8]]  # contiguous, in order, sizes differing by at most one
+    assert [len(EvalShard(r, 4).part(range(2))) for r in range(4)] == [0, 1, 0, 1]  # a process may get nothing
+    whole = EvalShard()
+    assert whole.part(items) is items and whole.sum(1.5, 2) == (1.5, 2) and whole.concat(["a"]) == ["a"]
+    with pytest.raises(ValueError, match="rank 2 of world_size 2"):
+        EvalShard(2, 2)
+    # the trainer passes its shard to eval functions that take one (the pipeline's), others run as before
+    from synthformer.tasks.run.evaluation import EvalFn
+    from synthformer.train.sharding import accepts_shard
+
+    assert accepts_shard(EvalFn(lambda model, shard: {})) and accepts_shard(lambda model, **kw: {})
+    assert not accepts_shard(lambda model: {}) and not accepts_shard(print)
+
+
+def test_two_processes_evaluate_like_one(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           str(HERE / "sharded_eval_script.py"), str(tmp_path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0] == ranks[1]  # every process ends with the metrics of the whole sample
+
+    sys.path.insert(0, str(HERE.parent.parent))
+    from tests.tasks.sharded_eval_script import evaluate_all
+
+    (tmp_path / "one").mkdir()
+    one = evaluate_all(tmp_path / "one", EvalShard())
+    two = ranks[0]
+    # the same sample: the same counts, exactly
+    assert two["lm"]["tokens"] == one["lm"]["tokens"] == 9 * 16  # 3 batches of 3 blocks of 16 tokens
+    assert two["seq2seq"]["decoded"] == one["seq2seq"]["decoded"] == 7
+    # the same decoded outputs, in order, hence the same BLEU / chrF / exact match
+    assert two["hypotheses"] == one["hypotheses"] and len(one["hypotheses"]) == 7 and any(one["hypotheses"])
+    for name in ("bleu", "chrf", "exact_match"):
+        assert two["seq2seq"][name] == pytest.approx(one["seq2seq"][name], abs=1e-9), name
+    # losses: the same sums in another order (float32 forward passes over other batch compositions)
+    for task in ("lm", "seq2seq"):
+        assert two[task]["loss"] == pytest.approx(one[task]["loss"], rel=1e-5), task
+    assert two["lm"]["bits_per_character"] == pytest.approx(one["lm"]["bits_per_character"], rel=1e-5)
+
+
+def test_trainer_eval_sample_is_the_one_process_sample():
+    """The trainer's own eval loss (``eval_data``) scores the first ``eval_steps x batch_size`` examples (or
+    batches of an iterable), whatever the number of processes that then share them."""
+    from synthformer.train.evaluation import eval_sample
+    from synthformer.train.loader import eval_batches
+
+    data = list(range(20))
+    sample = eval_sample(data, eval_steps=2, batch_size=3)
+    assert list(sample) == list(range(6)) and eval_sample(data, 0, 3) is data and eval_sample(data, 9, 3) is data
+    parts = [sorted(int(x) for b in eval_batches(sample, batch_size=3, rank=r, world_size=2) for x in b)
+             for r in (0, 1)]
+    assert sorted(parts[0] + parts[1]) == list(range(6)) and not set(parts[0]) & set(parts[1])
+
+    class Batches:  # an iterable of ready batches (no __len__): its first eval_steps batches, on every pass
+        def __iter__(self):
+            return iter([{"x": i} for i in range(5)])
+
+    limited = eval_sample(Batches(), eval_steps=2, batch_size=3)
+    assert [b["x"] for b in limited] == [0, 1] and [b["x"] for b in limited] == [0, 1]
