@@ -80,3 +80,28 @@ def test_trainer_eval_sample_is_the_one_process_sample():
 
     limited = eval_sample(Batches(), eval_steps=2, batch_size=3)
     assert [b["x"] for b in limited] == [0, 1] and [b["x"] for b in limited] == [0, 1]
+
+
+@pytest.mark.parametrize(("eval_batch", "world", "expected"), [(None, 1, 3), (None, 2, 6), (5, 2, 3)])
+def test_the_sample_is_counted_in_global_batches_unless_eval_batch_size_fixes_it(monkeypatch, eval_batch, world,
+                                                                                  expected):
+    """Without ``eval.batch_size`` the periodic sample is ``eval_steps`` global batches (per-process
+    ``train.batch_size`` x processes): 1 x 8 and 2 x 4 score the same examples, the case issue 32 measured (2
+    processes reported half the one-process eval_tokens); an explicit ``eval.batch_size`` fixes it for any N."""
+    from types import SimpleNamespace
+
+    from synthformer.tasks.run import evaluation
+
+    seen = {}
+
+    def fake_split(run, data, model, split, **kwargs):
+        seen.update(kwargs)
+        return {}, []
+
+    monkeypatch.setattr(evaluation, "evaluate_split", fake_split)
+    task_type = SimpleNamespace(training_evaluation=lambda run: (["loss"], None, None))
+    run = SimpleNamespace(task=SimpleNamespace(task_type=task_type), train=SimpleNamespace(eval_steps=3),
+                          eval=SimpleNamespace(batch_size=eval_batch))
+    shard = EvalShard(0, world)
+    evaluation.make_eval_fn(run, data=None)(None, shard=shard)
+    assert seen["max_batches"] == expected and seen["shard"] is shard

@@ -85,7 +85,8 @@ def _eval_loss(model: nn.Module, acc: Accelerator, cfg: TrainConfig, eval_data: 
                token_counter: Callable[[Mapping[str, Any]], int | torch.Tensor]) -> float:
     """Mean loss over :func:`eval_sample` (each process its part), weighted by targets."""
     total = torch.zeros(2, dtype=torch.float64, device=acc.device)
-    batches = eval_batches(eval_sample(eval_data, cfg.eval_steps, cfg.batch_size), batch_size=cfg.batch_size,
+    batches = eval_batches(eval_sample(eval_data, cfg.eval_steps * world_size, cfg.batch_size),
+                           batch_size=cfg.batch_size,
                            rank=rank, world_size=world_size, collate_fn=collate_fn, num_workers=cfg.num_workers)
     for batch in batches:
         batch = send_to_device(batch, acc.device)
@@ -98,12 +99,14 @@ def _eval_loss(model: nn.Module, acc: Accelerator, cfg: TrainConfig, eval_data: 
 
 
 def eval_sample(eval_data: Any, eval_steps: int, batch_size: int) -> Any:
-    """The examples the periodic eval loss is computed on: those one process evaluates, whatever the number.
+    """The examples the periodic eval loss is computed on.
 
-    Map-style data: the first ``eval_steps * batch_size`` examples (all with ``eval_steps`` 0), ``batch_size``
-    being the per-process ``train.batch_size`` of the config; iterables of batches: their first ``eval_steps``
-    batches. Under N processes :func:`~synthformer.train.loader.eval_batches` deals that sample out (disjoint
-    parts whose union is the sample), so the eval loss does not depend on N.
+    Map-style data: the first ``eval_steps * batch_size`` examples (all with ``eval_steps`` 0); iterables of
+    batches: their first ``eval_steps`` batches. The trainer passes ``train.eval_steps * processes`` steps of the
+    per-process ``train.batch_size``: ``eval_steps`` *global* batches, as a training step is one. So the sample is
+    the same for every run with the same global batch (1 x 8 and 2 x 4 score the same examples: the run that
+    docs/distributed.md calls the same run), and under N processes
+    :func:`~synthformer.train.loader.eval_batches` deals it out (disjoint parts whose union is the sample).
     """
     if not eval_steps:
         return eval_data

@@ -90,7 +90,11 @@ def make_eval_fn(run: RunConfig, data: TaskData, split: str = "valid", during_tr
         names, beam, max_examples, max_batches = run.metrics, None, run.eval.max_examples, 0
 
     def fn(model: nn.Module, shard: EvalShard | None) -> dict[str, Any]:
-        metrics, _ = evaluate_split(run, data, model, split, beam=beam, max_batches=max_batches,
+        # Without an explicit eval.batch_size the sample is max_batches *global* batches (the per-process
+        # train.batch_size times the processes), so that runs with the same global batch (1 x 8, 2 x 4) score the
+        # same examples; an explicit eval.batch_size fixes the sample whatever the number of processes.
+        scale = shard.world_size if shard is not None and run.eval.batch_size is None else 1
+        metrics, _ = evaluate_split(run, data, model, split, beam=beam, max_batches=max_batches * scale,
                                     max_examples=max_examples, metrics=names, shard=shard)
         return metrics
 
