@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from synthformer.common.order import LAZY_ORDER_MIN, DrawnPermutation, FeistelPermutation, epoch_order
 from synthformer.train import BatchStream
-from synthformer.train.order import LAZY_ORDER_MIN, DrawnPermutation, FeistelPermutation, epoch_order
 
 
 class Indexed(torch.utils.data.Dataset):

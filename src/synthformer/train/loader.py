@@ -8,7 +8,7 @@ Two kinds of ``data`` are accepted:
 
 * a map-style dataset (``__len__`` + ``__getitem__``: a ``torch.utils.data.Dataset``, a list of examples):
   each epoch is a fresh order of the examples, a function of ``(seed, epoch)`` only
-  (:func:`~synthformer.train.order.epoch_order`). Global batch ``k`` of an epoch is the examples at positions
+  (:func:`~synthformer.common.order.epoch_order`). Global batch ``k`` of an epoch is the examples at positions
   ``[k G, (k + 1) G)`` of that order, ``G = batch_size * world_size``; process ``r`` takes positions
   ``k G + j world_size + r`` (``j < batch_size``). So the sequence of global batches does not depend on the
   number of processes: a run checkpointed on 2 processes and resumed on 1 with the same global batch continues
@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from .order import Order, epoch_order
+from synthformer.common.order import Order, epoch_order
 
 __all__ = ["BatchStream", "RankBatches", "eval_batches", "is_map_style"]
 

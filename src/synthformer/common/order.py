@@ -26,7 +26,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["LAZY_ORDER_MIN", "DrawnPermutation", "FeistelPermutation", "Identity", "Order", "epoch_order"]
+__all__ = ["LAZY_ORDER_MIN", "DrawnPermutation", "FeistelPermutation", "Identity", "Order", "epoch_order",
+           "seeded_order"]
 
 #: Datasets with more examples than this get the lazy order (``2**22`` int64s would be 32 MiB per process).
 LAZY_ORDER_MIN = 2**22
@@ -113,14 +114,18 @@ class FeistelPermutation(Order):
         return out.astype(np.int64)
 
 
+def seeded_order(n: int, key: Sequence[int], *, lazy: bool | None = None) -> Order:
+    """A permutation of ``[0, n)`` fixed by ``key``: drawn whole, or (``lazy``, or None and more than
+    :data:`LAZY_ORDER_MIN` items) the O(1)-memory Feistel order."""
+    if lazy is None:
+        lazy = n > LAZY_ORDER_MIN
+    return FeistelPermutation(n, key) if lazy else DrawnPermutation(n, key)
+
+
 def epoch_order(n: int, seed: int, epoch: int, *, shuffle: bool = True, lazy: bool | None = None) -> Order:
     """The order of the examples of one epoch, a function of ``(seed, epoch)`` only.
 
     ``lazy``: True for the Feistel order, False for the drawn permutation, None (default) for the Feistel order
     only above :data:`LAZY_ORDER_MIN` examples. Without ``shuffle``: the identity.
     """
-    if not shuffle:
-        return Identity(n)
-    if lazy is None:
-        lazy = n > LAZY_ORDER_MIN
-    return FeistelPermutation(n, [seed, epoch]) if lazy else DrawnPermutation(n, [seed, epoch])
+    return seeded_order(n, [seed, epoch], lazy=lazy) if shuffle else Identity(n)
