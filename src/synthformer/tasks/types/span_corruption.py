@@ -101,11 +101,18 @@ class SpanCorruption(LanguageModeling):
 
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        # the whole split as one stream: T5 packs documents into its inputs
+        return self._pieces(run, tokenizer.encode(raw.splits[split]), split, tokenizer), None
+
+    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
+                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        # the documents back to back (each ends with <eos>, T5's packing), read from the memory-mapped shards
+        return self._pieces(run, corpus.split(split).stream("text"), split, tokenizer), None
+
+    def _pieces(self, run: RunConfig, ids: Any, split: str, tokenizer: Tokenizer) -> SpanCorruptionDataset:
         if not isinstance(tokenizer, SentinelTokenizer):
             raise ConfigError(f"span corruption needs a tokenizer with sentinel tokens, got {tokenizer!r}")
         density, mean_span, _ = _options(run.task)
-        text = raw.splits[split]
-        ids = tokenizer.encode(text)  # the whole split as one stream: T5 packs documents into its inputs
         dataset = SpanCorruptionDataset(
             ids, run.task.max_len, tokenizer.sentinel_ids, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
             pad_id=tokenizer.pad_id, noise_density=density, mean_noise_span_length=mean_span,
@@ -116,7 +123,7 @@ class SpanCorruption(LanguageModeling):
                     "density %.4f (nominal %g), mean span length %.3f (nominal %g)", split, len(dataset),
                     dataset.tokens_length, dataset.inputs_length, dataset.targets_length, stats.noise_density,
                     density, stats.mean_span_length, mean_span)
-        return dataset, None
+        return dataset
 
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
