@@ -23,8 +23,8 @@ from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN
 DOCS = [p + "\n" for p in LM_TEXT.split("\n\n") if p]  # 120 short documents
 
 
-def make_corpus(tmp: Path, task_type: str = "lm", sources: list[Path] | None = None) -> Path:
-    """A prepared corpus of the helpers' LM text: train = the first 100 documents, valid = the rest."""
+def make_corpus(tmp: Path, task_type: str = "lm", sources: list[Path] | None = None, n_train: int = 100) -> Path:
+    """A prepared corpus of the helpers' LM text: train = the first ``n_train`` documents, valid = the last 20."""
     tok = build_tokenizer("char", [LM_TEXT])
     if task_type == "span_corruption":
         tok = SentinelTokenizer(tok, 10)
@@ -33,7 +33,7 @@ def make_corpus(tmp: Path, task_type: str = "lm", sources: list[Path] | None = N
     if sources:
         extra["sources"] = {"train": [{"path": str(p), "size": p.stat().st_size, "mtime": p.stat().st_mtime}
                                       for p in sources]}
-    write_prepared(folder, tok, {"train": [[d] for d in DOCS[:100]], "valid": [[d] for d in DOCS[100:]]},
+    write_prepared(folder, tok, {"train": [[d] for d in DOCS[:n_train]], "valid": [[d] for d in DOCS[100:]]},
                    task_type=task_type, shard_tokens=500, extra=extra)  # several shards per split
     return folder
 
