@@ -81,10 +81,11 @@ def test_a_prepared_run_trains_and_saves_the_corpus_tokenizer(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"train": "x.txt"}, "give exactly one data source"),
+    ({"train": "x.txt"}, "a prepared corpus is the run's whole data source .* add task.train=null"),
     ({"valid": "x.txt"}, "a prepared corpus holds its own splits"),
     ({"type": "span_corruption", "options": {"num_sentinels": 10}}, "prepared for task.type 'lm'"),
     ({"tokenizer": "bpe"}, "tokenized with a 'char' tokenizer"),
+    ({"vocab_size": 7}, "task.vocab_size: 7, but the prepared corpus .* has a vocabulary of"),
 ])
 def test_bad_prepared_configs_fail_in_one_line(tmp_path: Path, change: dict, message: str) -> None:
     cfg = prepared_config(make_corpus(tmp_path))

@@ -45,11 +45,14 @@ def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None) -> Prepare
                         f"{problems[0]}{more}: the corpus no longer matches its sources; re-run the same "
                         "'synthformer prepare' command to bring it up to date")
     ours = corpus.tokenizer()
-    base_kind = getattr(ours, "base", ours).kind  # span corruption's sentinels wrap the trained tokenizer
-    if task.tokenizer is not None and task.tokenizer != base_kind:
+    base = getattr(ours, "base", ours)  # span corruption's sentinels wrap the trained tokenizer
+    if task.tokenizer is not None and task.tokenizer != base.kind:
         raise ConfigError(f"task.tokenizer: {task.tokenizer!r}, but the prepared corpus {corpus.path} was "
-                          f"tokenized with a {base_kind!r} tokenizer; leave task.tokenizer unset (the corpus's is "
+                          f"tokenized with a {base.kind!r} tokenizer; leave task.tokenizer unset (the corpus's is "
                           "used)")
+    if task.vocab_size is not None and task.vocab_size not in (base.vocab_size, ours.vocab_size):
+        raise ConfigError(f"task.vocab_size: {task.vocab_size}, but the prepared corpus {corpus.path} has a "
+                          f"vocabulary of {ours.vocab_size} ids; leave task.vocab_size unset (the corpus's is used)")
     return corpus
 
 

@@ -129,11 +129,17 @@ class TaskConfig:
         sources = [name for name, value in (("train", self.train), ("generator", self.generator),
                                             ("hf_name", self.hf_name), ("prepared", self.prepared))
                    if value is not None]
+        if self.prepared is not None and len(sources) > 1:
+            others = [s for s in sources if s != "prepared"]
+            raise ConfigError(
+                f"prepared: a prepared corpus is the run's whole data source (it was made from the files), so "
+                f"{' and '.join(others)} must be unset: add {' '.join(f'task.{o}=null' for o in others)} to the "
+                "command, or drop them from the config"
+            )
         if len(sources) != 1:
             given = ", ".join(sources) if sources else "none"
-            key = "prepared" if self.prepared is not None else "train"
             raise ConfigError(
-                f"{key}: give exactly one data source: 'train' (files), 'generator' ({', '.join(list_generators())}), "
+                f"train: give exactly one data source: 'train' (files), 'generator' ({', '.join(list_generators())}), "
                 f"'hf_name' (a Hugging Face data set) or 'prepared' (a folder written by synthformer prepare); "
                 f"given: {given}"
             )
