@@ -64,7 +64,9 @@ def prepared_data(run: RunConfig, tokenizer: Tokenizer | None = None,
     tok = corpus.tokenizer()
     task_type = run.task.task_type
     model_config = resolve_model_config(run, tok.vocab_size, None, (tok.pad_id, tok.bos_id, tok.eos_id))
-    names = [s for s in (splits or tuple(corpus.splits)) if s in corpus.splits]
+    # the run's splits: a corpus stored per task ("train.rte", "valid.rte") serves the run's "train" and "valid"
+    present = list(dict.fromkeys(name.split(".", 1)[0] for name in corpus.splits))
+    names = [s for s in (splits or tuple(present)) if s in present]
     datasets, ratio = {}, {}
     for name in names:
         try:
@@ -75,8 +77,7 @@ def prepared_data(run: RunConfig, tokenizer: Tokenizer | None = None,
             raise DataError(corpus.path / "manifest.json", None, f"{name} split: {err}") from None
         if chars is not None:
             ratio[name] = chars
-        logger.info("prepared %s split: %s documents -> %s examples (%s)", name, f"{len(corpus.split(name)):,}",
-                    f"{len(datasets[name]):,}", corpus.path)
-    raw = RawData(run.task.type, {name: corpus.split(name) for name in corpus.splits},
+        logger.info("prepared %s split: %s examples (%s)", name, f"{len(datasets[name]):,}", corpus.path)
+    raw = RawData(run.task.type, {name: [s for s in corpus.splits if s.split(".", 1)[0] == name] for name in present},
                   info={"prepared": str(corpus.path)})
     return TaskData(raw, tok, datasets, model_config, None, ratio)

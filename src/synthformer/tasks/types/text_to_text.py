@@ -247,6 +247,16 @@ class TextToText(TaskType):
         schedule = MixtureSchedule([len(m) for m in members], int(raw.info["mixing_cap"]), seed=run.train.seed)
         return MixtureDataset(examples, members, schedule), None
 
+    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
+                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        from .text_to_text_prepared import prepared_dev_sets, prepared_mixture
+
+        names = _tasks(run.task)
+        if split == "train":
+            return prepared_mixture(run, corpus, names, tokenizer), None
+        groups = [(group, name) for name in names for group, _ in self._dev_sets(name)]
+        return prepared_dev_sets(run, corpus, split, groups, tokenizer), None
+
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,
@@ -261,8 +271,10 @@ class TextToText(TaskType):
     def _glue_scores(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, batch_size: int,
                      beam: int, max_examples: int | None) -> tuple[dict[str, Any], list[str]]:
         dataset = data.datasets[split]
-        examples = [data.raw.splits[split][i] for i in dataset.indices]  # skipped-for-length ones excluded
-        groups = data.raw.info.get("valid_groups") or [e.task for e in data.raw.splits[split]]
+        # a prepared corpus's dev sets carry their examples (read back from the shards)
+        raw = getattr(dataset, "raw_examples", None) or data.raw.splits[split]
+        examples = [raw[i] for i in dataset.indices]  # skipped-for-length ones excluded
+        groups = getattr(dataset, "groups", None) or data.raw.info.get("valid_groups") or [e.task for e in raw]
         # by dev set (a task, or MNLI's matched / mismatched); at most max_examples each, evenly spaced (dev files
         # may be sorted)
         by_task: dict[str, list[int]] = {}
@@ -304,6 +316,8 @@ class TextToText(TaskType):
 
     def baseline(self, run: RunConfig, data: TaskData) -> tuple[str, float]:
         """Every dev example answered with its task's majority training label (STS-B: the mean score)."""
+        if run.task.prepared is not None:  # the training labels are in the shards, not in memory
+            return "none", float("nan")
         scores = majority_scores(data.raw.splits["train"], data.raw.splits["valid"], data.raw.info["valid_groups"])
         benchmark = self.comparison_metric(run.task).removesuffix("_average")
         return "majority label per task", glue_average(scores, benchmark)
