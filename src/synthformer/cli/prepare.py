@@ -20,6 +20,7 @@ examples:
   synthformer prepare configs/lm_tiny_shakespeare.yaml --out prepared/shakespeare --text-unit file
   synthformer prepare configs/t5_cpu_pretrain_imdb.yaml --out prepared/imdb --tokenizer runs/t5/tokenizer.json
   synthformer prepare --check prepared/c4                      # every checksum, and the sources unchanged
+  synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --verify   # rewrite damaged shards
 
 Sources: task.train / valid / test are files or globs (txt, jsonl, json.gz, csv, tsv, parquet; task.text_field
 picks the text of JSON / CSV records; C4's {"text", "timestamp", "url"} lines work as they are), or task.hf_name
@@ -60,6 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-unit", choices=("line", "paragraph", "file"), default="paragraph",
                    help="what one document of a text file is (paragraph: lines up to an empty line)")
     p.add_argument("--overwrite", action="store_true", help="replace a different prepare found in --out")
+    p.add_argument("--verify", action="store_true", help="on a finished --out: check every shard's sha256 (reads "
+                                                         "them all) and rewrite damaged ones; without it, sizes only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
     add_common_options(p)
     p.set_defaults(handler=run, default_log_level=logging.INFO)
@@ -95,10 +98,13 @@ def run(args: argparse.Namespace) -> int:
     result = prepare_corpus(
         run_config.task, args.out, workers=args.workers, tokenizer=args.tokenizer, shard_tokens=args.shard_tokens,
         unit_bytes=args.unit_bytes, text_unit=args.text_unit, sample_bytes=args.tokenizer_sample_bytes, seed=seed,
-        overwrite=args.overwrite, progress=not args.no_progress and sys.stderr.isatty(), command=command)
+        overwrite=args.overwrite, verify=args.verify, progress=not args.no_progress and sys.stderr.isatty(),
+        command=command)
     manifest = result.manifest
     if result.status == "complete":
         print(f"{args.out}: already prepared by this command; nothing to do (--check {args.out} verifies it)")
+    elif result.status == "repaired":
+        print(f"{args.out}: damaged shards of {result.units - result.units_kept} unit(s) rewritten")
     elif result.units_kept:
         print(f"{args.out}: resumed: {result.units_kept} of {result.units} unit(s) kept, the rest tokenized")
     for name, split in manifest["splits"].items():

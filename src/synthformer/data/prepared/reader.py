@@ -139,8 +139,8 @@ class PreparedCorpus:
             if not path.is_file():
                 raise DataError(path, None, f"missing; {_REDO}")
             if sha256_file(path) != digest:
-                raise DataError(path, None, f"checksum mismatch: the file changed since it was written (damaged); "
-                                            f"{_REDO}")
+                raise DataError(path, None, "checksum mismatch: the file changed since it was written (damaged); "
+                                            f"{_REDO} with --verify")
 
     def check_sources(self, full: bool = False) -> list[str]:
         """Problems with the source files since prepare: gone, or another size or modification time (with

@@ -99,6 +99,7 @@ class ShardWriter:
         self.shard_tokens = shard_tokens
         self.shards: list[dict[str, Any]] = []
         self._open: dict[str, _FieldFile] | None = None
+        self._stem = ""
         self._tokens = 0
 
     def add(self, ids: Sequence[Sequence[int] | np.ndarray]) -> None:
@@ -106,7 +107,7 @@ class ShardWriter:
         if len(ids) != len(self.fields):
             raise ValueError(f"expected {len(self.fields)} fields {self.fields}, got {len(ids)}")
         if self._open is None:
-            stem = self.stem(len(self.shards))
+            stem = self._stem = self.stem(len(self.shards))
             self._open = {f: _FieldFile(self.folder / f"{stem}.{f}.bin") for f in self.fields}
         for field, seq in zip(self.fields, ids, strict=True):
             array = np.asarray(seq, dtype=np.int64)
@@ -125,7 +126,7 @@ class ShardWriter:
         for f in self.fields:
             files.update(self._open[f].finish())
         first = self._open[self.fields[0]]
-        self.shards.append({"stem": first.path.name.split(".")[0], "documents": len(first.offsets) - 1,
+        self.shards.append({"stem": self._stem, "documents": len(first.offsets) - 1,
                             "tokens": {f: self._open[f].offsets[-1] for f in self.fields}, "files": files})
         self._open, self._tokens = None, 0
 

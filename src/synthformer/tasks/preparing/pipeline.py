@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import multiprocessing as mp
 import os
 import re
 import shutil
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,9 +22,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from synthformer.common.io import atomic_write_text, fsync_path
-from synthformer.data import DataError, Tokenizer, load_tokenizer
+from synthformer.data import Tokenizer, load_tokenizer
 from synthformer.data.prepared.format import MANIFEST, TOKENIZER, dtype_for, shard_name
-from synthformer.data.prepared.reader import PreparedCorpus
 from synthformer.data.prepared.writer import (
     DEFAULT_SHARD_TOKENS,
     base_manifest,
@@ -41,9 +36,11 @@ from synthformer.train.run_errors import RunError
 from synthformer.train.runlock import LOCK_FILE, lock_directory
 
 from ..run.task_config import TaskConfig
-from .plan import Context, Plan, Unit, make_plan
+from .plan import Plan, make_plan
+from .repair import check_prepared, repair
+from .runner import PrepareError, PrepareResult, raise_error, run_units
 from .tokenizer import DEFAULT_SAMPLE_BYTES, given_tokenizer, tokenizer_identity, train_tokenizer
-from .work import PARTS, load_done, part_dir, run_unit
+from .work import PARTS, load_done, part_dir
 
 __all__ = ["DEFAULT_UNIT_BYTES", "PrepareError", "PrepareResult", "check_prepared", "prepare_corpus"]
 
@@ -51,21 +48,6 @@ __all__ = ["DEFAULT_UNIT_BYTES", "PrepareError", "PrepareResult", "check_prepare
 DEFAULT_UNIT_BYTES = 1 << 28
 _PLAN = "plan.json"
 _JOURNAL = "assemble.json"
-
-
-class PrepareError(ValueError):
-    """A prepare that cannot go on: the message says why and what to do (one line)."""
-
-
-@dataclass
-class PrepareResult:
-    """What a prepare did: ``status`` is ``"prepared"``, ``"resumed"`` or ``"complete"`` (nothing was left)."""
-
-    folder: Path
-    manifest: dict[str, Any]
-    status: str
-    units: int
-    units_kept: int
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -110,67 +92,6 @@ def _clear(out: Path) -> None:
     for path in out.iterdir():
         if path.name in (MANIFEST, TOKENIZER) or path.name.endswith((".bin", ".idx.npy", ".tmp")):
             path.unlink()
-
-
-# -- running the units ------------------------------------------------------------------------------------------
-
-_QUEUE: Any = None
-
-
-def _init_worker(queue: Any) -> None:
-    global _QUEUE
-    _QUEUE = queue
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one process per unit already uses the cores
-
-
-def _pool_unit(ctx: Context, unit: Unit) -> dict[str, Any]:
-    return run_unit(ctx, unit, lambda b, d: _QUEUE.put((b, d)))
-
-
-def _raise(result: dict[str, Any], out: Path, remaining: int, ratio: float, kept: int) -> None:
-    kind, message = result["error"], result["message"]
-    if kind == "nospace":
-        free = shutil.disk_usage(out).free
-        need = int(remaining * ratio)
-        raise PrepareError(f"no space left on the device ({message}): about {need / 1e6:,.0f} MB more needed, "
-                           f"{free / 1e6:,.0f} MB free in {out}; free space and re-run the same command: "
-                           f"the {kept} finished unit(s) are kept")
-    if kind == "bug":
-        raise RuntimeError(f"a prepare worker failed:\n{message}")
-    if kind == "config":
-        raise ConfigError(message)
-    raise PrepareError(message)
-
-
-def _run_units(ctx: Context, units: list[Unit], workers: int, bar: Any, on_done: Callable[[dict[str, Any]], None],
-               ) -> None:
-    def report(nbytes: int, docs: int) -> None:
-        bar.update(nbytes)
-        bar.docs += docs
-        bar.set_postfix_str(f"{bar.docs:,} documents", refresh=False)
-
-    if workers == 1 or len(units) <= 1:
-        for unit in units:
-            on_done(run_unit(ctx, unit, report))
-        return
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    mpctx = mp.get_context(method)
-    queue = mpctx.Queue()
-    with mpctx.Pool(min(workers, len(units)), initializer=_init_worker, initargs=(queue,)) as pool:
-        pending = [pool.apply_async(_pool_unit, (ctx, unit)) for unit in units]
-        try:
-            while pending:
-                while not queue.empty():
-                    report(*queue.get())
-                for job in [j for j in pending if j.ready()]:
-                    pending.remove(job)
-                    on_done(job.get())
-                time.sleep(0.05)
-            while not queue.empty():
-                report(*queue.get())
-        except BaseException:
-            pool.terminate()
-            raise
 
 
 # -- assembly -----------------------------------------------------------------------------------------------------
@@ -252,7 +173,8 @@ def _lock(out: Path) -> Any:
 def prepare_corpus(task: TaskConfig, out: str | os.PathLike[str], *, workers: int = 1, tokenizer: str | None = None,
                    shard_tokens: int = DEFAULT_SHARD_TOKENS, unit_bytes: int = DEFAULT_UNIT_BYTES,
                    text_unit: str = "paragraph", sample_bytes: int = DEFAULT_SAMPLE_BYTES, seed: int = 0,
-                   overwrite: bool = False, progress: bool = False, command: str = "") -> PrepareResult:
+                   overwrite: bool = False, verify: bool = False, progress: bool = False,
+                   command: str = "") -> PrepareResult:
     """Prepare ``task``'s data into the folder ``out`` (see the module docstring and ``docs/data.md``).
 
     Args:
@@ -266,6 +188,7 @@ def prepare_corpus(task: TaskConfig, out: str | os.PathLike[str], *, workers: in
         unit_bytes: big plain files are cut into byte ranges of this size, one unit of work each.
         text_unit: how text files are cut into documents: ``line``, ``paragraph`` or ``file``.
         overwrite: replace a different prepare found in ``out``.
+        verify: on a finished folder, check every shard's sha256 (not only its size) and rewrite the damaged ones.
         progress: show a progress bar (bytes and documents).
         command: the command line, recorded in the manifest.
 
@@ -283,8 +206,7 @@ def prepare_corpus(task: TaskConfig, out: str | os.PathLike[str], *, workers: in
                          text_unit=text_unit)
         state = _state(out, plan.identity, overwrite)
         if state == "complete":
-            corpus = PreparedCorpus.open(out)  # sizes checked: a damaged shard is named
-            return PrepareResult(out, corpus.manifest, "complete", len(plan.units), len(plan.units))
+            return repair(out, plan, workers, verify)
         return _prepare(out, plan, state, tokenizer, sample_bytes, seed, workers, progress, command)
     finally:
         lock.release()
@@ -327,29 +249,15 @@ def _prepare(out: Path, plan: Plan, state: str, tokenizer: str | None, sample_by
         if "error" in result:
             remaining = plan.total_bytes - sum(u.size for u in plan.units if u.index in done)
             ratio = read[1] / read[0] if read[0] else ctx_ratio
-            _raise(result, out, remaining, ratio, len(done))
+            raise_error(result, out, remaining, ratio, len(done))
         done[result["unit"]] = result
         read[0] += plan.units[result["unit"]].size
         read[1] += sum(i["bytes"] for s in result["shards"].values() for p in s for i in p["files"].values())
 
     ctx_ratio = 8 / 3.0  # before any unit finished: about 3 bytes of text per token, up to 4 bytes a token + index
     try:
-        _run_units(ctx, pending, workers, bar, on_done)
+        run_units(ctx, pending, workers, bar, on_done)
     finally:
         bar.close()
     manifest = _assemble(out, plan, tok, done, created, command)
     return PrepareResult(out, manifest, "resumed" if state == "resume" else "prepared", len(plan.units), kept)
-
-
-def check_prepared(folder: str | os.PathLike[str], tokenizer: str | None = None, full: bool = True) -> PreparedCorpus:
-    """Open a prepared folder and check it: sizes, the tokenizer (when given), every checksum (``full``) and the
-    sources. Raises the first problem (``DataError`` / ``ConfigError`` / ``PrepareError``, naming the file)."""
-    corpus = PreparedCorpus.open(folder, tokenizer=tokenizer)
-    if full:
-        corpus.verify()
-    problems = corpus.check_sources(full=False)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise DataError(folder, None, f"{problems[0]}{more}: the corpus no longer matches its sources; prepare it "
-                                      "again (--overwrite) or restore the files")
-    return corpus
