@@ -1,8 +1,9 @@
 """Exact mid-epoch resume of the streamed data paths: a run cut short by a fault while checkpointing (a full disk
-at its second checkpoint, the in-process form of the kill in test_faults.py) and resumed gives weights bit-identical
-to an uninterrupted run, for an LM and span corruption read from a prepared corpus and for the text-to-text mixture
-drawn on the fly. Each run resumes in the middle of an epoch and then crosses into the next one, where the span
-noise and the mixture's examples change (set_epoch)."""
+at its second checkpoint, the in-process form of the kill in test_faults.py) and resumed gives weights
+bit-identical to an uninterrupted run, for an LM, span corruption and the text-to-text mixture read from a prepared
+corpus, and for the text-to-text mixture drawn on the fly from examples in memory. Each run resumes in the middle
+of an epoch and then crosses into the next one, where the order, the span noise and the mixture's examples
+change."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from synthformer.tasks import RunConfig, train_run
 from synthformer.train import checkpoint as ckpt_mod
 from synthformer.train import from_dict, latest_checkpoint
 from tests.tasks.helpers import t2t_config
-from tests.tasks.test_prepared_training import make_corpus, prepared_config
+from tests.tasks.test_prepared_training import make_corpus, make_t2t_corpus, prepared_config
 
 #: 4 steps of batch 4 an epoch (16 to 18 examples): the checkpoint of step 5 is in the middle of epoch 1, and the
 #: resumed run goes on into epoch 2 (step 9).
@@ -27,8 +28,9 @@ TRAIN = {"steps": 9, "batch_size": 4, "save_every": 5, "eval_every": 0, "log_eve
 
 
 def _config(kind: str, tmp: Path) -> dict[str, Any]:
-    if kind == "text_to_text":  # RTE 20 and SST-2 32 examples, each capped at 8: 16 slots an epoch
-        cfg = t2t_config(tmp, options={"tasks": ["rte", "sst2"], "mixing_cap": 8})
+    if kind.startswith("text_to_text"):  # RTE 20 and SST-2 32 examples, each capped at 8: 16 slots an epoch
+        options = {"tasks": ["rte", "sst2"], "mixing_cap": 8}
+        cfg = make_t2t_corpus(tmp, **options)[1] if kind.endswith("prepared") else t2t_config(tmp, options=options)
         cfg["train"].update(TRAIN)
         cfg["eval"]["train_decode_examples"] = 0
         return cfg
@@ -45,7 +47,7 @@ def _weights(run: Path) -> dict[str, torch.Tensor]:
     return load_file(str(latest_checkpoint(run) / "model.safetensors"))
 
 
-@pytest.mark.parametrize("kind", ["lm", "span_corruption", "text_to_text"])
+@pytest.mark.parametrize("kind", ["lm", "span_corruption", "text_to_text", "text_to_text-prepared"])
 def test_a_streamed_run_cut_mid_epoch_resumes_bit_identical(kind: str, tmp_path: Path, monkeypatch) -> None:
     run = from_dict(RunConfig, _config(kind, tmp_path))
     train_set_len = []

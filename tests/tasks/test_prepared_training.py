@@ -18,7 +18,7 @@ from synthformer.data.streamed import StreamBlockDataset
 from synthformer.tasks import RunConfig, prepare_data, train_run
 from synthformer.train import ConfigError, from_dict
 
-from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN
+from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, t2t_config
 
 DOCS = [p + "\n" for p in LM_TEXT.split("\n\n") if p]  # 120 short documents
 
@@ -106,3 +106,37 @@ def test_a_source_changed_since_prepare_is_refused_without_reading_it(tmp_path: 
     source.unlink()
     with pytest.raises(ValueError, match=r"source.txt: gone since prepare"):
         prepare_data(run)
+
+
+def make_t2t_corpus(tmp: Path, **options: Any) -> tuple[Path, dict[str, Any]]:
+    """The helpers' RTE + SST-2 files prepared as ``synthformer prepare`` stores text-to-text data (a split per task
+    and dev set, the pairs layout, the in-memory path's texts and tokenizer); and the config of a run on it."""
+    cfg = t2t_config(tmp, options={"tasks": ["rte", "sst2"], **options})
+    memory = prepare_data(from_dict(RunConfig, cfg))
+    train, sizes, valid = memory.raw.splits["train"], memory.raw.info["train_sizes"], memory.raw.splits["valid"]
+    splits, start = {}, 0
+    for name, size in sizes.items():
+        splits[f"train.{name}"] = [(e.source, e.target) for e in train[start:start + size]]
+        splits[f"valid.{name}"] = [(e.source, e.target) for e in valid if e.task == name]
+        start += size
+    folder = tmp / "prepared-t2t"
+    write_prepared(folder, memory.tokenizer, splits, layout="pairs", task_type="text_to_text")
+    cfg["task"]["prepared"] = str(folder)
+    del cfg["task"]["train"]
+    return folder, cfg
+
+
+def test_prepared_text_to_text_gives_the_in_memory_examples_and_labels(tmp_path: Path) -> None:
+    _, cfg = make_t2t_corpus(tmp_path, mixing_cap=64)  # no task capped: both paths fill the slots alike
+    prepared = prepare_data(from_dict(RunConfig, cfg))
+    memory = prepare_data(from_dict(RunConfig, t2t_config(tmp_path, options={"tasks": ["rte", "sst2"],
+                                                                             "mixing_cap": 64})))
+    for split in ("train", "valid"):
+        a, b = prepared.datasets[split], memory.datasets[split]
+        assert len(a) == len(b) and a.length_report == b.length_report
+        for i in range(len(b)):
+            assert all(torch.equal(a[i][k], b[i][k]) for k in ("src_ids", "tgt_ids", "labels")), (split, i)
+    assert prepared.datasets["train"].lazy_order
+    valid = prepared.datasets["valid"]
+    assert [(e.task, e.label) for e in valid.raw_examples] == [(e.task, e.label) for e in memory.raw.splits["valid"]]
+    assert valid.groups == memory.raw.info["valid_groups"]
