@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from synthformer.data import LMBlockDataset, SentinelTokenizer, build_tokenizer
+from synthformer.data import LMBlockDataset, SentinelTokenizer, Seq2SeqDataset, build_tokenizer
 from synthformer.data.prepared import write_prepared
 from synthformer.data.span_corruption import ArrayStream
 from synthformer.data.streamed import StreamBlockDataset
@@ -140,3 +140,24 @@ def test_prepared_text_to_text_gives_the_in_memory_examples_and_labels(tmp_path:
     valid = prepared.datasets["valid"]
     assert [(e.task, e.label) for e in valid.raw_examples] == [(e.task, e.label) for e in memory.raw.splits["valid"]]
     assert valid.groups == memory.raw.info["valid_groups"]
+
+
+def test_a_prepared_seq2seq_run_frames_pairs_as_in_memory_and_scores_decoded_references(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    pairs = [(s, s[::-1]) for s in ("".join(map(str, rng.integers(0, 10, rng.integers(2, 9)))) for _ in range(80))]
+    tok = build_tokenizer("char", [s for p in pairs for s in p])
+    folder = tmp_path / "prepared-s2s"
+    write_prepared(folder, tok, {"train": pairs[:64], "valid": pairs[64:]}, layout="pairs", task_type="seq2seq",
+                   shard_tokens=200)
+    cfg = {"task": {"type": "seq2seq", "prepared": str(folder), "max_len": 6, "overflow": "truncate"},
+           "model": {**TINY_MODEL, "encoder_kind": "R+V"}, "train": {**TINY_TRAIN, "eval_every": 6},
+           "eval": {"train_decode_examples": 4, "beam": 1}}
+    data = prepare_data(from_dict(RunConfig, cfg))
+    memory = Seq2SeqDataset(pairs[:64], tok, max_src_len=6, max_tgt_len=6, overflow="truncate")
+    train = data.datasets["train"]
+    assert len(train) == len(memory) == 64 and train.length_report == memory.length_report
+    for i in range(64):
+        assert all(torch.equal(train[i][k], memory[i][k]) for k in ("src_ids", "tgt_ids", "labels"))
+    assert list(data.raw.splits["valid"]) == pairs[64:]  # the references, decoded from the shards
+    result = train_run(from_dict(RunConfig, cfg), tmp_path / "run")
+    assert "eval_bleu" in result.metrics and result.metrics["eval_decoded"] == 4

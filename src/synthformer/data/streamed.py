@@ -22,7 +22,7 @@ from torch.utils.data import Dataset
 from synthformer.data.batching import LengthReport, Seq2SeqCollator, _check_overflow, collate_lm
 from synthformer.data.span_corruption import TokenSlices
 
-__all__ = ["PairsDataset", "StreamBlockDataset"]
+__all__ = ["DecodedPairs", "PairsDataset", "StreamBlockDataset"]
 
 logger = logging.getLogger(__name__)
 
@@ -152,3 +152,18 @@ class PairsDataset(Dataset[dict[str, Tensor]]):
     def collate(self, batch: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
         """See :class:`~synthformer.data.batching.Seq2SeqCollator`."""
         return self._collator(batch)
+
+
+class DecodedPairs(Sequence[tuple[str, str]]):
+    """The (source, target) texts of a :class:`PairsDataset`'s stored examples, decoded when indexed (by position over
+    all its splits, as ``dataset.indices`` counts): the references a decoding evaluation scores against."""
+
+    def __init__(self, dataset: PairsDataset, tokenizer: Any) -> None:
+        self.dataset, self.tokenizer = dataset, tokenizer
+
+    def __len__(self) -> int:
+        return int(self.dataset.starts[-1])
+
+    def __getitem__(self, position: int) -> tuple[str, str]:  # type: ignore[override]
+        source, target = self.dataset.texts(int(position))
+        return self.tokenizer.decode(source.tolist()), self.tokenizer.decode(target.tolist())

@@ -78,6 +78,9 @@ def prepared_data(run: RunConfig, tokenizer: Tokenizer | None = None,
         if chars is not None:
             ratio[name] = chars
         logger.info("prepared %s split: %s examples (%s)", name, f"{len(datasets[name]):,}", corpus.path)
-    raw = RawData(run.task.type, {name: [s for s in corpus.splits if s.split(".", 1)[0] == name] for name in present},
+    # a raw split: the examples a dataset reads back for scoring (decoded references, GLUE labels), else the names
+    # of the corpus splits it was built from (nothing is read into memory)
+    raw = RawData(run.task.type, {name: getattr(datasets.get(name), "raw_examples", None)
+                                  or [s for s in corpus.splits if s.split(".", 1)[0] == name] for name in present},
                   info={"prepared": str(corpus.path)})
     return TaskData(raw, tok, datasets, model_config, None, ratio)
