@@ -94,6 +94,13 @@ def test_bad_prepared_configs_fail_in_one_line(tmp_path: Path, change: dict, mes
         prepare_data(from_dict(RunConfig, cfg))
 
 
+def test_a_tokenizer_the_run_must_keep_has_to_be_the_corpus_s(tmp_path: Path) -> None:
+    run = from_dict(RunConfig, prepared_config(make_corpus(tmp_path)))
+    other = build_tokenizer("char", [LM_TEXT + "xyz"])  # a resumed or pretrained run's, not the corpus's
+    with pytest.raises(ConfigError, match="tokenized with another tokenizer"):
+        prepare_data(run, other)
+
+
 def test_a_source_changed_since_prepare_is_refused_without_reading_it(tmp_path: Path) -> None:
     source = tmp_path / "source.txt"
     source.write_text(LM_TEXT, encoding="utf-8")

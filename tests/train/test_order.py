@@ -31,6 +31,11 @@ def take(stream: BatchStream, n: int) -> list[list[int]]:
     return [next(stream)["index"].tolist() for _ in range(n)]
 
 
+def test_feistel_order_is_a_bijection_for_every_small_n() -> None:
+    for n in range(1, 301):
+        assert sorted(FeistelPermutation(n, [n, 5]).take(np.arange(n)).tolist()) == list(range(n))
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 1000, 4099])
 def test_feistel_order_is_a_permutation_fixed_by_its_key(n: int) -> None:
     got = FeistelPermutation(n, [3, 1]).take(np.arange(n))
