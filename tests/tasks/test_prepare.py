@@ -192,6 +192,17 @@ def test_text_to_text_one_split_per_task_and_dev_set(tmp_path: Path) -> None:
     tok = corpus.tokenizer()
     assert len(rte) == 20 and tok.decode(rte.document(0, "source")).startswith("rte sentence1: The cat sat")
     assert tok.decode(rte.document(0, "target")) == "entailment"
+    assert [Path(s["path"]).name for s in manifest["sources"]["valid.sst2"]] == ["dev.tsv"]  # fingerprinted
+
+
+def test_every_preparable_type_names_a_known_layout() -> None:
+    from synthformer.data.prepared import LAYOUTS
+    from synthformer.tasks import get_task_type, list_task_types
+
+    layouts = {name: get_task_type(name).prepared_layout for name in list_task_types()}
+    assert {n for n, layout in layouts.items() if layout} >= {"lm", "span_corruption", "seq2seq", "summarization",
+                                                             "text_to_text"}
+    assert all(layout is None or layout in LAYOUTS for layout in layouts.values())
 
 
 def test_hf_streaming_through_datasets(tmp_path: Path) -> None:

@@ -289,5 +289,8 @@ def iter_hf(name: str, split: str, fields: Sequence[str], *, config: str | None 
 
 def file_stat(path: Path) -> dict[str, Any]:
     """The manifest's record of a source file before its checksum: absolute path, size, modification time."""
-    stat = os.stat(path)
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        raise DataError(path, None, "file not found") from None
     return {"path": str(path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime}

@@ -48,6 +48,7 @@ __all__ = ["DEFAULT_UNIT_BYTES", "PrepareError", "PrepareResult", "check_prepare
 DEFAULT_UNIT_BYTES = 1 << 28
 _PLAN = "plan.json"
 _JOURNAL = "assemble.json"
+_SHARD_FILE = re.compile(r".+-\d{5}\.\w+\.(bin|idx\.npy)(\.tmp)?$")  # train-00000.text.bin, ...
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -90,7 +91,7 @@ def _clear(out: Path) -> None:
     """Remove what a prepare writes (nothing else) from ``out``."""
     shutil.rmtree(out / PARTS, ignore_errors=True)
     for path in out.iterdir():
-        if path.name in (MANIFEST, TOKENIZER) or path.name.endswith((".bin", ".idx.npy", ".tmp")):
+        if path.name in (MANIFEST, TOKENIZER) or _SHARD_FILE.match(path.name):
             path.unlink()
 
 

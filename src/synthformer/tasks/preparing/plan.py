@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from synthformer.common.config import to_dict
+from synthformer.data import DataError
 from synthformer.data.prepared.format import LAYOUTS
 from synthformer.data.prepared.sources import (
     expand_glob,
@@ -201,9 +202,12 @@ def unit_records(ctx: Context, unit: Unit, progress: Any = None) -> Iterator[tup
                           options=task.hf_options)
     else:
         records = iter(task.task_type.prepared_examples(task, unit.source))
-    pairs = ctx.layout == "pairs"
+    pairs = ctx.layout == "pairs" and unit.kind != "examples"  # the types' readers strip and check themselves
     for position, texts in records:
-        if pairs and unit.kind != "examples":
+        if pairs:
             texts = tuple(t.strip() for t in texts)
+            if not all(texts) and task.empty_lines == "error":
+                raise DataError(f"{task.hf_name}[{unit.source}]", position, "empty source or target (set "
+                                "task.empty_lines: skip to skip such rows)")
         if all(t.strip() for t in texts):
             yield position, texts

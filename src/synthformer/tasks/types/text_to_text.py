@@ -44,7 +44,7 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.data import Seq2SeqDataset
-from synthformer.data.glue import load_hf_glue, read_glue_split
+from synthformer.data.glue import glue_split_path, load_hf_glue, read_glue_split
 from synthformer.data.mixture import MixtureDataset, MixtureSchedule, mixing_rates
 from synthformer.train import ConfigError
 
@@ -185,12 +185,17 @@ class TextToText(TaskType):
     def prepared_sources(self, task: TaskConfig) -> dict[str, list[tuple[str, list[str]]]] | None:
         # one prepared split per task and dev set ("train.rte", "valid.mnli_matched"): the mixture is drawn from
         # them at training time
+        def files(name: str, split: str) -> list[str]:  # the files read (fingerprinted in the manifest)
+            if task.hf_name is not None or task.train is None:
+                return []
+            return [str(glue_split_path(glue_task_from_config(name), task.train, split))]
+
         out: dict[str, list[tuple[str, list[str]]]] = {}
         for name in _tasks(task):
-            out[f"train.{name}"] = [(f"{name}:train", [])]
+            out[f"train.{name}"] = [(f"{name}:train", files(name, "train"))]
         for name in _tasks(task):
             for group, split in self._dev_sets(name):
-                out[f"valid.{group}"] = [(f"{name}:{split}", [])]
+                out[f"valid.{group}"] = [(f"{name}:{split}", files(name, split))]
         return out
 
     def prepared_examples(self, task: TaskConfig, source: str) -> Iterable[tuple[int, tuple[str, ...]]]:
