@@ -10,6 +10,7 @@ from synthformer.data.span_corruption import (
     ArrayStream,
     SpanCorruptionDataset,
     corrupt,
+    corrupt_arrays,
     random_spans_noise_mask,
     restore,
     t5_lengths,
@@ -104,6 +105,25 @@ def test_example_round_trip_restores_the_text_exactly(kind: str) -> None:
         pieces += restore(src[:-1], labels[:-1], tok.sentinel_ids)
     assert pieces == ids
     assert tok.decode(pieces) == TEXT
+
+
+def test_the_array_form_of_corrupt_equals_the_reference() -> None:
+    rng = np.random.default_rng(3)
+    sentinels = list(range(1000, 1008))
+    for length in (2, 3, 10, 40):
+        for _ in range(50):  # masks of every shape: noise first, last, all but one, runs of any length
+            tokens = rng.integers(5, 900, length)
+            mask = rng.random(length) < rng.uniform(0.05, 0.95)
+            if mask.all() or not mask.any():
+                continue
+            try:
+                expected = corrupt(tokens.tolist(), mask, sentinels)
+            except ValueError:
+                with pytest.raises(ValueError, match="more sentinels"):
+                    corrupt_arrays(tokens, mask, np.array(sentinels))
+                continue
+            got = corrupt_arrays(tokens, mask, np.array(sentinels))
+            assert (got[0].tolist(), got[1].tolist()) == expected
 
 
 def _items(ds: SpanCorruptionDataset) -> list[tuple[list[int], list[int]]]:

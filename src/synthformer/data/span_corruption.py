@@ -37,7 +37,7 @@ from torch.utils.data import Dataset
 
 from synthformer.data.batching import Seq2SeqCollator
 
-__all__ = ["ArrayStream", "SpanCorruptionDataset", "SpanStats", "TokenSlices", "corrupt", "noise_key",
+__all__ = ["ArrayStream", "SpanCorruptionDataset", "SpanStats", "TokenSlices", "corrupt", "corrupt_arrays", "noise_key",
            "random_spans_noise_mask", "restore", "t5_lengths"]
 
 logger = logging.getLogger(__name__)
@@ -130,6 +130,23 @@ def corrupt(tokens: Sequence[int], mask: Sequence[bool] | np.ndarray,
         previous = bool(noise)
     targets.append(sentinel_ids[span + 1])
     return inputs, targets
+
+
+def corrupt_arrays(tokens: np.ndarray, mask: np.ndarray, sentinel_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`corrupt` on numpy arrays, without a Python loop over the tokens (what the datasets call for each
+    example they read; the tests check it equals :func:`corrupt`). ``tokens`` (L,) int64, ``mask`` (L,) bool,
+    ``sentinel_ids`` (S,) int64; returns int64 arrays."""
+    starts = mask & ~np.concatenate([[False], mask[:-1]])  # (L,) the first token of each noise span
+    num_spans = int(starts.sum())
+    if num_spans + 1 > len(sentinel_ids):
+        raise ValueError(f"the piece has more than {len(sentinel_ids) - 1} noise spans; give the tokenizer "
+                         "more sentinels (task.options.num_sentinels)")
+    span_of = np.cumsum(starts) - 1  # (L,) the span of each noise token
+    keep = ~mask | starts  # in the input: kept tokens, and one sentinel where each span starts
+    inputs = np.where(starts, sentinel_ids[span_of], tokens)[keep]
+    noise = np.flatnonzero(mask)
+    targets = np.insert(tokens[noise], np.flatnonzero(starts[noise]), sentinel_ids[:num_spans])
+    return inputs.astype(np.int64), np.append(targets, sentinel_ids[num_spans]).astype(np.int64)
 
 
 def restore(inputs: Sequence[int], targets: Sequence[int], sentinel_ids: Sequence[int]) -> list[int]:
@@ -231,6 +248,7 @@ class SpanCorruptionDataset(Dataset[dict[str, Tensor]]):
         self.inputs_length = inputs_length
         self.targets_length = targets_length + 1  # + the closing sentinel
         self.sentinel_ids = list(sentinel_ids)
+        self._sentinels = np.asarray(self.sentinel_ids, dtype=np.int64)
         self.bos_id, self.eos_id = bos_id, eos_id
         self.noise_density, self.mean_noise_span_length = noise_density, mean_noise_span_length
         self.seed, self.salt = seed, salt
@@ -274,10 +292,10 @@ class SpanCorruptionDataset(Dataset[dict[str, Tensor]]):
         piece = np.asarray(self.stream.slice(start, start + self._piece_length(index)), dtype=np.int64)
         rng = np.random.default_rng(noise_key(self.seed, self.salt, index, self.epoch))
         mask = random_spans_noise_mask(len(piece), self.noise_density, self.mean_noise_span_length, rng)
-        inputs, targets = corrupt(piece.tolist(), mask, self.sentinel_ids)
-        full = torch.tensor([self.bos_id] + targets + [self.eos_id], dtype=torch.long)
-        return {"src_ids": torch.tensor(inputs + [self.eos_id], dtype=torch.long), "tgt_ids": full[:-1],
-                "labels": full[1:]}
+        inputs, targets = corrupt_arrays(piece, mask, self._sentinels)
+        full = torch.from_numpy(np.concatenate([[self.bos_id], targets, [self.eos_id]]).astype(np.int64))
+        src = torch.from_numpy(np.append(inputs, self.eos_id).astype(np.int64))
+        return {"src_ids": src, "tgt_ids": full[:-1], "labels": full[1:]}
 
     def collate(self, batch: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
         """See :class:`~synthformer.data.batching.Seq2SeqCollator`."""
