@@ -97,6 +97,8 @@ class PairsDataset(Dataset[dict[str, Tensor]]):
     """
 
     lazy_order = True
+    #: What scoring reads back, set by the task type: the decoded references, or the dev examples with labels.
+    raw_examples: Sequence[Any] | None = None
 
     def __init__(self, splits: Sequence[Any], *, bos_id: int, eos_id: int, pad_id: int, max_src_len: int,
                  max_tgt_len: int, overflow: str | None = "truncate") -> None:
