@@ -17,6 +17,7 @@ from synthformer.train import ConfigError
 
 from ..contract import RawData, TaskData
 from .config import RunConfig, resolve_model_config
+from .lengths import check_truncation, length_reports
 
 __all__ = ["open_prepared", "prepared_data"]
 
@@ -77,6 +78,8 @@ def prepared_data(run: RunConfig, tokenizer: Tokenizer | None = None,
             raise DataError(corpus.path / "manifest.json", None, f"{name} split: {err}") from None
         if chars is not None:
             ratio[name] = chars
+        if name == "train" and "train" in (reports := length_reports(datasets)):  # most cut: refused, as in memory
+            check_truncation(run.task, reports["train"])
         logger.info("prepared %s split: %s examples (%s)", name, f"{len(datasets[name]):,}", corpus.path)
     # a raw split: the examples a dataset reads back for scoring (decoded references, GLUE labels), else the names
     # of the corpus splits it was built from (nothing is read into memory)
