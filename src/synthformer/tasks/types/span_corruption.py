@@ -2,8 +2,9 @@
 
 Data: any text a language model reads (text files, a Hugging Face text column, ``hf_name: json`` on local JSONL
 files, or the ``pystdlib`` generator: the built-in offline corpus, and the default when no source is given), split
-the way ``task.type: lm`` splits it. The
-tokenizer (``bpe`` by default) is trained on the training text and gets ``num_sentinels`` sentinel tokens after its
+the way ``task.type: lm`` splits it; or a prepared corpus (``task.prepared``: its memory-mapped token stream, for
+corpora such as C4 that do not fit in memory). Each epoch draws fresh noise (:mod:`synthformer.data.span_corruption`).
+The tokenizer (``bpe`` by default) is trained on the training text and gets ``num_sentinels`` sentinel tokens after its
 vocabulary (:class:`~synthformer.data.SentinelTokenizer`). Each split's text becomes one token stream, cut into
 pieces that corrupt to exactly ``task.max_len`` encoder tokens (T5: 512), with the decoder length computed the way
 T5 computes it (:mod:`synthformer.data.span_corruption`; ``task.max_target_len`` is derived and must stay unset).

@@ -15,7 +15,8 @@ each epoch of the mixture, so its share of the training stream is ``min(n_m, K) 
 the examples are drawn on the fly from the whole task: a task larger than the cap fills its slots with the next
 ``K`` examples of a seeded permutation of all its examples in each epoch (:mod:`synthformer.data.mixture`), so
 every epoch shows new ones. The rates are logged and kept in the run's data info. The tokenizer is still trained
-on a bounded seeded sample: the texts of ``K`` examples of each task (:func:`mixture`).
+on a bounded seeded sample: the texts of ``K`` examples of each task (:func:`mixture`). From a prepared corpus
+(``task.prepared``) the mixture is drawn from its ``train.<task>`` splits (:mod:`.text_to_text_prepared`).
 
 Evaluation: teacher-forced ``loss`` / ``perplexity`` over all dev examples, and ``glue``: greedy decoding of each
 task's dev set scored with the official metrics (:mod:`synthformer.tasks.metrics.glue`: scikit-learn / scipy),
