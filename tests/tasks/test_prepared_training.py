@@ -82,6 +82,7 @@ def test_a_prepared_run_trains_and_saves_the_corpus_tokenizer(tmp_path: Path) ->
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"train": "x.txt"}, "a prepared corpus is the run's whole data source .* add task.train=null"),
+    ({"train": "x.txt", "valid": "y.txt"}, "train and valid must be unset: add task.train=null task.valid=null"),
     ({"valid": "x.txt"}, "a prepared corpus holds its own splits"),
     ({"type": "span_corruption", "options": {"num_sentinels": 10}}, "prepared for task.type 'lm'"),
     ({"tokenizer": "bpe"}, "tokenized with a 'char' tokenizer"),

@@ -131,6 +131,7 @@ class TaskConfig:
                    if value is not None]
         if self.prepared is not None and len(sources) > 1:
             others = [s for s in sources if s != "prepared"]
+            others += [key for key in ("valid", "test") if getattr(self, key) is not None]
             raise ConfigError(
                 f"prepared: a prepared corpus is the run's whole data source (it was made from the files), so "
                 f"{' and '.join(others)} must be unset: add {' '.join(f'task.{o}=null' for o in others)} to the "
