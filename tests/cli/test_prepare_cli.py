@@ -23,6 +23,8 @@ def test_prepare_then_check_then_nothing_to_do(tmp_path: Path, capsys) -> None:
     assert main(["prepare", str(config), "--out", str(out), "--no-progress", "-q", "--shard-tokens", "256"]) == 0
     printed = capsys.readouterr().out
     assert "train: " in printed and "valid: " in printed and f"task.prepared={out}" in printed
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["command"].endswith(f"--out {out} --shard-tokens 256")  # what a re-run must repeat
     assert main(["prepare", "--check", str(out), "-q"]) == 0
     assert f"{out}: ok" in capsys.readouterr().out
     assert main(["prepare", str(config), "--out", str(out), "--no-progress", "-q", "--shard-tokens", "256"]) == 0

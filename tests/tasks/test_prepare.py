@@ -110,6 +110,28 @@ def test_resume_after_a_fault_is_byte_identical(tmp_path: Path, monkeypatch: pyt
     assert prepare_corpus(task, tmp_path / "cut", shard_tokens=150).status == "complete"
 
 
+def test_a_killed_worker_stops_the_prepare_and_a_rerun_continues(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    task = _task(type="lm", train=_c4(tmp_path / "c4", files=4), valid_fraction=0.2, tokenizer="char")
+    prepare_corpus(task, tmp_path / "clean", shard_tokens=150, workers=2)
+    real = shard_writer.write_bytes
+
+    def write(fh: Any, data: bytes) -> None:  # forked workers inherit it: the one writing the 3rd unit dies
+        if "u00002" in str(getattr(fh, "name", "")):
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(fh, data)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(shard_writer, "write_bytes", write)
+        with pytest.raises(PrepareError, match="worker process died .* re-run the same command"):
+            prepare_corpus(task, tmp_path / "cut", shard_tokens=150, workers=2)
+    assert prepare_corpus(task, tmp_path / "cut", shard_tokens=150, workers=2).status == "resumed"
+    assert _shard_bytes(tmp_path / "cut") == _shard_bytes(tmp_path / "clean")
+
+
 def test_full_disk_says_what_is_needed_and_rerun_continues(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     task = _task(type="lm", train=_c4(tmp_path / "c4"), valid_fraction=0.2, tokenizer="char")
     with monkeypatch.context() as patch:
@@ -139,10 +161,14 @@ def test_a_rerun_rewrites_damaged_shards(tmp_path: Path) -> None:
 def test_another_prepare_in_out_is_refused_unless_overwrite(tmp_path: Path) -> None:
     task = _task(type="lm", train=_c4(tmp_path / "c4"), valid_fraction=0.2, tokenizer="char")
     prepare_corpus(task, tmp_path / "out")
+    longer = _task(**{**task.__dict__, "max_len": 7})  # a training setting: the same prepare
+    assert prepare_corpus(longer, tmp_path / "out").status == "complete"
     other = ByteTokenizer().save(tmp_path / "byte.json")
     with pytest.raises(PrepareError, match=r"holds a different prepare \(differs in: tokenizer\)"):
         prepare_corpus(task, tmp_path / "out", tokenizer=str(other))
-    assert prepare_corpus(task, tmp_path / "out", shard_tokens=99, overwrite=True).status == "prepared"
+    byte = prepare_corpus(task, tmp_path / "out", tokenizer=str(other), overwrite=True)  # the new tokenizer is used
+    assert byte.status == "prepared" and byte.manifest["tokenizer"]["kind"] == "byte"
+    assert PreparedCorpus.open(tmp_path / "out").split("train").document(0)[0] == ord("d") + 4  # "def ...", byte ids
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(PrepareError, match="not empty and holds no prepare"):
@@ -181,6 +207,22 @@ def test_pairs_are_the_in_memory_readers_pairs(tmp_path: Path) -> None:
         assert got == want
 
 
+def test_parallel_files_by_prefix(tmp_path: Path) -> None:
+    pairs = [("ein haus", "a house"), ("zwei katzen", "two cats"), ("der hund", "the dog"), ("ein baum", "a tree")]
+    (tmp_path / "train.de").write_text("".join(f"{s}\n" for s, _ in pairs * 3))
+    (tmp_path / "train.en").write_text("".join(f"{t}\n" for _, t in pairs * 3))
+    task = _task(type="seq2seq", train=str(tmp_path / "train"), format="parallel", source_lang="de",
+                 target_lang="en", valid_fraction=0.3, tokenizer="char")
+    manifest = prepare_corpus(task, tmp_path / "out").manifest
+    assert [Path(s["path"]).name for s in manifest["sources"]["train"]] == ["train.de", "train.en"]
+    corpus = PreparedCorpus.open(tmp_path / "out")
+    tok = corpus.tokenizer()
+    got = {(tok.decode(sp.document(i, "source")), tok.decode(sp.document(i, "target")))
+           for sp in (corpus.split("train"), corpus.split("valid")) for i in range(len(sp))}
+    counts = [manifest["splits"][split]["documents"] for split in ("train", "valid")]
+    assert got == set(pairs) and sum(counts) == 12 and min(counts) > 0
+
+
 def test_text_to_text_one_split_per_task_and_dev_set(tmp_path: Path) -> None:
     task = _task(type="text_to_text", train=str(glue_dir(tmp_path)), options={"tasks": ["rte", "sst2"]},
                  tokenizer="char")
@@ -207,15 +249,39 @@ def test_every_preparable_type_names_a_known_layout() -> None:
 
 def test_hf_streaming_through_datasets(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
-    rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(json.dumps({"text": " ".join(WORDS[i:i + 6])}) + "\n" for i in range(30)))
-    task = _task(type="lm", hf_name="json", hf_options={"data_files": {"train": str(rows), "valid": str(rows)}},
+    files = [tmp_path / "rows-0.jsonl", tmp_path / "rows-1.jsonl"]
+    for k, path in enumerate(files):
+        lines = [json.dumps({"text": " ".join(WORDS[i:i + 6])}) for i in range(15 * k, 15 * k + 15)]
+        path.write_text("".join(f"{line}\n" for line in lines))
+    task = _task(type="lm", hf_name="json", hf_options={"data_files": {"train": [str(f) for f in files],
+                                                                       "valid": str(files[0])}},
                  hf_splits={"train": "train", "valid": "valid"}, tokenizer="byte")
-    manifest = prepare_corpus(task, tmp_path / "out").manifest
+    result = prepare_corpus(task, tmp_path / "out", workers=2)
+    manifest = result.manifest
     corpus = PreparedCorpus.open(tmp_path / "out")
-    assert manifest["splits"]["train"]["documents"] == 30
-    assert manifest["sources"]["train"][0]["path"] == "hf:json[train]"
-    assert corpus.tokenizer().decode(corpus.split("train").document(29)) == " ".join(WORDS[29:35])
+    assert result.units == 3 and manifest["splits"]["train"]["documents"] == 30  # a unit per file of the split
+    hf, *local = manifest["sources"]["train"]
+    assert hf["path"] == "hf:json[train]" and [e["path"] for e in local] == [str(f.resolve()) for f in files]
+    assert all(len(e["sha256"]) == 64 for e in local)
+    train = corpus.split("train")
+    assert [corpus.tokenizer().decode(train.document(i)) for i in (0, 29)] == [" ".join(WORDS[0:6]),
+                                                                               " ".join(WORDS[29:35])]
+
+
+def test_hf_sliced_splits_are_the_rows_datasets_gives(tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"text": f"row {i}"}) + "\n" for i in range(30)))
+    files = {"data_files": str(rows)}
+    task = _task(type="lm", hf_name="json", hf_options=files, hf_splits={"train": "train[:85%]",
+                                                                          "valid": "train[85%:]"}, tokenizer="byte")
+    corpus = PreparedCorpus.open(prepare_corpus(task, tmp_path / "out").folder)
+    tok = corpus.tokenizer()
+    for ours, theirs in task.hf_splits.items():
+        rows_read = datasets.load_dataset("json", split=theirs, cache_dir=str(tmp_path / "cache"), **files)
+        want = [r["text"] for r in rows_read]
+        split = corpus.split(ours)
+        assert [tok.decode(split.document(i)) for i in range(len(split))] == want
 
 
 def test_the_tokenizer_sample_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

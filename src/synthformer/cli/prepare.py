@@ -15,7 +15,7 @@ __all__ = ["register", "run"]
 
 _EPILOG = """\
 examples:
-  synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --workers 8 \\
+  synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --workers 8 task.hf_name=null \\
       task.train="c4/en/c4-train.*-of-01024.json.gz" task.valid="c4/en/c4-validation.0000*-of-00008.json.gz"
   synthformer prepare configs/lm_tiny_shakespeare.yaml --out prepared/shakespeare --text-unit file
   synthformer prepare configs/t5_cpu_pretrain_imdb.yaml --out prepared/imdb --tokenizer runs/t5/tokenizer.json
@@ -82,6 +82,20 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+_OPTIONS = ("workers", "tokenizer", "tokenizer_sample_bytes", "seed", "shard_tokens", "unit_bytes", "text_unit")
+
+
+def _options(args: argparse.Namespace) -> list[str]:
+    """The options given with other than their default values (what a re-run must repeat to continue)."""
+    parser = args.verb_parser
+    out = []
+    for name in _OPTIONS:
+        value = getattr(args, name)
+        if value != parser.get_default(name):
+            out += [f"--{name.replace('_', '-')}", str(value)]
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Prepare (or check) a corpus; print what is there."""
     if args.check is not None:
@@ -92,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     from synthformer.tasks.preparing import prepare_corpus
 
     run_config = load_run_config(Path(args.config), list(args.overrides))
-    command = shlex.join(["synthformer", "prepare", args.config, *args.overrides, "--out", args.out])
+    command = shlex.join(["synthformer", "prepare", args.config, *args.overrides, "--out", args.out,
+                          *_options(args)])
     args.interrupt_hint = f"finished units are kept; continue with: {command}"
     seed = run_config.train.seed if args.seed is None else args.seed
     result = prepare_corpus(

@@ -18,6 +18,7 @@ import gzip
 import io
 import json
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -270,20 +271,70 @@ def _parquet(path: Path, fields: Sequence[str]) -> Iterator[Record]:
             yield row, tuple(_field(record, f, path, f"row {row}") for f in fields)
 
 
-def iter_hf(name: str, split: str, fields: Sequence[str], *, config: str | None = None,
-            options: dict[str, Any] | None = None) -> Iterator[Record]:
-    """``(row, texts)`` of a Hugging Face data set read with ``streaming=True`` (nothing is downloaded whole or
-    cached: memory stays flat). Works offline on local files through the generic builders (``"json"`` with
-    ``data_files``)."""
+_SLICE = re.compile(r"^(?P<name>[\w.-]+)\[(?P<start>-?\d+%?)?:(?P<stop>-?\d+%?)?\]$")
+
+
+def _bound(text: str | None, default: int, count: Callable[[], int]) -> int:
+    """A slice boundary in rows (``datasets``' rule for percents: the closest row, ``round(p * n / 100)``)."""
+    if text is None:
+        return default
+    if text.endswith("%"):
+        value = int(round(float(text[:-1]) * count() / 100.0))
+    else:
+        value = int(text)
+    return value + count() if value < 0 else value
+
+
+def _stream(name: str, split: str, config: str | None, options: dict[str, Any] | None) -> Any:
     try:
         import datasets
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("preparing a Hugging Face data set needs the optional 'datasets' package: "
                           "pip install datasets") from exc
     kwargs = {k: v for k, v in (options or {}).items() if k != "streaming"}
-    stream = datasets.load_dataset(name, config, split=split, streaming=True, **kwargs)
+    return datasets.load_dataset(name, config, split=split, streaming=True, **kwargs)
+
+
+def hf_shards(name: str, split: str, *, config: str | None = None, options: dict[str, Any] | None = None) -> int:
+    """How many shards (files) a split streams from, so that processes can share it; 1 for a sliced split (read
+    as one stream, to slice it as ``datasets`` does)."""
+    if _SLICE.match(split.replace(" ", "")):
+        return 1
+    return max(int(getattr(_stream(name, split, config, options), "n_shards", 1) or 1), 1)
+
+
+def iter_hf(name: str, split: str, fields: Sequence[str], *, config: str | None = None,
+            options: dict[str, Any] | None = None, shard: tuple[int, int] = (0, 1)) -> Iterator[Record]:
+    """``(row, texts)`` of a Hugging Face data set read with ``streaming=True`` (nothing is downloaded whole or
+    cached: memory stays flat). Works offline on local files through the generic builders (``"json"`` with
+    ``data_files``). ``shard = (index, count)`` reads one of ``count`` contiguous parts (by file, see
+    :func:`hf_shards`); rows are then numbered ``index * 10**12 + row``. A sliced split (``train[:96%]``,
+    ``validation[1000:]``) is read as ``datasets`` would read it without streaming; a percent or negative boundary
+    needs the row count: from the data set's info, else from a first pass over the stream."""
+    sliced = _SLICE.match(split.replace(" ", ""))
+    base = sliced.group("name") if sliced else split
+    stream = _stream(name, base, config, options)
+    index, count_shards = shard
+    if count_shards > 1:
+        stream = stream.shard(num_shards=count_shards, index=index, contiguous=True)
+    start, stop = index * 10**12, None
+    if sliced:
+        known: list[int] = []
+
+        def count() -> int:
+            if not known:
+                info = getattr(stream, "info", None)
+                splits = getattr(info, "splits", None) or {}
+                n = splits[base].num_examples if base in splits else None
+                known.append(n if n else sum(1 for _ in stream))
+            return known[0]
+
+        start = max(_bound(sliced.group("start"), 0, count), 0)
+        stop = _bound(sliced.group("stop"), -1, count) if sliced.group("stop") is not None else None
+        stream = stream.skip(start) if start else stream
+        stream = stream.take(max(stop - start, 0)) if stop is not None else stream
     where = Path(f"{name}[{split}]")
-    for row, record in enumerate(stream, start=1):
+    for row, record in enumerate(stream, start=start + 1):
         yield row, tuple(_field(record, f, where, f"row {row}") for f in fields)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from synthformer.common.config import to_dict
 from synthformer.common.io import atomic_write_text, fsync_path
 from synthformer.data import Tokenizer, load_tokenizer
 from synthformer.data.prepared.format import MANIFEST, TOKENIZER, dtype_for, shard_name
@@ -131,7 +132,7 @@ def _assemble(out: Path, plan: Plan, tok: Tokenizer, done: dict[int, dict[str, A
             groups.setdefault(head, {})[group] = split
     if groups:
         manifest["groups"] = groups  # text_to_text: split -> its tasks' prepared splits
-    manifest["config"] = plan.identity["task"]
+    manifest["config"] = to_dict(task)  # the whole task section (the identity leaves out training-only settings)
     manifest["prepare"] = plan.identity
     manifest["created"] = created
     manifest["command"] = command

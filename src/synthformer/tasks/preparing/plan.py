@@ -8,7 +8,6 @@ so the shards do not depend on the number of processes, and a re-run redoes only
 
 from __future__ import annotations
 
-import dataclasses
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from synthformer.data.prepared.sources import (
     expand_glob,
     file_ranges,
     file_stat,
+    hf_shards,
     iter_file,
     iter_hf,
     splittable,
@@ -33,11 +33,16 @@ from ..run.task_config import TaskConfig
 __all__ = ["Context", "Plan", "Unit", "make_plan", "unit_records"]
 
 _SPLITS = ("train", "valid", "test")
+#: Task settings that shape training examples, not the prepared tokens: a re-run that changes only these continues
+#: (or finds done) the same prepare.
+_TRAINING_ONLY = frozenset({"max_len", "max_target_len", "stride", "overflow", "train_limit", "eval_limit",
+                            "prepared"})
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One piece of work: the examples of ``source`` (bytes ``[start, stop)`` of it, for a range)."""
+    """One piece of work: the examples of ``source`` (bytes ``[start, stop)`` of it, for a range; for a data set
+    split, part ``start`` of ``stop``)."""
 
     index: int
     split: str
@@ -112,7 +117,7 @@ def _check_type(task: TaskConfig) -> str:
     return layout
 
 
-def _holdout(task: TaskConfig, given: set[str]) -> tuple[float, float]:
+def _holdout(task: TaskConfig, given: list[str]) -> tuple[float, float]:
     valid = 0.0
     if "valid" not in given:
         if task.valid_fraction == 0:
@@ -123,8 +128,7 @@ def _holdout(task: TaskConfig, given: set[str]) -> tuple[float, float]:
     return valid, test
 
 
-def _file_units(task: TaskConfig, layout: str, text_unit: str, unit_bytes: int,
-                ) -> tuple[dict[str, list[tuple[str, list[str]]]], bool]:
+def _file_units(task: TaskConfig, layout: str) -> tuple[dict[str, list[tuple[str, list[str]]]], bool]:
     """Split -> sources (key, files) of a file-based task, and whether prepare reads them itself (documents)."""
     own = task.task_type.prepared_sources(task)
     if own is not None:
@@ -134,6 +138,23 @@ def _file_units(task: TaskConfig, layout: str, text_unit: str, unit_bytes: int,
         if pattern is not None:
             out[split] = [(str(p), [str(p)]) for p in expand_glob(pattern)]
     return out, layout == "documents"
+
+
+def _local_data_files(task: TaskConfig, split: str) -> list[Path]:
+    """The local files behind a Hugging Face split (``hf_options.data_files`` of the generic builders), so that the
+    manifest fingerprints them; remote ones and patterns that match nothing are left out."""
+    data_files = task.hf_options.get("data_files")
+    if isinstance(data_files, dict):
+        data_files = data_files.get(split.split("[")[0])
+    patterns = [data_files] if isinstance(data_files, str) else list(data_files or [])
+    found: list[Path] = []
+    for pattern in patterns:
+        if isinstance(pattern, str) and "://" not in pattern:
+            try:
+                found.extend(p for p in expand_glob(pattern) if p not in found)
+            except DataError:
+                continue  # datasets reports it, as it would without prepare
+    return found
 
 
 def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], shard_tokens: int, unit_bytes: int,
@@ -150,13 +171,19 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
     sources: dict[str, list[dict[str, Any]]] = {}
     if task.hf_name is not None:
         by_split = {ours: theirs for ours, theirs in task.hf_splits.items()}
+        hashed: set[str] = set()
         for ours, theirs in by_split.items():
-            units.append(Unit(len(units), ours, "hf", theirs))
+            local = [file_stat(p) for p in _local_data_files(task, theirs)]
+            hashes = tuple(e["path"] for e in local if e["path"] not in hashed)
+            hashed.update(hashes)
+            count = hf_shards(str(task.hf_name), theirs, config=task.hf_config, options=task.hf_options)
+            for i in range(count):  # one unit per part of the split (its files): processes share a big split
+                units.append(Unit(len(units), ours, "hf", theirs, i, count, hash_files=hashes if i == 0 else ()))
             sources[ours] = [{"path": f"hf:{task.hf_name}" + (f"/{task.hf_config}" if task.hf_config else "")
-                              + f"[{theirs}]", "size": None, "mtime": None, "sha256": None}]
-        given = set(by_split)
+                              + f"[{theirs}]", "size": None, "mtime": None, "sha256": None}, *local]
+        given = list(by_split)
     else:
-        by_split, own_reader = _file_units(task, layout, text_unit, unit_bytes)
+        by_split, own_reader = _file_units(task, layout)
         for split, entries in by_split.items():
             sources[split] = []
             for key, files in entries:
@@ -170,7 +197,7 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
                     size = sum(s["size"] for s in stats)
                     units.append(Unit(len(units), split, "file" if own_reader else "examples", key, 0, None, size,
                                       hashes))
-        given = set(by_split)
+        given = list(by_split)  # a list: the manifest's split order must not depend on string hashing
     if "train" not in given and not any(s.startswith("train.") for s in given):
         raise ConfigError("task.train: prepare needs training data")
     own_splits = not set(given) <= set(_SPLITS)
@@ -180,7 +207,7 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
     context = Context(str(folder), task, layout, tuple(task.task_type.prepared_fields(task)), "uint32",
                       shard_tokens, text_unit, valid_fraction, test_fraction)
     identity = {
-        "task": to_dict(dataclasses.replace(task)),
+        "task": {k: v for k, v in to_dict(task).items() if k not in _TRAINING_ONLY},
         "tokenizer": tokenizer_id,
         "sources": {s: [[e["path"], e["size"], e["mtime"]] for e in entries] for s, entries in sources.items()},
         "shard_tokens": shard_tokens,
@@ -199,7 +226,7 @@ def unit_records(ctx: Context, unit: Unit, progress: Any = None) -> Iterator[tup
                             text_unit=ctx.text_unit, progress=progress)
     elif unit.kind == "hf":
         records = iter_hf(str(task.hf_name), unit.source, ctx.record_fields, config=task.hf_config,
-                          options=task.hf_options)
+                          options=task.hf_options, shard=(unit.start, unit.stop or 1))
     else:
         records = iter(task.task_type.prepared_examples(task, unit.source))
     pairs = ctx.layout == "pairs" and unit.kind != "examples"  # the types' readers strip and check themselves

@@ -49,6 +49,7 @@ def repair(out: Path, plan: Plan, workers: int, verify: bool) -> PrepareResult:
         raise PrepareError(f"{err}; prepare again with --overwrite") from None
     damaged = _damaged_units(out, manifest, verify)
     if not damaged:
+        shutil.rmtree(out / PARTS, ignore_errors=True)  # left by a prepare cut after its manifest was written
         return PrepareResult(out, manifest, "complete", len(plan.units), len(plan.units))
     ctx = dataclasses.replace(plan.context, dtype=manifest["dtype"])
     units = [u for u in plan.units if u.index in damaged]

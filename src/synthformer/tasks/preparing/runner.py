@@ -6,8 +6,10 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import shutil
-import time
+import signal
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,9 @@ def _init_worker(queue: Any) -> None:
     global _QUEUE
     _QUEUE = queue
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one process per unit already uses the cores
+    # Ctrl-C reaches the whole process group: the main process stops the workers, which would otherwise each print
+    # a KeyboardInterrupt traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _pool_unit(ctx: Context, unit: Unit) -> dict[str, Any]:
@@ -82,18 +87,27 @@ def run_units(ctx: Context, units: list[Unit], workers: int, bar: Any, on_done: 
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     mpctx = mp.get_context(method)
     queue = mpctx.Queue()
-    with mpctx.Pool(min(workers, len(units)), initializer=_init_worker, initargs=(queue,)) as pool:
-        pending = [pool.apply_async(_pool_unit, (ctx, unit)) for unit in units]
-        try:
-            while pending:
-                while not queue.empty():
-                    report(*queue.get())
-                for job in [j for j in pending if j.ready()]:
-                    pending.remove(job)
-                    on_done(job.get())
-                time.sleep(0.05)
+    # a ProcessPoolExecutor, not a Pool: a worker that dies (killed, out of memory) breaks it at once instead of
+    # leaving its unit pending forever
+    pool = ProcessPoolExecutor(min(workers, len(units)), mp_context=mpctx, initializer=_init_worker,
+                               initargs=(queue,))
+    try:
+        pending = {pool.submit(_pool_unit, ctx, unit) for unit in units}
+        while pending:
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             while not queue.empty():
                 report(*queue.get())
-        except BaseException:
-            pool.terminate()
-            raise
+            for job in done:
+                on_done(job.result())
+        while not queue.empty():
+            report(*queue.get())
+    except BaseException as err:
+        # stop the units still running (an error, Ctrl-C): what they wrote is redone by the next run
+        for process in list((pool._processes or {}).values()):  # noqa: SLF001 - the executor keeps no public list
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(err, BrokenProcessPool):
+            raise PrepareError("a prepare worker process died (killed, or out of memory?); re-run the same command "
+                               "to continue: finished units are kept") from None
+        raise
+    pool.shutdown(wait=True)

@@ -40,10 +40,14 @@ def part_dir(folder: Path, unit: Unit) -> Path:
 
 
 def _tokenizer(folder: str) -> Tokenizer:
-    """The prepare's tokenizer, read once per process."""
-    if folder not in _TOKENIZERS:
-        _TOKENIZERS[folder] = load_tokenizer(Path(folder) / TOKENIZER)
-    return _TOKENIZERS[folder]
+    """The prepare's tokenizer, read once per process (by content: a later prepare into the same folder may have
+    another)."""
+    path = Path(folder) / TOKENIZER
+    key = f"{path.resolve()}:{sha256_file(path)}"
+    if key not in _TOKENIZERS:
+        _TOKENIZERS.clear()
+        _TOKENIZERS[key] = load_tokenizer(path)
+    return _TOKENIZERS[key]
 
 
 class _Progress:
