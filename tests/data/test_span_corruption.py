@@ -7,8 +7,10 @@ import pytest
 
 from synthformer.data import SentinelTokenizer, build_tokenizer, load_tokenizer
 from synthformer.data.span_corruption import (
+    ArrayStream,
     SpanCorruptionDataset,
     corrupt,
+    corrupt_arrays,
     random_spans_noise_mask,
     restore,
     t5_lengths,
@@ -103,6 +105,60 @@ def test_example_round_trip_restores_the_text_exactly(kind: str) -> None:
         pieces += restore(src[:-1], labels[:-1], tok.sentinel_ids)
     assert pieces == ids
     assert tok.decode(pieces) == TEXT
+
+
+def test_the_array_form_of_corrupt_equals_the_reference() -> None:
+    rng = np.random.default_rng(3)
+    sentinels = list(range(1000, 1008))
+    for length in (2, 3, 10, 40):
+        for _ in range(50):  # masks of every shape: noise first, last, all but one, runs of any length
+            tokens = rng.integers(5, 900, length)
+            mask = rng.random(length) < rng.uniform(0.05, 0.95)
+            if mask.all() or not mask.any():
+                continue
+            try:
+                expected = corrupt(tokens.tolist(), mask, sentinels)
+            except ValueError:
+                with pytest.raises(ValueError, match="more sentinels"):
+                    corrupt_arrays(tokens, mask, np.array(sentinels))
+                continue
+            got = corrupt_arrays(tokens, mask, np.array(sentinels))
+            assert (got[0].tolist(), got[1].tolist()) == expected
+
+
+def _items(ds: SpanCorruptionDataset) -> list[tuple[list[int], list[int]]]:
+    return [(ds[i]["src_ids"].tolist(), ds[i]["labels"].tolist()) for i in range(len(ds))]
+
+
+def test_each_epoch_draws_fresh_noise_over_the_same_pieces() -> None:
+    ids = np.random.default_rng(1).integers(10, 900, 1000).tolist()
+    sentinels = list(range(1000, 1100))
+    ds = SpanCorruptionDataset(ids, 32, sentinels, bos_id=2, eos_id=3, pad_id=0, seed=4, salt=9)
+    epochs = []
+    for epoch in (0, 1, 2, 1):
+        ds.set_epoch(epoch)
+        epochs.append(_items(ds))
+    assert epochs[1] == epochs[3]  # a function of (seed, salt, example, epoch): repeatable, e.g. after a resume
+    for a, b in ((0, 1), (1, 2), (0, 2)):  # new spans nearly everywhere ...
+        assert sum(x != y for x, y in zip(epochs[a], epochs[b], strict=True)) > 0.9 * len(ds)
+    for items in epochs:  # ... over the same raw pieces, with the same lengths and span statistics
+        restored = [t for src, labels in items for t in restore(src[:-1], labels[:-1], sentinels)]
+        assert restored == ids
+        assert [max(len(src), len(labels)) for src, labels in items] == ds.lengths
+    assert ds.stats.noise_density == pytest.approx(0.15, abs=0.01)
+
+
+def test_a_streamed_token_source_gives_the_same_examples_without_per_example_state() -> None:
+    ids = np.random.default_rng(2).integers(10, 900, 333)
+    kwargs = {"bos_id": 2, "eos_id": 3, "pad_id": 0, "seed": 1, "salt": 5}
+    memory = SpanCorruptionDataset(ids.tolist(), 32, list(range(1000, 1100)), **kwargs)
+    streamed = SpanCorruptionDataset(ArrayStream(ids.astype(np.uint16)), 32, list(range(1000, 1100)), **kwargs)
+    assert streamed.lazy_order and not memory.lazy_order and not hasattr(streamed, "lengths")
+    for epoch in (0, 3):
+        memory.set_epoch(epoch)
+        streamed.set_epoch(epoch)
+        assert _items(streamed) == _items(memory)
+    assert vars(streamed.stats) == vars(memory.stats)
 
 
 def test_sentinels_never_collide_with_text() -> None:

@@ -31,8 +31,13 @@ def test_text_to_text_data_and_rates(tmp_path: Path) -> None:
     run = from_dict(RunConfig, t2t_config(tmp_path, options={"tasks": ["rte", "sst2"], "mixing_cap": 24}))
     data = prepare_data(run)
     train = data.raw.splits["train"]
-    assert len(train) == 20 + 24  # SST-2's 32 capped at 24
+    assert len(train) == 20 + 32  # every example of every task ...
+    assert len(data.datasets["train"]) == 20 + 24  # ... of which an epoch draws SST-2's 32 capped at 24
     assert data.raw.info["mixing_rates"] == pytest.approx({"rte": 20 / 44, "sst2": 24 / 44})
+    schedule = data.datasets["train"].schedule  # SST-2's capped share shows new examples each epoch:
+    epochs = [{schedule.locate(slot, epoch) for slot in range(20, 44)} for epoch in range(3)]
+    assert {task for task, _ in epochs[0]} == {1} and len(epochs[0] | epochs[1]) == 32  # all 32 over two epochs
+    assert epochs[0] != epochs[1] != epochs[2]
     example = next(e for e in train if e.task == "rte")
     assert example.source.startswith("rte sentence1: ") and " sentence2: " in example.source
     assert example.target in ("entailment", "not_entailment")

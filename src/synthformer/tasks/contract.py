@@ -233,6 +233,15 @@ class TaskType:
         split's characters per token (for bits per character of subword models), else None."""
         raise NotImplementedError
 
+    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
+                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        """The dataset of ``split`` of a prepared corpus (``task.prepared``: a
+        :class:`~synthformer.data.prepared.PreparedCorpus`), read from its memory-mapped shards without tokenizing
+        and without per-example state; and the split's characters per token when known. The default: this type
+        cannot train from a prepared corpus."""
+        raise ConfigError(f"task.prepared: task type {self.name!r} cannot train from a prepared corpus; give its "
+                          "data files (task.train) instead")
+
     def count_tokens(self, batch: Mapping[str, Tensor]) -> Tensor:
         """Tokens of a batch, for the trainer's tokens/s: the predicted targets by default."""
         from synthformer.models import IGNORE_INDEX

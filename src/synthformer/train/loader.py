@@ -7,9 +7,17 @@ stream where the checkpoint left it, without storing any sampler state.
 Two kinds of ``data`` are accepted:
 
 * a map-style dataset (``__len__`` + ``__getitem__``: a ``torch.utils.data.Dataset``, a list of examples):
-  each epoch is a fresh permutation drawn from ``(seed, epoch)``; every process takes a disjoint, equally long
-  shard; examples are collated into batches of ``batch_size`` (the last incomplete batch is dropped so every
-  step and every process sees full batches). Resuming is O(1): the position maps to (epoch, offset).
+  each epoch is a fresh order of the examples, a function of ``(seed, epoch)`` only
+  (:func:`~synthformer.common.order.epoch_order`). Global batch ``k`` of an epoch is the examples at positions
+  ``[k G, (k + 1) G)`` of that order, ``G = batch_size * world_size``; process ``r`` takes positions
+  ``k G + j world_size + r`` (``j < batch_size``). So the sequence of global batches does not depend on the
+  number of processes: a run checkpointed on 2 processes and resumed on 1 with the same global batch continues
+  it. The last incomplete global batch of an epoch is dropped (every step and every process sees full batches).
+  Resuming is O(1): the position maps to (epoch, offset). Batches are computed lazily, one at a time, so memory is
+  O(batch) with the lazy order (datasets over 2**22 examples, or with a true ``lazy_order`` attribute: the
+  prepared-corpus datasets); below that the order is the permutation drawn whole, as it always was.
+  A dataset with a ``set_epoch(epoch)`` method is told the epoch before each epoch's DataLoader is created
+  (DataLoader workers fork after it): span corruption draws fresh noise, the text-to-text mixture new examples.
 * any other iterable (a ``DataLoader``, an ``IterableDataset`` yielding batches, ...): it must yield ready
   batches, in the same order each time it is iterated and on every process. Process ``r`` takes batches
   ``r, r + world, ...``; an epoch ends when the iterable is exhausted and it is then iterated again. Resuming
@@ -25,7 +33,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-__all__ = ["BatchStream", "eval_batches", "is_map_style"]
+from synthformer.common.order import Order, epoch_order
+
+__all__ = ["BatchStream", "RankBatches", "eval_batches", "is_map_style"]
 
 
 def is_map_style(data: Any) -> bool:
@@ -35,7 +45,7 @@ def is_map_style(data: Any) -> bool:
     return hasattr(data, "__len__") and hasattr(data, "__getitem__")
 
 
-def _loader(data: Any, batches: list[list[int]], collate_fn: Callable | None, num_workers: int,
+def _loader(data: Any, batches: Iterable[list[int]], collate_fn: Callable | None, num_workers: int,
             seed: int) -> DataLoader:
     # An explicit generator keeps DataLoader from drawing its worker base seed from the *global* torch RNG:
     # otherwise creating the loader would shift the dropout stream, and a resumed run (which creates it at a
@@ -45,6 +55,29 @@ def _loader(data: Any, batches: list[list[int]], collate_fn: Callable | None, nu
     return DataLoader(
         data, batch_sampler=batches, collate_fn=collate_fn, num_workers=num_workers, generator=gen,
     )
+
+
+class RankBatches:
+    """The index batches of one process in one epoch, from batch ``first`` on, computed when iterated (a
+    ``batch_sampler`` for ``DataLoader``): batch ``k`` is ``order`` at ``k G + j world_size + rank``,
+    ``j < batch_size``, ``G = batch_size * world_size``."""
+
+    def __init__(self, order: Order, batch_size: int, rank: int, world_size: int, first: int, count: int) -> None:
+        self.order, self.batch_size, self.rank, self.world_size = order, batch_size, rank, world_size
+        self.first, self.count = first, count
+
+    def __len__(self) -> int:
+        return max(self.count - self.first, 0)
+
+    def batch(self, k: int) -> list[int]:
+        """The example indices of this process's batch ``k`` of the epoch."""
+        global_batch = self.batch_size * self.world_size
+        positions = k * global_batch + np.arange(self.batch_size) * self.world_size + self.rank
+        return self.order.take(positions).tolist()
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for k in range(self.first, self.count):
+            yield self.batch(k)
 
 
 class BatchStream(Iterator[Any]):
@@ -87,8 +120,8 @@ class BatchStream(Iterator[Any]):
         self._it: Iterator[Any] | None = None
         self._epoch = 0
         if self.map_style:
-            per_rank = len(data) // world_size
-            self.batches_per_epoch = per_rank // batch_size
+            # full global batches only: the same count on every process, and for any process count of one G
+            self.batches_per_epoch = len(data) // (batch_size * world_size)
             if self.batches_per_epoch == 0:
                 raise ValueError(
                     f"train data has {len(data)} examples: too few for one batch of {batch_size} on each of "
@@ -112,20 +145,22 @@ class BatchStream(Iterator[Any]):
         return self._epoch
 
     # -- map-style -------------------------------------------------------------------------------------------
-    def epoch_batches(self, epoch: int) -> list[list[int]]:
-        """Index batches of this process for ``epoch`` (deterministic in seed, epoch, rank and world size)."""
-        n = len(self.data)
-        if self.shuffle:
-            order = np.random.default_rng([self.seed, epoch]).permutation(n)
-        else:
-            order = np.arange(n)
-        per_rank = n // self.world_size
-        mine = order[: per_rank * self.world_size][self.rank :: self.world_size]
-        mine = mine[: self.batches_per_epoch * self.batch_size]
-        return mine.reshape(self.batches_per_epoch, self.batch_size).tolist()
+    def epoch_order(self, epoch: int) -> Order:
+        """The order of the examples in ``epoch`` (the same on every process, whatever their number)."""
+        return epoch_order(len(self.data), self.seed, epoch, shuffle=self.shuffle,
+                           lazy=True if getattr(self.data, "lazy_order", False) else None)
+
+    def epoch_batches(self, epoch: int, first: int = 0) -> RankBatches:
+        """Index batches of this process for ``epoch`` from batch ``first`` on (deterministic in seed, epoch,
+        rank and world size; computed when iterated)."""
+        return RankBatches(self.epoch_order(epoch), self.batch_size, self.rank, self.world_size, first,
+                           self.batches_per_epoch)
 
     def _start_epoch(self, offset: int = 0) -> None:
-        batches = self.epoch_batches(self._epoch)[offset:]
+        set_epoch = getattr(self.data, "set_epoch", None)
+        if callable(set_epoch):  # before the DataLoader (and its workers, which fork) exists
+            set_epoch(self._epoch)
+        batches = self.epoch_batches(self._epoch, offset)
         loader_seed = int(np.random.default_rng([self.seed, self._epoch, self.rank, 1]).integers(2**62))
         self._it = iter(_loader(self.data, batches, self.collate_fn, self.num_workers, loader_seed))
 

@@ -63,7 +63,7 @@ def absolute_paths(run: RunConfig) -> RunConfig:
     """A copy of ``run`` whose data file paths (and ``init_from``) are absolute, so the saved config works from any
     directory."""
     task = run.task
-    updates = {name: str(Path(getattr(task, name)).resolve()) for name in ("train", "valid", "test")
+    updates = {name: str(Path(getattr(task, name)).resolve()) for name in ("train", "valid", "test", "prepared")
                if getattr(task, name) is not None}
     if updates:
         run = dataclasses.replace(run, task=dataclasses.replace(task, **updates))

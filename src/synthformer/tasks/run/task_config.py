@@ -23,8 +23,10 @@ __all__ = ["TaskConfig"]
 class TaskConfig:
     """What is learned and from which data.
 
-    Data source: exactly one of ``train`` (files), ``generator`` (built-in, no download) or ``hf_name``
-    (Hugging Face ``datasets``; needs the optional package and, for remote sets, the network).
+    Data source: exactly one of ``train`` (files), ``generator`` (built-in, no download), ``hf_name``
+    (Hugging Face ``datasets``; needs the optional package and, for remote sets, the network) or ``prepared`` (a
+    folder of token shards written by ``synthformer prepare``: memory-mapped, never tokenized again; see
+    ``docs/streaming.md``).
 
     File paths are relative to the working directory (the shipped configs assume the repository root); the run
     directory's saved ``config.yaml`` holds them made absolute, so ``eval`` and ``generate`` work from anywhere.
@@ -82,6 +84,10 @@ class TaskConfig:
     characters (LM: the beginning)."""
     eval_limit: int | None = None
     """The same for the valid and test splits."""
+    # -- data: a prepared corpus
+    prepared: str | None = None
+    """A folder written by ``synthformer prepare`` (token shards, its tokenizer, its splits): the run trains on
+    it without reading or tokenizing the sources, in memory that does not grow with the corpus."""
     # -- data: built-in generators
     generator: str | None = None
     generator_options: dict[str, Any] = field(default_factory=dict)
@@ -117,15 +123,26 @@ class TaskConfig:
 
     def __post_init__(self) -> None:
         task_type = self.task_type  # an unknown type fails here, naming the valid ones
-        if task_type.default_generator is not None and self.train is None and self.hf_name is None:
+        if (task_type.default_generator is not None and self.train is None and self.hf_name is None
+                and self.prepared is None):
             self.generator = self.generator or task_type.default_generator
         sources = [name for name, value in (("train", self.train), ("generator", self.generator),
-                                            ("hf_name", self.hf_name)) if value is not None]
+                                            ("hf_name", self.hf_name), ("prepared", self.prepared))
+                   if value is not None]
+        if self.prepared is not None and len(sources) > 1:
+            others = [s for s in sources if s != "prepared"]
+            others += [key for key in ("valid", "test") if getattr(self, key) is not None]
+            raise ConfigError(
+                f"prepared: a prepared corpus is the run's whole data source (it was made from the files), so "
+                f"{' and '.join(others)} must be unset: add {' '.join(f'task.{o}=null' for o in others)} to the "
+                "command, or drop them from the config"
+            )
         if len(sources) != 1:
             given = ", ".join(sources) if sources else "none"
             raise ConfigError(
-                f"train: give exactly one data source: 'train' (files), 'generator' ({', '.join(list_generators())}) "
-                f"or 'hf_name' (a Hugging Face data set); given: {given}"
+                f"train: give exactly one data source: 'train' (files), 'generator' ({', '.join(list_generators())}), "
+                f"'hf_name' (a Hugging Face data set) or 'prepared' (a folder written by synthformer prepare); "
+                f"given: {given}"
             )
         for name in ("valid_fraction", "test_fraction"):
             value = getattr(self, name)
@@ -209,9 +226,13 @@ class TaskConfig:
             if self.format not in valid:
                 raise ConfigError(f"format: expected one of {list(valid)} for type {self.type!r}, got {self.format!r}")
             if self.train is None:
-                raise ConfigError("format: only used with files ('train'); generators and HF sets have no format")
+                raise ConfigError("format: only used with files ('train'); generators, HF sets and prepared "
+                                  "corpora have no format")
         if self.train is None and (self.valid is not None or self.test is not None):
             key = "valid" if self.valid is not None else "test"
+            if self.prepared is not None:
+                raise ConfigError(f"{key}: a prepared corpus holds its own splits (prepared: {self.prepared}); "
+                                  f"leave {key} unset")
             raise ConfigError(f"{key}: split files need a 'train' file too (the data source is "
                               f"{'generator' if self.generator else 'hf_name'})")
         if self.hf_name is not None:
@@ -260,6 +281,13 @@ class TaskConfig:
     @property
     def has_test_split(self) -> bool:
         """Whether the data source gives a test split."""
+        if self.prepared is not None:
+            from synthformer.data.prepared import read_manifest
+
+            try:
+                return "test" in read_manifest(self.prepared)["splits"]
+            except (OSError, ValueError):  # DataError, ConfigError: reported when the data is opened
+                return False
         if self.generator is not None:
             return get_generator(self.generator)[0].has_test_split(self)
         return self.task_type.has_test_split(self)

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.data import DataError, LMBlockDataset, load_hf_text, read_text_file, split_text
+from synthformer.data.streamed import StreamBlockDataset
 from synthformer.train import ConfigError
 from synthformer.train.metrics import bits_per_byte, bits_per_character, perplexity
 
@@ -155,6 +156,14 @@ class LanguageModeling(TaskType):
         stride = run.task.stride if split == "train" else None
         return LMBlockDataset(ids, run.task.max_len, stride=stride), len(text) / max(ids.numel(), 1)
 
+    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
+                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        stream = corpus.split(split).stream("text")
+        # the blocks of build_dataset, read from the memory-mapped tokens
+        dataset = StreamBlockDataset(stream, run.task.max_len, stride=run.task.stride if split == "train" else None)
+        chars = corpus.manifest["splits"][split].get("characters")  # recorded by prepare where it counts them
+        return dataset, (chars / max(len(stream), 1) if chars else None)
+
     # -- evaluation and generation ----------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,
@@ -166,6 +175,8 @@ class LanguageModeling(TaskType):
         return "bits_per_byte" if task.tokenizer_kind == "byte" else "bits_per_character"
 
     def baseline(self, run: RunConfig, data: TaskData) -> tuple[str, float]:
+        if not isinstance(data.datasets["train"], LMBlockDataset):  # a prepared corpus: no whole-split counts
+            return "none", float("nan")
         train_ids = data.datasets["train"].tokens
         valid_ids = data.datasets["valid"].tokens[1:]  # the tokens the model predicts
         bits = unigram_bits_per_token(train_ids, valid_ids, data.tokenizer.vocab_size)

@@ -138,6 +138,18 @@ class SequenceToSequence(TaskType):
         return Seq2SeqDataset(raw.splits[split], tokenizer, max_src_len=task.max_len, max_tgt_len=task.target_len,
                               overflow=task.overflow), None
 
+    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
+                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        from synthformer.data.streamed import DecodedPairs, PairsDataset
+
+        task = run.task
+        dataset = PairsDataset([corpus.split(split)], bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
+                               pad_id=tokenizer.pad_id, max_src_len=task.max_len, max_tgt_len=task.target_len,
+                               overflow=task.overflow)
+        # the references of BLEU / ROUGE: the stored texts decoded when scored (raw_examples becomes the raw split)
+        dataset.raw_examples = DecodedPairs(dataset, tokenizer)
+        return dataset, None
+
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
                  batch_size: int, max_batches: int, beam: int | None,

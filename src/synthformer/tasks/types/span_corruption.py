@@ -2,8 +2,9 @@
 
 Data: any text a language model reads (text files, a Hugging Face text column, ``hf_name: json`` on local JSONL
 files, or the ``pystdlib`` generator: the built-in offline corpus, and the default when no source is given), split
-the way ``task.type: lm`` splits it. The
-tokenizer (``bpe`` by default) is trained on the training text and gets ``num_sentinels`` sentinel tokens after its
+the way ``task.type: lm`` splits it; or a prepared corpus (``task.prepared``: its memory-mapped token stream, for
+corpora such as C4 that do not fit in memory). Each epoch draws fresh noise (:mod:`synthformer.data.span_corruption`).
+The tokenizer (``bpe`` by default) is trained on the training text and gets ``num_sentinels`` sentinel tokens after its
 vocabulary (:class:`~synthformer.data.SentinelTokenizer`). Each split's text becomes one token stream, cut into
 pieces that corrupt to exactly ``task.max_len`` encoder tokens (T5: 512), with the decoder length computed the way
 T5 computes it (:mod:`synthformer.data.span_corruption`; ``task.max_target_len`` is derived and must stay unset).
@@ -102,11 +103,18 @@ class SpanCorruption(LanguageModeling):
 
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        # the whole split as one stream: T5 packs documents into its inputs
+        return self._pieces(run, tokenizer.encode(raw.splits[split]), split, tokenizer), None
+
+    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
+                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        # the documents back to back (each ends with <eos>, T5's packing), read from the memory-mapped shards
+        return self._pieces(run, corpus.split(split).stream("text"), split, tokenizer), None
+
+    def _pieces(self, run: RunConfig, ids: Any, split: str, tokenizer: Tokenizer) -> SpanCorruptionDataset:
         if not isinstance(tokenizer, SentinelTokenizer):
             raise ConfigError(f"span corruption needs a tokenizer with sentinel tokens, got {tokenizer!r}")
         density, mean_span, _ = _options(run.task)
-        text = raw.splits[split]
-        ids = tokenizer.encode(text)  # the whole split as one stream: T5 packs documents into its inputs
         dataset = SpanCorruptionDataset(
             ids, run.task.max_len, tokenizer.sentinel_ids, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
             pad_id=tokenizer.pad_id, noise_density=density, mean_noise_span_length=mean_span,
@@ -117,7 +125,7 @@ class SpanCorruption(LanguageModeling):
                     "density %.4f (nominal %g), mean span length %.3f (nominal %g)", split, len(dataset),
                     dataset.tokens_length, dataset.inputs_length, dataset.targets_length, stats.noise_density,
                     density, stats.mean_span_length, mean_span)
-        return dataset, None
+        return dataset
 
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,

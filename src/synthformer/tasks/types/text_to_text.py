@@ -10,11 +10,13 @@ distributes them, e.g. ``../shared/data/glue``; SuperGLUE ``<Task>/train.jsonl``
 cache when offline). The dev sets are the ``valid`` split (GLUE test labels are not public, so there is no test
 split). ``train_limit`` / ``eval_limit`` cap each task's examples (a seeded subset).
 
-Mixture: examples-proportional with a cap (T5's section 3.5.2): task ``m`` contributes ``min(n_m, mixing_cap)``
-examples, so its share of the training stream is ``min(n_m, K) / sum_j min(n_j, K)``. A task larger than the cap
-contributes a fixed seeded sample of ``K`` of its examples (T5 draws its mixture on the fly from the whole task;
-at budgets below one pass over the mixture the two differ in which examples are seen, not in how often each task
-is). The rates are logged and kept in the run's data info.
+Mixture: examples-proportional with a cap (T5's section 3.5.2): task ``m`` has ``min(n_m, mixing_cap)`` slots in
+each epoch of the mixture, so its share of the training stream is ``min(n_m, K) / sum_j min(n_j, K)``. As in T5
+the examples are drawn on the fly from the whole task: a task larger than the cap fills its slots with the next
+``K`` examples of a seeded permutation of all its examples in each epoch (:mod:`synthformer.data.mixture`), so
+every epoch shows new ones. The rates are logged and kept in the run's data info. The tokenizer is still trained
+on a bounded seeded sample: the texts of ``K`` examples of each task (:func:`mixture`). From a prepared corpus
+(``task.prepared``) the mixture is drawn from its ``train.<task>`` splits (:mod:`.text_to_text_prepared`).
 
 Evaluation: teacher-forced ``loss`` / ``perplexity`` over all dev examples, and ``glue``: greedy decoding of each
 task's dev set scored with the official metrics (:mod:`synthformer.tasks.metrics.glue`: scikit-learn / scipy),
@@ -38,11 +40,13 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from synthformer.data import Seq2SeqDataset
 from synthformer.data.glue import glue_split_path, load_hf_glue, read_glue_split
+from synthformer.data.mixture import MixtureDataset, MixtureSchedule, mixing_rates
 from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType
@@ -88,8 +92,10 @@ def _benchmarks(tasks: list[str]) -> list[str]:
 
 
 def mixture(by_task: dict[str, list[Any]], cap: int, seed: int = 0) -> tuple[list[Any], dict[str, float]]:
-    """Examples-proportional mixing with a cap: each task's examples (a seeded sample of ``cap`` of them when it
-    has more), interleaved in a seeded order; and each task's mixing rate ``min(n, cap) / sum min(n_j, cap)``."""
+    """Examples-proportional mixing with a cap, as a fixed sample: each task's examples (a seeded sample of
+    ``cap`` of them when it has more), interleaved in a seeded order; and each task's mixing rate
+    ``min(n, cap) / sum min(n_j, cap)``. Training draws its mixture on the fly (:class:`MixtureDataset`); this
+    bounded sample is what the tokenizer is trained on."""
     if cap < 1:
         raise ConfigError(f"task.options.mixing_cap: expected a positive integer, got {cap!r}")
     chosen = {name: subset(examples, cap, seed) for name, examples in by_task.items()}
@@ -200,21 +206,33 @@ class TextToText(TaskType):
             yield i, (example.source, example.target)
 
     def finish(self, task: TaskConfig, raw: RawData) -> RawData:
-        # the splits arrive per task; limits apply per task, then the training tasks are mixed
+        # the splits arrive per task; limits apply per task; the training split keeps every example of every task,
+        # task after task (the mixture is drawn from it per epoch: build_dataset)
         train = {n: subset(v, task.train_limit) for n, v in raw.splits["train"].items()}
         valid = {n: subset(v, task.eval_limit) for n, v in raw.splits["valid"].items()}
-        mixed, rates = mixture(train, int(task.task_options["mixing_cap"]))  # checks the cap
-        raw.splits = {"train": mixed, "valid": [e for v in valid.values() for e in v]}
+        cap = int(task.task_options["mixing_cap"])
+        if cap < 1:
+            raise ConfigError(f"task.options.mixing_cap: expected a positive integer, got {cap!r}")
+        rates = dict(zip(train, mixing_rates([len(v) for v in train.values()], cap), strict=True))
+        raw.splits = {"train": [e for v in train.values() for e in v], "valid": [e for v in valid.values() for e in v]}
         raw.info["valid_groups"] = [group for group, v in valid.items() for _ in v]  # aligned with splits["valid"]
         raw.info["mixing_rates"] = rates
-        raw.info["train_sizes"] = {n: len(v) for n, v in train.items()}
-        cap = int(task.task_options["mixing_cap"])
-        logger.info("text-to-text mixture (cap %d): %s", cap, ", ".join(
-            f"{n} {len(train[n]):,}{f' -> {cap:,}' if len(train[n]) > cap else ''} ({rates[n]:.1%})" for n in rates))
+        raw.info["mixing_cap"] = cap
+        raw.info["train_sizes"] = {n: len(v) for n, v in train.items()}  # aligned with splits["train"]
+        logger.info("text-to-text mixture (cap %d, drawn from the whole of each task): %s", cap, ", ".join(
+            f"{n} {len(train[n]):,}{f' -> {cap:,} an epoch' if len(train[n]) > cap else ''} ({rates[n]:.1%})"
+            for n in rates))
         return raw
 
+    def _train_by_task(self, raw: RawData) -> dict[str, list[Any]]:
+        train, out, start = raw.splits["train"], {}, 0
+        for name, size in raw.info["train_sizes"].items():
+            out[name], start = train[start:start + size], start + size
+        return out
+
     def training_texts(self, raw: RawData) -> list[str]:
-        train = raw.splits["train"]
+        # a bounded seeded sample: the examples of the fixed mixture (the texts every earlier version trained on)
+        train, _ = mixture(self._train_by_task(raw), int(raw.info["mixing_cap"]))
         return [e.source for e in train] + [e.target for e in train]
 
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
@@ -222,8 +240,29 @@ class TextToText(TaskType):
         task = run.task
         pairs = [(e.source, e.target) for e in raw.splits[split]]
         # (the dataset logs how many examples were truncated or skipped for length)
-        return Seq2SeqDataset(pairs, tokenizer, max_src_len=task.max_len, max_tgt_len=task.target_len,
-                              overflow=task.overflow), None
+        examples = Seq2SeqDataset(pairs, tokenizer, max_src_len=task.max_len, max_tgt_len=task.target_len,
+                                  overflow=task.overflow)
+        if split != "train":
+            return examples, None
+        sizes = raw.info["train_sizes"]
+        task_of_kept = np.repeat(np.arange(len(sizes)), list(sizes.values()))[examples.indices]
+        members = [np.flatnonzero(task_of_kept == m) for m in range(len(sizes))]
+        empty = [name for name, m in zip(sizes, members, strict=True) if len(m) == 0]
+        if empty:
+            raise ConfigError(f"task.max_len: no training example of {', '.join(empty)} is left after the length "
+                              "limits (task.overflow: skip); raise the limits or drop the task")
+        schedule = MixtureSchedule([len(m) for m in members], int(raw.info["mixing_cap"]), seed=run.train.seed)
+        return MixtureDataset(examples, members, schedule), None
+
+    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
+                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        from .text_to_text_prepared import prepared_dev_sets, prepared_mixture
+
+        names = _tasks(run.task)
+        if split == "train":
+            return prepared_mixture(run, corpus, names, tokenizer), None
+        groups = [(group, name) for name in names for group, _ in self._dev_sets(name)]
+        return prepared_dev_sets(run, corpus, split, groups, tokenizer), None
 
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
@@ -240,8 +279,10 @@ class TextToText(TaskType):
                      beam: int, max_examples: int | None,
                      shard: EvalShard | None) -> tuple[dict[str, Any], list[str]]:
         dataset = data.datasets[split]
-        examples = [data.raw.splits[split][i] for i in dataset.indices]  # skipped-for-length ones excluded
-        groups = data.raw.info.get("valid_groups") or [e.task for e in data.raw.splits[split]]
+        # a prepared corpus's dev sets carry their examples (read back from the shards)
+        raw = getattr(dataset, "raw_examples", None) or data.raw.splits[split]
+        examples = [raw[i] for i in dataset.indices]  # skipped-for-length ones excluded
+        groups = getattr(dataset, "groups", None) or data.raw.info.get("valid_groups") or [e.task for e in raw]
         # by dev set (a task, or MNLI's matched / mismatched); at most max_examples each, evenly spaced (dev files
         # may be sorted)
         by_task: dict[str, list[int]] = {}
@@ -288,6 +329,8 @@ class TextToText(TaskType):
 
     def baseline(self, run: RunConfig, data: TaskData) -> tuple[str, float]:
         """Every dev example answered with its task's majority training label (STS-B: the mean score)."""
+        if run.task.prepared is not None:  # the training labels are in the shards, not in memory
+            return "none", float("nan")
         scores = majority_scores(data.raw.splits["train"], data.raw.splits["valid"], data.raw.info["valid_groups"])
         benchmark = self.comparison_metric(run.task).removesuffix("_average")
         return "majority label per task", glue_average(scores, benchmark)

@@ -1,0 +1,89 @@
+"""The data of a run that trains from a prepared corpus (``task.prepared``, written by ``synthformer prepare``).
+
+Nothing is read or tokenized: the corpus's manifest is checked (format, the sizes of its files, its task type
+against the run's, its tokenizer against one the run already has), its source files only by ``stat`` (gone,
+another size or modification time: an error, as the corpus no longer is what they hold), and each split becomes a
+dataset over the memory-mapped shards (:meth:`~synthformer.tasks.contract.TaskType.build_prepared_dataset`). The
+tokenizer is the corpus's; the model config is sized for it as for any run.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from synthformer.data import DataError, Tokenizer
+from synthformer.data.prepared import PreparedCorpus
+from synthformer.train import ConfigError
+
+from ..contract import RawData, TaskData
+from .config import RunConfig, resolve_model_config
+from .lengths import check_truncation, length_reports
+
+__all__ = ["open_prepared", "prepared_data"]
+
+logger = logging.getLogger(__name__)
+
+
+def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None) -> PreparedCorpus:
+    """Open and check ``run.task.prepared`` (see the module docstring); ``tokenizer``: one the run must keep (a
+    resumed run's, a pretrained run's), which must be the corpus's.
+
+    Raises:
+        DataError: a missing or damaged corpus, a source changed or gone since prepare.
+        ConfigError: a corpus of another task type, or tokenized with another tokenizer.
+    """
+    task = run.task
+    assert task.prepared is not None
+    corpus = PreparedCorpus.open(task.prepared, tokenizer)
+    made_for = corpus.manifest.get("task_type")
+    if made_for != task.type:
+        raise ConfigError(f"task.prepared: {corpus.path} was prepared for task.type {made_for!r}, this run trains "
+                          f"{task.type!r}; prepare it again with this config (synthformer prepare CONFIG --out DIR)")
+    problems = corpus.check_sources()
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise DataError(corpus.path / "manifest.json", None,
+                        f"{problems[0]}{more}: the corpus no longer matches its sources; re-run the same "
+                        "'synthformer prepare' command to bring it up to date")
+    ours = corpus.tokenizer()
+    base = getattr(ours, "base", ours)  # span corruption's sentinels wrap the trained tokenizer
+    if task.tokenizer is not None and task.tokenizer != base.kind:
+        raise ConfigError(f"task.tokenizer: {task.tokenizer!r}, but the prepared corpus {corpus.path} was "
+                          f"tokenized with a {base.kind!r} tokenizer; leave task.tokenizer unset (the corpus's is "
+                          "used)")
+    if task.vocab_size is not None and task.vocab_size not in (base.vocab_size, ours.vocab_size):
+        raise ConfigError(f"task.vocab_size: {task.vocab_size}, but the prepared corpus {corpus.path} has a "
+                          f"vocabulary of {ours.vocab_size} ids; leave task.vocab_size unset (the corpus's is used)")
+    return corpus
+
+
+def prepared_data(run: RunConfig, tokenizer: Tokenizer | None = None,
+                  splits: tuple[str, ...] | None = None) -> TaskData:
+    """The :class:`TaskData` of a run on a prepared corpus: its tokenizer, the model config sized for it, and a
+    dataset per split of ``splits`` (default: all the corpus has) read from the shards."""
+    corpus = open_prepared(run, tokenizer)
+    tok = corpus.tokenizer()
+    task_type = run.task.task_type
+    model_config = resolve_model_config(run, tok.vocab_size, None, (tok.pad_id, tok.bos_id, tok.eos_id))
+    # the run's splits: a corpus stored per task ("train.rte", "valid.rte") serves the run's "train" and "valid"
+    present = list(dict.fromkeys(name.split(".", 1)[0] for name in corpus.splits))
+    names = [s for s in (splits or tuple(present)) if s in present]
+    datasets, ratio = {}, {}
+    for name in names:
+        try:
+            datasets[name], chars = task_type.build_prepared_dataset(run, corpus, name, tok, model_config)
+        except (DataError, ConfigError):
+            raise
+        except ValueError as err:
+            raise DataError(corpus.path / "manifest.json", None, f"{name} split: {err}") from None
+        if chars is not None:
+            ratio[name] = chars
+        if name == "train" and "train" in (reports := length_reports(datasets)):  # most cut: refused, as in memory
+            check_truncation(run.task, reports["train"])
+        logger.info("prepared %s split: %s examples (%s)", name, f"{len(datasets[name]):,}", corpus.path)
+    # a raw split: the examples a dataset reads back for scoring (decoded references, GLUE labels), else the names
+    # of the corpus splits it was built from (nothing is read into memory)
+    raw = RawData(run.task.type, {name: getattr(datasets.get(name), "raw_examples", None)
+                                  or [s for s in corpus.splits if s.split(".", 1)[0] == name] for name in present},
+                  info={"prepared": str(corpus.path)})
+    return TaskData(raw, tok, datasets, model_config, None, ratio)

@@ -1,0 +1,78 @@
+"""``text_to_text`` from a prepared corpus: the mixture drawn from its ``train.<task>`` splits, the dev sets from its
+``valid.<group>`` splits (``synthformer prepare`` writes one split per task and dev set, the ``pairs`` layout).
+
+The gold labels GLUE scoring needs come from the stored targets (the verbalized labels, decoded): the class index of
+the label text, and for STS-B the target's score, which the verbalizer rounded to 0.2 (T5 scored STS-B against
+these rounded targets too; the in-memory path scores against the unrounded gold scores). Only the dev sets get one
+Python object per example (they are small); the training split holds nothing per example.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from synthformer.data.glue import TextToTextExample
+from synthformer.data.mixture import MixtureDataset, MixtureSchedule
+from synthformer.data.streamed import PairsDataset
+from synthformer.train import ConfigError
+
+from ..metrics.glue import glue_task_from_config
+
+if TYPE_CHECKING:
+    from synthformer.data import Tokenizer
+
+    from ..run.config import RunConfig
+
+__all__ = ["prepared_dev_sets", "prepared_mixture"]
+
+
+def _pairs(run: RunConfig, splits: list[Any], tokenizer: Tokenizer) -> PairsDataset:
+    task = run.task
+    return PairsDataset(splits, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
+                        max_src_len=task.max_len, max_tgt_len=task.target_len, overflow=task.overflow)
+
+
+def prepared_mixture(run: RunConfig, corpus: Any, tasks: list[str], tokenizer: Tokenizer) -> MixtureDataset:
+    """The training mixture over the corpus's ``train.<task>`` splits (T5's capped rates, drawn per epoch)."""
+    base = _pairs(run, [corpus.split(f"train.{name}") for name in tasks], tokenizer)
+    # each task's examples are contiguous in ``base`` (kept positions are sorted): a range each, nothing per example
+    kept = base.kept
+    members = []
+    for m in range(len(tasks)):
+        lo, hi = int(base.starts[m]), int(base.starts[m + 1])
+        if kept is not None:
+            lo, hi = int(np.searchsorted(kept, lo)), int(np.searchsorted(kept, hi))
+        members.append(range(lo, hi))
+    empty = [name for name, m in zip(tasks, members, strict=True) if len(m) == 0]
+    if empty:
+        raise ConfigError(f"task.max_len: no training example of {', '.join(empty)} is left after the length limits "
+                          "(task.overflow: skip); raise the limits or drop the task")
+    schedule = MixtureSchedule([len(m) for m in members], int(run.task.task_options["mixing_cap"]),
+                               seed=run.train.seed, lazy=True)
+    return MixtureDataset(base, members, schedule)
+
+
+def prepared_dev_sets(run: RunConfig, corpus: Any, split: str, groups: list[tuple[str, str]],
+                      tokenizer: Tokenizer) -> PairsDataset:
+    """The dev sets ``groups`` (``(group, task)``) of ``split``, with ``raw_examples`` and ``groups`` (one per stored
+    example) for GLUE scoring."""
+    dataset = _pairs(run, [corpus.split(f"{split}.{group}") for group, _ in groups], tokenizer)
+    examples, names = [], []
+    for k, (group, name) in enumerate(groups):
+        glue_task = glue_task_from_config(name)
+        for position in range(int(dataset.starts[k]), int(dataset.starts[k + 1])):
+            source, target = (tokenizer.decode(ids.tolist()).strip() for ids in dataset.texts(position))
+            if glue_task.labels is None:
+                label: int | float = float(target)
+            elif target in glue_task.labels:
+                label = glue_task.labels.index(target)
+            else:
+                raise ConfigError(f"task.prepared: {split}.{group} example {position - int(dataset.starts[k])}: "
+                                  f"target {target!r} is no label of {name}; prepare the corpus again")
+            examples.append(TextToTextExample(name, source, target, label, None))
+            names.append(group)
+    dataset.raw_examples = examples
+    dataset.groups = names
+    return dataset
