@@ -23,6 +23,14 @@ def test_prepare_then_check_then_nothing_to_do(tmp_path: Path, capsys) -> None:
     assert main(["prepare", str(config), "--out", str(out), "--no-progress", "-q", "--shard-tokens", "256"]) == 0
     printed = capsys.readouterr().out
     assert "train: " in printed and "valid: " in printed and f"task.prepared={out}" in printed
+    # the printed next command is one that loads: the config's own source is unset beside task.prepared
+    import shlex
+
+    from synthformer.tasks import load_run_config
+
+    hint = shlex.split(printed.split("next: ", 1)[1].splitlines()[0])
+    assert hint[:3] == ["synthformer", "train", str(config)] and "task.train=null" in hint
+    assert load_run_config(config, hint[3:]).task.prepared == str(out)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["command"].endswith(f"--out {out} --shard-tokens 256")  # what a re-run must repeat
     assert main(["prepare", "--check", str(out), "-q"]) == 0

@@ -127,5 +127,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name}: {split['documents']:,} documents, {tokens} tokens, {len(split['shards'])} shard(s)")
     tok = manifest["tokenizer"]
     print(f"tokenizer: {tok['kind']}, vocab {tok['vocab_size']:,} ({manifest['dtype']} ids)")
-    print(f"next: synthformer train {shlex.quote(args.config)} task.prepared={shlex.quote(args.out)}")
+    # task.prepared excludes the sources it was made from: the hint unsets the ones this config names
+    unset = [f"task.{key}=null" for key in ("train", "valid", "test", "hf_name")
+             if getattr(run_config.task, key, None) is not None]
+    print("next: " + shlex.join(["synthformer", "train", args.config, *args.overrides, *unset,
+                                 f"task.prepared={args.out}"]))
     return 0
