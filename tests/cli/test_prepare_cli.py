@@ -33,6 +33,11 @@ def test_prepare_then_check_then_nothing_to_do(tmp_path: Path, capsys) -> None:
     assert load_run_config(config, hint[3:]).task.prepared == str(out)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["command"].endswith(f"--out {out} --shard-tokens 256")  # what a re-run must repeat
+    # every document's characters counted once, in the split it went to (bits per character of subword LMs)
+    documents = [json.loads(line)["text"] for line in corpus.read_text().splitlines()]
+    splits = manifest["splits"]
+    assert splits["train"]["characters"] + splits["valid"]["characters"] == sum(len(d) for d in documents)
+    assert splits["train"]["tokens"]["text"] == splits["train"]["characters"] + splits["train"]["documents"]  # char
     assert main(["prepare", "--check", str(out), "-q"]) == 0
     assert f"{out}: ok" in capsys.readouterr().out
     assert main(["prepare", str(config), "--out", str(out), "--no-progress", "-q", "--shard-tokens", "256"]) == 0

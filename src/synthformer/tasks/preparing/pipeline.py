@@ -119,6 +119,10 @@ def _assemble(out: Path, plan: Plan, tok: Tokenizer, done: dict[int, dict[str, A
             raise ConfigError(f"task: the {split} split got no example (a held-out fraction too small for the data, "
                               "or empty sources); raise task.valid_fraction or give task.valid")
         splits[split] = split_entry(entries, fields)
+        counted = [done[unit.index].get("characters") for unit in plan.units]
+        if plan.layout == "documents" and all(c is not None for c in counted):
+            # the documents' characters (the eos after each is not counted): chars per token for bits per character
+            splits[split]["characters"] = sum(c.get(split, 0) for c in counted)
     hashes = {path: digest for record in done.values() for path, digest in record["sha256"].items()}
     task = plan.context.task
     manifest = base_manifest(task.type, plan.layout, tok, out / TOKENIZER)

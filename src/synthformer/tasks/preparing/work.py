@@ -105,10 +105,14 @@ def process_unit(ctx: Context, unit: Unit, report: Report | None = None) -> dict
 
     batch: list[tuple[str, tuple[str, ...]]] = []
     chars = 0
+    # characters of the first field per split: an LM's bits per character from subword tokens needs them
+    split_chars: dict[str, int] = {}
     try:
         for position, texts in unit_records(ctx, unit, progress.read):
-            batch.append((ctx.split_of(unit, position), texts))
+            split = ctx.split_of(unit, position)
+            batch.append((split, texts))
             chars += sum(len(t) for t in texts)
+            split_chars[split] = split_chars.get(split, 0) + len(texts[0])
             if len(batch) >= _BATCH_DOCS or chars >= _BATCH_CHARS:
                 _encode(tok, ctx, batch, writers, make)
                 progress.wrote(len(batch))
@@ -122,7 +126,8 @@ def process_unit(ctx: Context, unit: Unit, report: Report | None = None) -> dict
             w.abort()
         raise
     hashes = {path: sha256_file(path) for path in unit.hash_files}
-    record = {"unit": unit.index, "shards": shards, "sha256": hashes, "documents": progress.docs}
+    record = {"unit": unit.index, "shards": shards, "sha256": hashes, "documents": progress.docs,
+              "characters": split_chars}
     atomic_write_text(out / DONE, json.dumps(record, indent=1) + "\n")
     progress.finish()
     return record
