@@ -73,31 +73,43 @@ def _nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
+def recorded(name: str) -> Callable[[Callable[[dict[str, Any]], str]], Callable[[], str]]:
+    """A builder from ``table(entry) -> Markdown`` over the newest entry of ``bench_NAME.jsonl``: the placeholder
+    while there is no record, and the provenance line under the table."""
+
+    def wrap(table: Callable[[dict[str, Any]], str]) -> Callable[[], str]:
+        def build() -> str:
+            entry, record = newest(name)
+            if entry is None:
+                return placeholder(record)
+            return table(entry) + "\n\n" + note(entry, record)
+
+        build.__doc__ = table.__doc__
+        return build
+
+    return wrap
+
+
 def module_table(name: str, mode: str, value: str) -> Callable[[], str]:
     """A kinds x lengths table of ``value`` (``ratio_to_V``, ``peak_MiB``, ``ms``) for ``mode`` from ``bench_NAME``."""
 
-    def build() -> str:
-        entry, record = newest(name)
-        if entry is None:
-            return placeholder(record)
-        rows = [r for r in entry["rows"] if r.get(value) is not None and not _nan(r.get(value))]
-        return pivot(rows, mode, value) + "\n\n" + note(entry, record)
+    @recorded(name)
+    def table(entry: dict[str, Any]) -> str:
+        return pivot([r for r in entry["rows"] if r.get(value) is not None and not _nan(r.get(value))], mode, value)
 
-    return build
+    return table
 
 
-def v_ms_table() -> str:
+@recorded("module")
+def v_ms_table(entry: dict[str, Any]) -> str:
     """V's own time in ms per mode and length: what the module tables' ratios are relative to."""
-    entry, record = newest("module")
-    if entry is None:
-        return placeholder(record)
     rows = entry["rows"]
     lengths = sorted({r["L"] for r in rows})
     body = []
     for mode, label in MODES.items():
         cells = [find(rows, kind="V", L=n, mode=mode) for n in lengths]
         body.append([f"V, {label} (ms)", *("" if c is None else f"{c['ms']:,.1f}" for c in cells)])
-    return markdown(["mode", *(f"L={n}" for n in lengths)], body) + "\n\n" + note(entry, record)
+    return markdown(["mode", *(f"L={n}" for n in lengths)], body)
 
 
 def _target(kind: str, ratio: float) -> tuple[str, bool]:
@@ -108,25 +120,21 @@ def _target(kind: str, ratio: float) -> tuple[str, bool]:
     return f"time <= {bound:g}x V", ratio <= bound
 
 
-def targets_l256_table() -> str:
+@recorded("targets_l256")
+def targets_l256_table(entry: dict[str, Any]) -> str:
     """Issue 3's targets at L=256 (forward+backward, the dedicated run with more repeats)."""
-    entry, record = newest("targets_l256")
-    if entry is None:
-        return placeholder(record)
     body = []
     for r in entry["rows"]:
         target, ok = _target(r["kind"], r["ratio_to_V"]) if r["kind"] in ISSUE3_TARGETS else ("baseline", None)
         body.append([r["kind"], f"{r['ms']:.1f}", f"{r['ratio_to_V']:.2f}", f"{1 / r['ratio_to_V']:.2f}", target,
                      "" if ok is None else yes(ok)])
     header = ["kind", "ms", "time / V's", "speed-up vs V", "target (issue 3)", "holds"]
-    return markdown(header, body) + "\n\n" + note(entry, record)
+    return markdown(header, body)
 
 
-def long_table() -> str:
+@recorded("l512_l1024")
+def long_table(entry: dict[str, Any]) -> str:
     """L=512 and 1024 (forward+backward, the dedicated run): V's ms, every kind's ratio, issue 3's target."""
-    entry, record = newest("l512_l1024")
-    if entry is None:
-        return placeholder(record)
     rows = entry["rows"]
     lengths = sorted({r["L"] for r in rows})
     body = [["V (ms)", *(f"{find(rows, kind='V', L=n)['ms']:,.1f}" for n in lengths), "", ""]]
@@ -139,7 +147,7 @@ def long_table() -> str:
         misses = [f"L={n}" for n, c in cells.items() if c and not _target(kind, c["ratio_to_V"])[1]]
         body.append([kind, *ratios, _target(kind, 1.0)[0], "yes" if not misses else "no at " + ", ".join(misses)])
     header = ["kind", *(f"L={n}" for n in lengths), "target (issue 3)", "holds"]
-    return markdown(header, body) + "\n\n" + note(entry, record)
+    return markdown(header, body)
 
 
 def allocator_table() -> str:
@@ -175,25 +183,21 @@ def causal_bf16_table() -> str:
             + note(bf16, bf16_record))
 
 
-def fr_memory_table() -> str:
+@recorded("fr_memory")
+def fr_memory_table(entry: dict[str, Any]) -> str:
     """FR at L=4096, B=1, forward+backward: peak memory and time of the SDPA path against the materialized one."""
-    entry, record = newest("fr_memory")
-    if entry is None:
-        return placeholder(record)
     paths = {r["path"]: r for r in entry["rows"]}
     labels = {"sdpa": "SDPA (fused kernel)", "materialized": "materialized L x L"}
     body = [[labels.get(p, p), f"{r['peak_MiB']:,.1f}", f"{r['ms']:,.0f}"] for p, r in paths.items()]
     if {"sdpa", "materialized"} <= paths.keys():
         body.append(["SDPA / materialized", f"{paths['sdpa']['peak_MiB'] / paths['materialized']['peak_MiB']:.3f}",
                      f"{paths['sdpa']['ms'] / paths['materialized']['ms']:.2f}"])
-    return markdown(["FR path", "peak MiB", "ms"], body) + "\n\n" + note(entry, record)
+    return markdown(["FR path", "peak MiB", "ms"], body)
 
 
-def decode_table() -> str:
+@recorded("decode")
+def decode_table(entry: dict[str, Any]) -> str:
     """Section 2: microseconds per token (ratio to V) per context, the cache size ratio, and V's cache size."""
-    entry, record = newest("decode")
-    if entry is None:
-        return placeholder(record)
     rows = entry["rows"]
     contexts = sorted({r["context"] for r in rows})
     kinds = list(dict.fromkeys(r["kind"] for r in rows))
@@ -204,14 +208,12 @@ def decode_table() -> str:
         body.append([kind, *cells, f"{cell[kind, contexts[-1]]['cache_ratio_to_V']:.2f}"])
     body.append(["V's cache (MiB)", *(f"{cell['V', c]['cache_MiB']:.1f}" for c in contexts), ""])
     header = ["kind", *(f"ctx {c}: us/token (x V)" for c in contexts), "cache vs V"]
-    return markdown(header, body) + "\n\n" + note(entry, record)
+    return markdown(header, body)
 
 
-def decode_targets_table() -> str:
+@recorded("decode")
+def decode_targets_table(entry: dict[str, Any]) -> str:
     """Issue 3's decoding targets against the decoding record: half-size caches, R's latency at context 512."""
-    entry, record = newest("decode")
-    if entry is None:
-        return placeholder(record)
     rows = entry["rows"]
     last = max(r["context"] for r in rows)
     caches = {k: find(rows, kind=k, context=last) for k in ISSUE3_HALF_CACHE}
@@ -222,7 +224,7 @@ def decode_targets_table() -> str:
     if latency is not None:
         body.append([f"R's time per token at context {ISSUE3_LATENCY_CONTEXT} at most {ISSUE3_LATENCY}x V's",
                      f"{latency['ratio_to_V']:.2f}", yes(latency["ratio_to_V"] <= ISSUE3_LATENCY)])
-    return markdown(["target (issue 3)", "measured", "holds"], body, align="---") + "\n\n" + note(entry, record)
+    return markdown(["target (issue 3)", "measured", "holds"], body, align="---")
 
 
 BENCH_BUILDERS: dict[str, Callable[[], str]] = {

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from doc_tables_bench import find, markdown, newest, note, placeholder, yes  # noqa: E402 - the sibling module
+from doc_tables_bench import find, markdown, newest, note, placeholder, recorded, yes  # noqa: E402 - the sibling
 
 from synthformer.bench.goals import (  # noqa: E402 - issue 15's goals, the ones attention.py --goals prints
     CAUSAL_KINDS,
@@ -58,10 +58,8 @@ def model_table(name: str) -> Callable[[], str]:
     """Section 3's Table 4 (``synthformer bench``, fp32 or bf16): parameters, FLOPs, steps/s and its ratio, FLOP
     ratio, efficiency, peak memory and the paper's ratio (TPU), from the CSV rows the bench wrote."""
 
-    def build() -> str:
-        entry, record = newest(name)
-        if entry is None:
-            return placeholder(record)
+    @recorded(name)
+    def table(entry: dict[str, Any]) -> str:
         body = []
         for r in entry["rows"]:
             peak = _float(r["peak_mib"])
@@ -71,9 +69,9 @@ def model_table(name: str) -> Callable[[], str]:
                          _ratio(r.get("paper_steps_per_s_ratio"))])
         header = ["Model", "Params", "FLOPs/step", "Steps/s", "Steps/s vs Transformer", "FLOP ratio", "Efficiency",
                   "Peak MiB", "Paper steps/s vs Transformer"]
-        return markdown(header, body) + "\n\n" + note(entry, record)
+        return markdown(header, body)
 
-    return build
+    return table
 
 
 def model_goals_table() -> str:
@@ -92,46 +90,38 @@ def model_goals_table() -> str:
     return markdown(["goal (issue 5)", *(f"{d}: Syn (R) / it" for d in measured), "holds"], body) + "\n\n" + notes
 
 
-def model_efficiency_table() -> str:
+@recorded("model")
+def model_efficiency_table(entry: dict[str, Any]) -> str:
     """Issue 15's model-level goal: every row's steps/s ratio to the Transformer at least 0.95 of its FLOP ratio."""
-    entry, record = newest("model")
-    if entry is None:
-        return placeholder(record)
     body = []
     for r in entry["rows"]:
         efficiency = _float(r["efficiency"])
         body.append([r["model"], _ratio(r["steps_per_s_ratio"]), _ratio(r["flop_ratio"]), _ratio(efficiency),
                      "" if r["model"] == "Transformer" else yes(efficiency >= MODEL_EFFICIENCY_GOAL)])
     header = ["Model", "Steps/s vs Transformer", "FLOP ratio", "Efficiency", f"efficiency >= {MODEL_EFFICIENCY_GOAL}"]
-    return markdown(header, body) + "\n\n" + note(entry, record)
+    return markdown(header, body)
 
 
-def hf_generate_table() -> str:
+@recorded("hf_generate")
+def hf_generate_table(entry: dict[str, Any]) -> str:
     """Section 4: tokens/s of the native decoders and of the wrapper's ``generate()``, the overhead, same tokens."""
-    entry, record = newest("hf_generate")
-    if entry is None:
-        return placeholder(record)
     body = [[r["kind"], str(r["beams"]), f"{r['native_tokens_per_s']:,.1f}", f"{r['hf_tokens_per_s']:,.1f}",
              f"{100 * r['hf_overhead']:+.1f}%", yes(r["same_tokens"])] for r in entry["rows"]]
     header = ["kind", "beams", "native tokens/s", "HF `generate()` tokens/s", "HF overhead", "same tokens"]
-    return markdown(header, body) + "\n\n" + note(entry, record)
+    return markdown(header, body)
 
 
-def hf_cache_table() -> str:
+@recorded("hf_generate")
+def hf_cache_table(entry: dict[str, Any]) -> str:
     """Section 4: the cache's bytes per token (per batch row and position) through HF's cache, and against V's."""
-    entry, record = newest("hf_generate")
-    if entry is None:
-        return placeholder(record)
     sizes = entry["cache_bytes_per_token"]
     body = [[kind, f"{b:,.0f}", f"{b / sizes['V']:.2f}x" if "V" in sizes else "-"] for kind, b in sizes.items()]
-    return markdown(["kind", "cache bytes per token", "vs V"], body) + "\n\n" + note(entry, record)
+    return markdown(["kind", "cache bytes per token", "vs V"], body)
 
 
-def hf_goals_table() -> str:
+@recorded("hf_generate")
+def hf_goals_table(entry: dict[str, Any]) -> str:
     """Issue 16's goals: the wrapper's largest overhead, R's cache against V's, and whether every row's tokens agree."""
-    entry, record = newest("hf_generate")
-    if entry is None:
-        return placeholder(record)
     rows, sizes = entry["rows"], entry["cache_bytes_per_token"]
     worst = max(rows, key=lambda r: r["hf_overhead"])
     body = [[f"the wrapper costs at most {100 * ISSUE16_OVERHEAD:.0f}%",
@@ -142,19 +132,17 @@ def hf_goals_table() -> str:
         body.append([f"R's cache {ISSUE16_CACHE:g}x V's", f"{ratio:.2f}x", yes(abs(ratio - ISSUE16_CACHE) < 0.005)])
     body.append(["the same tokens as the native decoder", f"{sum(r['same_tokens'] for r in rows)} of {len(rows)} rows",
                  yes(all(r["same_tokens"] for r in rows))])
-    return markdown(["goal (issue 16)", "measured", "holds"], body, align="---") + "\n\n" + note(entry, record)
+    return markdown(["goal (issue 16)", "measured", "holds"], body, align="---")
 
 
 def _goal_rows(entry: dict[str, Any], causal: bool = False, dtype: str = "fp32") -> list[dict[str, Any]]:
     return [r for r in entry["rows"] if r["mode"] == "fwd+bwd" and r["causal"] == causal and r["dtype"] == dtype]
 
 
-def goals_table() -> str:
+@recorded("goals")
+def goals_table(entry: dict[str, Any]) -> str:
     """Section 5: issue 15's time goals (fp32, bidirectional, forward+backward) at each length: time ratio to V,
     FLOP ratio, efficiency, the goal and whether it holds; V's ms in its own row."""
-    entry, record = newest("goals")
-    if entry is None:
-        return placeholder(record)
     rows = _goal_rows(entry)
     lengths = sorted({n for _, n in TIME_GOALS})
     body = [["V (ms)", *(c for n in lengths for c in (f"{find(rows, kind='V', L=n)['ms']:,.0f}", "", "", "", ""))]]
@@ -168,18 +156,16 @@ def goals_table() -> str:
         body.append([kind, *cells])
     header = ["kind", *(f"L={n} {c}" for n in lengths for c in ("time / V", "FLOP ratio", "efficiency", "goal",
                                                                 "holds"))]
-    return markdown(header, body) + "\n\n" + note(entry, record)
+    return markdown(header, body)
 
 
 def _order(rows: list[dict[str, Any]]) -> list[str]:
     return [r["kind"] for r in sorted(rows, key=lambda r: r["ratio_to_V"]) if r["kind"] != "V"]
 
 
-def goals_other_table() -> str:
+@recorded("goals")
+def goals_other_table(entry: dict[str, Any]) -> str:
     """Section 5: issue 15's other goals: causal against bidirectional at L=1024, D's peak memory, bf16's order."""
-    entry, record = newest("goals")
-    if entry is None:
-        return placeholder(record)
     fp32, causal = _goal_rows(entry), _goal_rows(entry, causal=True)
     pairs = {k: (find(fp32, kind=k, L=CAUSAL_LEN), find(causal, kind=k, L=CAUSAL_LEN)) for k in ["V", *CAUSAL_KINDS]}
     speedups = {k: b["ms"] / c["ms"] for k, (b, c) in pairs.items() if b is not None and c is not None}
@@ -200,14 +186,12 @@ def goals_other_table() -> str:
         orders = {"bf16": _order(bf16), "fp32": _order(at256)}
         measured = f"bf16: {shown}; order " + ", ".join(f"{d}: {' < '.join(o)}" for d, o in orders.items())
         body.append(["bf16 autocast keeps the fp32 ordering (L=256)", measured, yes(orders["bf16"] == orders["fp32"])])
-    return markdown(["goal (issue 15)", "measured", "holds"], body, align="---") + "\n\n" + note(entry, record)
+    return markdown(["goal (issue 15)", "measured", "holds"], body, align="---")
 
 
-def fused_backends_table() -> str:
+@recorded("fused_backends")
+def fused_backends_table(entry: dict[str, Any]) -> str:
     """Section 5: each backend of a fused block, time ratio to V, and (in parentheses) to the torch backend's."""
-    entry, record = newest("fused_backends")
-    if entry is None:
-        return placeholder(record)
     rows = [r for r in entry["rows"] if r["kind"] != "V"]
     configs = list(dict.fromkeys(r["config"] for r in rows))
     backends = list(dict.fromkeys(r["backend"] for r in rows))
@@ -221,18 +205,16 @@ def fused_backends_table() -> str:
                     "" if backend == "torch" else f" ({r['vs_torch']:.2f})"))
         body.append([kind, *cells])
     header = ["kind", *(f"{CONFIG_LABELS.get(c, c)} {b}" for c in configs for b in backends)]
-    return markdown(header, body) + "\n\n" + note(entry, record)
+    return markdown(header, body)
 
 
-def threads_table() -> str:
+@recorded("threads")
+def threads_table(entry: dict[str, Any]) -> str:
     """docs/reliability.md's "Threads": tokens/s per process and in total when 1 to 3 trainings share the cores."""
-    entry, record = newest("threads")
-    if entry is None:
-        return placeholder(record)
     body = [[r["scenario"], str(r["threads"]), " / ".join(f"{t:,.0f}" for t in r["tokens_per_s"]),
              f"{sum(r['tokens_per_s']):,.0f}"] for r in entry["rows"]]
     header = ["scenario", "threads each", "tokens/s per process", "total tokens/s"]
-    return markdown(header, body) + "\n\n" + note(entry, record)
+    return markdown(header, body)
 
 
 GOALS_BUILDERS: dict[str, Callable[[], str]] = {
