@@ -11,6 +11,7 @@ Columns that no record gives (issue 3's targets) come from the constants below, 
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -42,11 +43,25 @@ def newest(name: str, table: str | None = None) -> tuple[dict[str, Any] | None, 
     return entry, str(path.relative_to(ROOT))
 
 
+def cpu_use(entry: dict[str, Any]) -> str:
+    """How the CPU was used, from the entry's ``shared_cpu`` flag and its 1-minute load average at the start and
+    the end. A benchmark's own threads make a load of about the core count, so a load above the cores plus one is
+    other work running beside it, whatever the flag says."""
+    if entry.get("shared_cpu"):
+        return "CPU shared with other work: not a publishable timing"
+    load = [x for x in entry.get("load_1min") or [] if isinstance(x, (int, float)) and not math.isnan(x)]
+    cores = re.search(r"(\d+) CPUs", str(entry.get("machine", "")))
+    if load and cores and max(load) > int(cores[1]) + 1:
+        return (f"1-minute load {' and '.join(f'{x:.1f}' for x in load)} at the start and end on {cores[1]} CPUs: "
+                "other work ran beside it, so the times are not those of a quiet machine")
+    return "nothing else running" + (f" (1-minute load {' and '.join(f'{x:.1f}' for x in load)} at the start and end)"
+                                     if load else "")
+
+
 def note(entry: dict[str, Any], record: str) -> str:
-    """The provenance line under a benchmark table; a shared CPU is said plainly."""
-    cpu = "CPU shared with other work: not a publishable timing" if entry.get("shared_cpu") else "nothing else running"
+    """The provenance line under a benchmark table; a shared or busy CPU is said plainly."""
     return (f"Record: `{record}` ({entry.get('date')}; commit {entry.get('commit')}; {entry.get('machine')}; torch "
-            f"{entry.get('torch')}; {entry.get('threads')} threads; {cpu}; `{entry.get('command')}`).")
+            f"{entry.get('torch')}; {entry.get('threads')} threads; {cpu_use(entry)}; `{entry.get('command')}`).")
 
 
 def placeholder(record: str) -> str:

@@ -67,6 +67,14 @@ def test_the_module_table_is_the_newest_entry_pivoted_by_length(bench, tmp_path)
     assert "2026-11-26 09:00 UTC" in text and "not a publishable timing" in text
 
 
+def test_a_load_above_the_cores_is_reported_even_when_the_run_claimed_a_quiet_cpu(bench):
+    entry = {"machine": "AMD EPYC, 2 CPUs", "shared_cpu": False}
+    assert bench.cpu_use({**entry, "load_1min": [2.1, 2.4]}).startswith("nothing else running (1-minute load 2.1")
+    busy = bench.cpu_use({**entry, "load_1min": [4.7, 5.0]})  # two more busy processes beside the 2 threads
+    assert "other work ran beside it" in busy and "5.0" in busy
+    assert "not a publishable timing" in bench.cpu_use({**entry, "shared_cpu": True, "load_1min": [1.0, 1.0]})
+
+
 def test_without_a_record_a_builder_says_how_to_measure(bench):
     assert "bash benchmarks/measure_all.sh" in bench.BENCH_BUILDERS["bench-decode"]()
 
