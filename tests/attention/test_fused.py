@@ -85,7 +85,13 @@ def test_both_branches_agree_with_masks_and_blocks(kind):
 @pytest.mark.parametrize("kind", FUSED_KINDS)
 def test_gradcheck_through_the_fused_backward(kind):
     """``torch.autograd.gradcheck`` on a small shape: the input and every trained parameter (causal, query chunks
-    of 2 rows)."""
+    of 2 rows).
+
+    ``fast_mode``: gradcheck compares a random projection ``v^T J u`` of the numerical and analytical Jacobians
+    instead of every entry (any wrong gradient is caught with probability 1 over the random ``u, v``). The entry by
+    entry check of the same function is tests/attention/test_reference.py's gradcheck on the unfused path, and
+    the fused gradients equal that path's to 1e-12 (the test above), so the projection is what this test adds:
+    the fused backward in float64 against finite differences, at a tenth of the time."""
     attn = build(kind, causal=True)
     names = [n for n, p in attn.named_parameters() if p.requires_grad]
     params = [attn.get_parameter(n).detach().clone().requires_grad_() for n in names]
@@ -97,7 +103,7 @@ def test_gradcheck_through_the_fused_backward(kind):
 
     fused.calls.clear()
     with fast_path_settings(fused="always", causal_chunk=2):
-        assert torch.autograd.gradcheck(fn, (x, *params), eps=1e-6, atol=1e-6)
+        assert torch.autograd.gradcheck(fn, (x, *params), eps=1e-6, atol=1e-6, fast_mode=True)
     assert fused.calls["fused"] > 0
 
 
