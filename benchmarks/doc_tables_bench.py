@@ -182,20 +182,22 @@ def allocator_table() -> str:
 
 
 def causal_bf16_table() -> str:
-    """L=256, time ratio to V: causal fp32 (forward+backward), bidirectional bf16 autocast (both modes)."""
-    causal, causal_record = newest("causal")
-    bf16, bf16_record = newest("bf16")
-    if causal is None or bf16 is None:
-        return placeholder(causal_record if causal is None else bf16_record)
-    columns = [(causal, "fwd+bwd"), (bf16, "fwd+bwd"), (bf16, "fwd")]
-    kinds = dict.fromkeys(r["kind"] for entry, _ in columns for r in entry["rows"])
+    """L=256, time ratio to V: causal fp32 (forward+backward), bidirectional bf16 autocast (both modes); the
+    columns of a record not written yet are left out."""
+    found = {name: newest(name) for name in ("causal", "bf16")}
+    columns = [(name, mode, label) for name, mode, label in (("causal", "fwd+bwd", "causal, fp32"),
+               ("bf16", "fwd+bwd", "bidirectional, bf16 autocast"), ("bf16", "fwd", "bf16, forward only"))
+               if found[name][0] is not None]
+    if not columns:
+        return placeholder(found["causal"][1])
+    kinds = dict.fromkeys(r["kind"] for name, _, _ in columns for r in found[name][0]["rows"])
     body = []
     for kind in kinds:
-        cells = [find(entry["rows"], kind=kind, mode=mode) for entry, mode in columns]
+        cells = [find(found[name][0]["rows"], kind=kind, mode=mode) for name, mode, _ in columns]
         body.append([kind, *(f"{c['ratio_to_V']:.2f}" if c else "" for c in cells)])
-    header = ["kind", "causal, fp32", "bidirectional, bf16 autocast", "bf16, forward only"]
-    return (markdown(header, body) + "\n\n" + "Causal: " + note(causal, causal_record) + "\n\n" + "bf16: "
-            + note(bf16, bf16_record))
+    notes = [f"{'Causal' if name == 'causal' else name}: " + (note(entry, record) if entry else placeholder(record))
+             for name, (entry, record) in found.items()]
+    return "\n\n".join([markdown(["kind", *(label for _, _, label in columns)], body), *notes])
 
 
 @recorded("fr_memory")
