@@ -8,10 +8,11 @@ from collections import Counter
 from .cases_cli import CLI_CASES
 from .cases_config import CONFIG_CASES
 from .cases_data import DATA_CASES
+from .cases_prepared import PREPARED_CASES
 from .cases_rundir import RUNDIR_CASES
 from .harness import Case
 
-CASES: list[Case] = [*CLI_CASES, *CONFIG_CASES, *DATA_CASES, *RUNDIR_CASES]
+CASES: list[Case] = [*CLI_CASES, *CONFIG_CASES, *DATA_CASES, *PREPARED_CASES, *RUNDIR_CASES]
 
 
 def counts_by_category() -> dict[str, int]:

@@ -30,7 +30,7 @@ import pytest
 from synthformer.cli.main import main
 from tests.tasks.helpers import classification_config, lm_config, seq2seq_config, write_yaml
 
-VERBS = ("train", "eval", "generate", "compare", "bench")
+VERBS = ("train", "prepare", "eval", "generate", "compare", "bench")
 DELETE = object()
 """A config value that removes the key (see :meth:`Env.config`)."""
 

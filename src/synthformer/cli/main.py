@@ -1,5 +1,5 @@
-"""``synthformer``: the command line. One thin module per verb (``train``, ``eval``, ``generate``, ``compare``,
-``study``, ``analyze``, ``bench``, ``export``) over the importable functions of :mod:`synthformer.tasks`,
+"""``synthformer``: the command line. One thin module per verb (``train``, ``prepare``, ``eval``, ``generate``,
+``compare``, ``study``, ``analyze``, ``bench``, ``export``) over the importable functions of :mod:`synthformer.tasks`,
 :mod:`synthformer.study`, :mod:`synthformer.analysis` and :mod:`synthformer.hf`.
 
 User errors (a bad config key or value, a missing file or run directory, a run directory that would be
@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import analyze, bench, compare, evaluate, export, generate, study, train
+from . import analyze, bench, compare, evaluate, export, generate, prepare, study, train
 from ._common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CliError, apply_threads, configure_logging, is_user_error
 
 __all__ = ["build_parser", "main"]
@@ -28,11 +28,12 @@ examples:
   synthformer analyze runs/reverse                      # attention histograms, heatmaps, alpha (paper Figs. 2-6)
   synthformer export runs/reverse exported/reverse      # a Hugging Face folder (the hf extra)
   synthformer bench --preset lm-base                    # the paper's Table 4 on this machine
+  synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --workers 8   # a large corpus, once
 
 'synthformer VERB --help' explains each verb.
 """
 
-_VERBS = (train, evaluate, generate, compare, study, analyze, bench, export)
+_VERBS = (train, prepare, evaluate, generate, compare, study, analyze, bench, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

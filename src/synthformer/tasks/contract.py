@@ -19,7 +19,7 @@ configuration's types, for the hooks' signatures.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -204,6 +204,27 @@ class TaskType:
         sentinels here). Not called for a tokenizer taken from a pretrained run (``init_from``) or a generator's
         fixed vocabulary."""
         return tokenizer
+
+    # -- prepared corpora (``synthformer prepare``, :mod:`synthformer.tasks.preparing`) ----------------------
+    #: How ``synthformer prepare`` stores this type's examples: ``"documents"`` (one text each, read by prepare
+    #: itself from the files or data set), ``"pairs"`` (a source and a target text each, from
+    #: :meth:`prepared_examples` for files) or None: the type cannot be prepared.
+    prepared_layout: ClassVar[str | None] = None
+
+    def prepared_fields(self, task: TaskConfig) -> tuple[str, ...]:
+        """The record fields prepare reads from JSON / CSV / parquet files and data sets, one per layout field."""
+        return (str(task.text_field),)
+
+    def prepared_sources(self, task: TaskConfig) -> dict[str, list[tuple[str, list[str]]]] | None:
+        """Prepared split -> its sources, each ``(source key, files it reads)``, for types whose sources are no
+        plain glob per split; None (the default): the files matching ``task.train`` / ``valid`` / ``test``."""
+        return None
+
+    def prepared_examples(self, task: TaskConfig, source: str) -> Iterable[tuple[int, tuple[str, ...]]]:
+        """``(position, texts)`` of each example of one source (a file, or a key of :meth:`prepared_sources`):
+        the texts the in-memory path builds for it, one per layout field; ``position`` names the example within
+        the source (its line). Used for the ``pairs`` layout."""
+        raise ConfigError(f"task.type: {self.name!r} data cannot be prepared from files (no prepared_examples)")
 
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:

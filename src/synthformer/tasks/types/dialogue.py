@@ -96,6 +96,7 @@ class DialogueGeneration(SequenceToSequence):
     reads = frozenset({"max_target_len", "test_fraction"})
     option_defaults = {"history": 4}
     decoded_metrics = DIALOGUE_METRICS
+    prepared_layout = None  # sources are built from persona and history with speaker tokens: not prepared yet
 
     def check_config(self, task: TaskConfig) -> None:
         _history(task)

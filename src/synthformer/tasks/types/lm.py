@@ -93,6 +93,7 @@ class LanguageModeling(TaskType):
     formats = ("text",)
     default_tokenizer = "char"
     reads = frozenset({"stride", "test_fraction"})
+    prepared_layout = "documents"
 
     def default_metrics(self, task: TaskConfig) -> list[str]:
         return ["loss", "perplexity", "bits_per_byte" if task.tokenizer_kind == "byte" else "bits_per_character"]

@@ -11,7 +11,9 @@ GNMT length penalty, ``eval.min_length`` and ``eval.no_repeat_ngram_size``). Sou
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -25,6 +27,7 @@ from synthformer.data import (
     read_parallel,
     read_parallel_tsv,
 )
+from synthformer.data.prepared.sources import expand_glob
 from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
@@ -72,6 +75,7 @@ class SequenceToSequence(TaskType):
     derived_model_fields = {"tgt_vocab_size": "source and target share one tokenizer"}
     #: The metrics computed on decoded output (left out during training when ``eval.train_decode_examples`` is 0).
     decoded_metrics: ClassVar[tuple[str, ...]] = DECODED_METRICS
+    prepared_layout = "pairs"
 
     def check_config(self, task: TaskConfig) -> None:
         if task.train is not None and task.file_format == "parallel" and not (task.source_lang and task.target_lang):
@@ -100,6 +104,28 @@ class SequenceToSequence(TaskType):
     def finish(self, task: TaskConfig, raw: RawData) -> RawData:
         finish_example_splits(task, raw.splits)
         return raw
+
+    # -- prepared corpora -------------------------------------------------------------------------------
+    def prepared_fields(self, task: TaskConfig) -> tuple[str, ...]:
+        return (task.source_field, task.target_field)
+
+    def prepared_sources(self, task: TaskConfig) -> dict[str, list[tuple[str, list[str]]]] | None:
+        if task.hf_name is not None or task.file_format != "parallel":
+            return None
+        # "parallel" files: each source is a path prefix read as PREFIX.source_lang and PREFIX.target_lang
+        out = {}
+        for split, pattern in (("train", task.train), ("valid", task.valid), ("test", task.test)):
+            if pattern is not None:
+                src, tgt = f".{task.source_lang}", f".{task.target_lang}"
+                prefixes = [str(p)[: -len(src)] for p in expand_glob(pattern + src)]
+                out[split] = [(p, [p + src, p + tgt]) for p in prefixes]
+        return out
+
+    def prepared_examples(self, task: TaskConfig, source: str) -> Iterable[tuple[int, tuple[str, ...]]]:
+        # the type's own reader on this one file: exactly the pairs the in-memory path reads (memory: one file)
+        one = dataclasses.replace(task, train=source, valid=None, test=None)
+        for i, pair in enumerate(self.read(one).splits["train"], start=1):
+            yield (pair.line or i), (pair.source, pair.target)
 
     def training_texts(self, raw: RawData) -> list[str]:
         train = raw.splits["train"]

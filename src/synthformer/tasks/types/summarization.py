@@ -80,6 +80,9 @@ class Summarization(SequenceToSequence):
     def default_metrics(self, task: TaskConfig) -> list[str]:
         return ["loss", "rouge"]
 
+    def prepared_fields(self, task: TaskConfig) -> tuple[str, ...]:
+        return _fields(task)
+
     def read(self, task: TaskConfig) -> RawData:
         source, target = _fields(task)
         return super().read(dataclasses.replace(task, source_field=source, target_field=target))

@@ -35,13 +35,14 @@ import difflib
 import logging
 import random
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
 from synthformer.data import Seq2SeqDataset
-from synthformer.data.glue import load_hf_glue, read_glue_split
+from synthformer.data.glue import glue_split_path, load_hf_glue, read_glue_split
 from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType
@@ -123,6 +124,7 @@ class TextToText(TaskType):
     reads = frozenset({"max_target_len"})
     derived_model_fields = {"tgt_vocab_size": "source and target share one tokenizer"}
     option_defaults = {"tasks": ["rte", "mrpc", "cola", "stsb", "sst2"], "mixing_cap": 65536}
+    prepared_layout = "pairs"
 
     def check_config(self, task: TaskConfig) -> None:
         for name in _tasks(task):
@@ -151,22 +153,50 @@ class TextToText(TaskType):
         return False
 
     # -- data -------------------------------------------------------------------------------------------
-    def read(self, task: TaskConfig) -> RawData:
-        def load(name: str, split: str) -> list[Any]:
-            if task.hf_name is not None:
-                return load_hf_glue(name, split, **task.hf_options)
-            assert task.train is not None
-            return read_glue_split(name, task.train, split)
+    @staticmethod
+    def _load(task: TaskConfig, name: str, split: str) -> list[Any]:
+        if task.hf_name is not None:
+            return load_hf_glue(name, split, **task.hf_options)
+        assert task.train is not None
+        return read_glue_split(name, task.train, split)
 
+    @staticmethod
+    def _dev_sets(name: str) -> list[tuple[str, str]]:
+        """``(group, split)`` of each dev set of a task: MNLI has two, scored separately (mnli_matched, ...)."""
+        dev_splits = glue_task_from_config(name).dev_splits
+        if len(dev_splits) == 1:
+            return [(name, "dev")]
+        return [(f"{name}_{split.removeprefix('dev_')}", split) for split in dev_splits]
+
+    def read(self, task: TaskConfig) -> RawData:
         train: dict[str, list[Any]] = {}
-        valid: dict[str, list[Any]] = {}  # by dev set: MNLI has two, scored separately (mnli_matched, ...)
+        valid: dict[str, list[Any]] = {}  # by dev set
         for name in _tasks(task):
-            train[name] = load(name, "train")
-            dev_splits = glue_task_from_config(name).dev_splits
-            for split in dev_splits:
-                group = name if len(dev_splits) == 1 else f"{name}_{split.removeprefix('dev_')}"
-                valid[group] = load(name, "dev" if len(dev_splits) == 1 else split)
+            train[name] = self._load(task, name, "train")
+            for group, split in self._dev_sets(name):
+                valid[group] = self._load(task, name, split)
         return RawData(self.name, {"train": train, "valid": valid})
+
+    def prepared_sources(self, task: TaskConfig) -> dict[str, list[tuple[str, list[str]]]] | None:
+        # one prepared split per task and dev set ("train.rte", "valid.mnli_matched"): the mixture is drawn from
+        # them at training time
+        def files(name: str, split: str) -> list[str]:  # the files read (fingerprinted in the manifest)
+            if task.hf_name is not None or task.train is None:
+                return []
+            return [str(glue_split_path(glue_task_from_config(name), task.train, split))]
+
+        out: dict[str, list[tuple[str, list[str]]]] = {}
+        for name in _tasks(task):
+            out[f"train.{name}"] = [(f"{name}:train", files(name, "train"))]
+        for name in _tasks(task):
+            for group, split in self._dev_sets(name):
+                out[f"valid.{group}"] = [(f"{name}:{split}", files(name, split))]
+        return out
+
+    def prepared_examples(self, task: TaskConfig, source: str) -> Iterable[tuple[int, tuple[str, ...]]]:
+        name, _, split = source.partition(":")
+        for i, example in enumerate(self._load(task, name, split), start=1):
+            yield i, (example.source, example.target)
 
     def finish(self, task: TaskConfig, raw: RawData) -> RawData:
         # the splits arrive per task; limits apply per task, then the training tasks are mixed

@@ -1,0 +1,113 @@
+"""Running units of a prepare: in this process, or in a pool of worker processes whose progress comes back through a
+queue; a unit's error (returned as data by :func:`~.work.run_unit`) is raised here as a one-line error."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import shutil
+import signal
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synthformer.train import ConfigError
+
+from .plan import Context, Unit
+from .work import run_unit
+
+__all__ = ["PrepareError", "PrepareResult", "raise_error", "run_units"]
+
+
+@dataclass
+class PrepareResult:
+    """What a prepare did: ``status`` is ``"prepared"``, ``"resumed"``, ``"complete"`` (nothing was left) or
+    ``"repaired"`` (a finished folder's damaged shards rewritten)."""
+
+    folder: Path
+    manifest: dict[str, Any]
+    status: str
+    units: int
+    units_kept: int
+
+
+class PrepareError(ValueError):
+    """A prepare that cannot go on: the message says why and what to do (one line)."""
+
+
+_QUEUE: Any = None
+
+
+def _init_worker(queue: Any) -> None:
+    global _QUEUE
+    _QUEUE = queue
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one process per unit already uses the cores
+    # Ctrl-C reaches the whole process group: the main process stops the workers, which would otherwise each print
+    # a KeyboardInterrupt traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _pool_unit(ctx: Context, unit: Unit) -> dict[str, Any]:
+    return run_unit(ctx, unit, lambda b, d: _QUEUE.put((b, d)))
+
+
+def raise_error(result: dict[str, Any], out: Path, remaining: int, ratio: float, kept: int) -> None:
+    """Raise the error a unit returned (``remaining`` source bytes and the ``ratio`` of bytes written per byte read
+    estimate the space a full disk still needs; ``kept``: the finished units)."""
+    kind, message = result["error"], result["message"]
+    if kind == "nospace":
+        free = shutil.disk_usage(out).free
+        need = int(remaining * ratio)
+        raise PrepareError(f"no space left on the device ({message}): about {need / 1e6:,.0f} MB more needed, "
+                           f"{free / 1e6:,.0f} MB free in {out}; free space and re-run the same command: "
+                           f"the {kept} finished unit(s) are kept")
+    if kind == "bug":
+        raise RuntimeError(f"a prepare worker failed:\n{message}")
+    if kind == "config":
+        raise ConfigError(message)
+    raise PrepareError(message)
+
+
+def run_units(ctx: Context, units: list[Unit], workers: int, bar: Any, on_done: Callable[[dict[str, Any]], None],
+              ) -> None:
+    """Run ``units`` (``workers`` processes), passing each unit's result to ``on_done`` and progress to ``bar``."""
+
+    def report(nbytes: int, docs: int) -> None:
+        bar.update(nbytes)
+        bar.docs += docs
+        bar.set_postfix_str(f"{bar.docs:,} documents", refresh=False)
+
+    if workers == 1 or len(units) <= 1:
+        for unit in units:
+            on_done(run_unit(ctx, unit, report))
+        return
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    mpctx = mp.get_context(method)
+    queue = mpctx.Queue()
+    # a ProcessPoolExecutor, not a Pool: a worker that dies (killed, out of memory) breaks it at once instead of
+    # leaving its unit pending forever
+    pool = ProcessPoolExecutor(min(workers, len(units)), mp_context=mpctx, initializer=_init_worker,
+                               initargs=(queue,))
+    try:
+        pending = {pool.submit(_pool_unit, ctx, unit) for unit in units}
+        while pending:
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            while not queue.empty():
+                report(*queue.get())
+            for job in done:
+                on_done(job.result())
+        while not queue.empty():
+            report(*queue.get())
+    except BaseException as err:
+        # stop the units still running (an error, Ctrl-C): what they wrote is redone by the next run
+        for process in list((pool._processes or {}).values()):  # noqa: SLF001 - the executor keeps no public list
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(err, BrokenProcessPool):
+            raise PrepareError("a prepare worker process died (killed, or out of memory?); re-run the same command "
+                               "to continue: finished units are kept") from None
+        raise
+    pool.shutdown(wait=True)
