@@ -37,9 +37,12 @@ def test_the_docs_have_generated_tables_for_the_recorded_results(docs_tables) ->
     assert {"compare", "table3", "table3-times", "study-shk", "study-t8", "study-t9"} <= names
 
 
-# Builders whose table is not in a doc yet, with why: docs/reliability.md's Threads table becomes a block once
-# measure_all.sh's bench_threads.jsonl is committed (its section is marked pending a re-run until then).
-NOT_IN_A_DOC_YET = {"bench-threads"}
+# Builders whose table is not in a doc yet, with why: measure_all.sh's run of 2026-11-26 was stopped before it wrote
+# these records, so docs/benchmarks.md's sections 2 to 5 and docs/reliability.md's Threads keep their earlier tables,
+# marked pending a re-run; each becomes a block once its record is committed.
+NOT_IN_A_DOC_YET = {"bench-decode", "bench-decode-targets", "bench-model", "bench-model-bf16", "bench-model-goals",
+                    "bench-model-efficiency", "bench-hf-generate", "bench-hf-cache", "bench-hf-goals", "bench-goals",
+                    "bench-goals-other", "bench-fused-backends", "bench-threads"}
 
 
 def test_every_builder_fills_a_block_of_some_doc(docs_tables) -> None:
