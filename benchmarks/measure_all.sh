@@ -4,8 +4,8 @@
 # root: `bash benchmarks/measure_all.sh` (about an hour, 45-75 minutes, on the 2-core development CPU).
 # Pass --shared-cpu as the first argument only to try it out: the entries then say the CPU was shared, and such
 # timings are not published. It also measures docs/reliability.md's "Threads" table.
-# Then `python benchmarks/docs_tables.py` rebuilds the tables that have builders, and the sections marked
-# <!-- unrecorded: pending re-run ... --> can become generated blocks.
+# Then `python benchmarks/docs_tables.py` rebuilds every table of docs/benchmarks.md and reliability.md's Threads
+# table from these records (builders: benchmarks/doc_tables_bench.py and doc_tables_bench_goals.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"

@@ -37,6 +37,20 @@ def test_the_docs_have_generated_tables_for_the_recorded_results(docs_tables) ->
     assert {"compare", "table3", "table3-times", "study-shk", "study-t8", "study-t9"} <= names
 
 
+# Builders whose table is not in a doc yet, with why: measure_all.sh's run of 2026-11-26 was stopped before it wrote
+# these records, so docs/benchmarks.md's sections 2 to 5 and docs/reliability.md's Threads keep their earlier tables,
+# marked pending a re-run; each becomes a block once its record is committed.
+NOT_IN_A_DOC_YET = {"bench-decode", "bench-decode-targets", "bench-model", "bench-model-bf16", "bench-model-goals",
+                    "bench-model-efficiency", "bench-hf-generate", "bench-hf-cache", "bench-hf-goals", "bench-goals",
+                    "bench-goals-other", "bench-fused-backends", "bench-threads"}
+
+
+def test_every_builder_fills_a_block_of_some_doc(docs_tables) -> None:
+    texts = [path.read_text(encoding="utf-8") for path in docs_tables.DOCS]
+    used = {m["name"] for text in texts for m in docs_tables.BLOCK.finditer(text)}
+    assert set(docs_tables.BUILDERS) - used == NOT_IN_A_DOC_YET, "a builder whose table no doc shows (or the reverse)"
+
+
 def test_no_prose_number_restates_a_generated_table_unmarked(docs_tables) -> None:
     found = [line for path in docs_tables.DOCS for line in docs_tables.restated_numbers(path)]
     assert not found, "mark these with <!-- n:TABLE | ROW | COLUMN | I -->...<!-- /n --> or rephrase:\n" + "\n".join(
