@@ -60,7 +60,8 @@ def commit() -> str:
 
 
 def machine() -> str:
-    """CPU model (from /proc/cpuinfo where there is one), core count and memory, e.g. ``AMD EPYC ..., 2 CPUs``."""
+    """CPU model (from /proc/cpuinfo where there is one), core count and torch's CPU capability, e.g. ``AMD EPYC,
+    2 CPUs, torch CPU capability AVX2``."""
     name = platform.processor() or platform.machine()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
@@ -68,7 +69,15 @@ def machine() -> str:
             if line.startswith("model name"):
                 name = line.split(":", 1)[1].strip()
                 break
-    return f"{name}, {os.cpu_count()} CPUs"
+    # the vector instructions torch dispatches its CPU kernels to (AVX512 / AVX2 / DEFAULT): two hosts that both
+    # say "AMD EPYC" measured 2.6x apart at L=256 because one lacked AVX-512 (2026-11-26)
+    try:
+        import torch
+
+        capability = f", torch CPU capability {torch.backends.cpu.get_cpu_capability()}"
+    except (ImportError, AttributeError):
+        capability = ""
+    return f"{name}, {os.cpu_count()} CPUs{capability}"
 
 
 def load() -> float:
