@@ -113,6 +113,16 @@ def test_missing_training_file_is_fatal(tmp_path, capsys):
     assert len(err) == 1 and "the run would fail: task.train: no file at" in err[0]
 
 
+def test_missing_prepared_folder_is_fatal_and_the_plan_still_prints(tmp_path, capsys):
+    """The shipped C4 configs name task.prepared before anyone has prepared it: the plan prints and says so."""
+    config = tmp_path / "lm.yaml"
+    config.write_text(json.dumps({"task": {"type": "lm", "prepared": str(tmp_path / "not-yet")}, "model": TINY_MODEL}))
+    assert main(["train", str(config), "--dry-run"]) == 2
+    captured = capsys.readouterr()
+    assert "data:       a prepared corpus that cannot be read" in captured.out
+    assert "not a folder; make it with synthformer prepare" in captured.err.strip().splitlines()[-1]
+
+
 # --------------------------------------------------------------------------------------------------------------
 # a prepared corpus, described from its manifest
 

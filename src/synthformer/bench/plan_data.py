@@ -56,7 +56,9 @@ class DataPlan:
                 out.append(f"{name}: {split['shards']} shard(s), {split['documents']:,} documents, {tokens} tokens")
         else:
             out.append({"files": "files (not read)", "generator": "generated in memory at the start of training",
-                        "huggingface": "a Hugging Face data set (not opened)"}[self.kind])
+                        "huggingface": "a Hugging Face data set (not opened)",
+                        # task.prepared names a folder without a readable manifest: the problems say why
+                        "prepared": "a prepared corpus that cannot be read (see the problems below)"}[self.kind])
             for s in self.sources:
                 size = "missing" if s.get("bytes") is None else format_bytes(s["bytes"])
                 out.append(f"{s['split']}: {s['path']} ({size})" if "path" in s else f"{s['split']}: {s['name']}")
