@@ -23,7 +23,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from data_corpus import encode_ceiling, make_corpus, make_tokenizer, parse_size  # noqa: E402 - sibling modules
-from data_measure import GB, loader_and_steps, prepare_command, source_overrides, step_rate, train_command, watch  # noqa: E402, E501
+from data_measure import (  # noqa: E402, E501
+    GB,
+    loader_and_steps,
+    prepare_command,
+    prepared_overrides,
+    source_overrides,
+    step_rate,
+    train_command,
+    watch,
+)
 from records import RESULTS, ROOT, append, load, metadata  # noqa: E402
 
 CONFIG = "configs/t5_cpu_pretrain_imdb.yaml"
@@ -179,7 +188,7 @@ def run_all(args: argparse.Namespace) -> list[str]:
     prepared = {label: bench.prepare(label, corpora[label], tokenizer) for label in (small, big)}
     bench.ceiling(small, corpora[small], tokenizer)
     for label in (small, big):
-        bench.train(f"train_prepared@{label}", [f"task.prepared={prepared[label]}", *source_overrides()], None)
+        bench.train(f"train_prepared@{label}", prepared_overrides(prepared[label]), None)
     if not args.skip_in_memory:
         files = [f"task.train={corpora[small] / 'train.jsonl'}", f"task.valid={corpora[small] / 'valid.jsonl'}"]
         bench.train(f"train_in_memory@{small}", [*source_overrides(), *files], parse_size(args.memory_cap))

@@ -122,9 +122,15 @@ def source_overrides() -> list[str]:
             "task.eval_limit=null"]
 
 
+def prepared_overrides(prepared: Path) -> list[str]:
+    """Train from ``prepared`` (the config's sources and sizes unset; its vocabulary is the corpus's)."""
+    return [f"task.prepared={prepared}", *source_overrides(), "task.vocab_size=null"]
+
+
 def train_overrides(steps: int, extra: list[str]) -> list[str]:
-    """A few steps, a training record every step, no evaluation and no checkpoint before the end."""
-    return [f"train.steps={steps}", "train.log_every=1", "train.eval_every=0", "train.warmup_steps=1", *extra]
+    """A few steps, a training record every step, no evaluation before the end (the final one reads 2 batches)."""
+    return [f"train.steps={steps}", "train.log_every=1", "train.eval_every=0", "train.eval_steps=2",
+            "train.warmup_steps=1", *extra]
 
 
 def train_command(config: str, run_dir: Path, data: list[str], steps: int, extra: list[str]) -> list[str]:
@@ -160,7 +166,7 @@ def loader_and_steps(config: str, prepared: Path, overrides: list[str], batches:
     from synthformer.train.evaluation import forward_loss
     from synthformer.train.loader import BatchStream
 
-    run = load_run_config(Path(config), [f"task.prepared={prepared}", *source_overrides(), *overrides])
+    run = load_run_config(Path(config), [*prepared_overrides(prepared), *overrides])
     data = prepare_data(run, splits=("train",))
     dataset = data.datasets["train"]
     cfg = run.train
