@@ -117,6 +117,8 @@ class Bench:
         if result["exceeded_cap"]:
             result["note"] = (f"exceeded the cap at {result['peak_rss_gb']:.1f} GB after {result['seconds']:.0f} s "
                               f"(cap {cap / GB:.1f} GB)")
+        elif result["timed_out"]:
+            result["note"] = f"stopped at --timeout {self.args.timeout:.0f} s with {result['peak_rss_gb']:.1f} GB"
         elif result["returncode"] != 0:
             result["note"] = f"exit code {result['returncode']}; see the log in {self.work}"
         self.record(row, result, started)

@@ -83,7 +83,7 @@ def watch(command: list[str], *, cap_bytes: float | None = None, metrics: Path |
     proc = psutil.Process(popen.pid)
     peak = 0
     first_step_s = None
-    exceeded = False
+    exceeded = timed_out = False
     try:
         while popen.poll() is None:
             peak = max(peak, _tree_rss(proc), _hwm(popen.pid))
@@ -91,7 +91,7 @@ def watch(command: list[str], *, cap_bytes: float | None = None, metrics: Path |
                 first_step_s = time.perf_counter() - start
             over_time = timeout_s is not None and time.perf_counter() - start > timeout_s
             if (cap_bytes is not None and peak > cap_bytes) or over_time:
-                exceeded = not over_time
+                exceeded, timed_out = not over_time, over_time
                 os.killpg(popen.pid, signal.SIGKILL)
                 popen.wait()
                 break
@@ -106,7 +106,8 @@ def watch(command: list[str], *, cap_bytes: float | None = None, metrics: Path |
     if first_step_s is None and _first_step(metrics):  # finished between two polls
         first_step_s = seconds
     return {"seconds": round(seconds, 3), "peak_rss_gb": round(peak / GB, 3), "returncode": popen.returncode,
-            "exceeded_cap": exceeded, "first_step_s": None if first_step_s is None else round(first_step_s, 3)}
+            "exceeded_cap": exceeded, "timed_out": timed_out,
+            "first_step_s": None if first_step_s is None else round(first_step_s, 3)}
 
 
 def prepare_command(config: str, corpus: Path, out: Path, tokenizer: Path, workers: int) -> list[str]:

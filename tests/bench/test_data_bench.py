@@ -82,8 +82,11 @@ def test_watch_reports_the_first_step_and_stops_at_the_cap(tmp_path: Path) -> No
     code = (f"import json, time; open({str(metrics)!r}, 'w').write(json.dumps({{'step': 1, 'loss': 1.0}}) + '\\n');"
             " x = bytearray(400_000_000); time.sleep(30)")
     result = data_measure.watch([sys.executable, "-c", code], cap_bytes=200e6, metrics=metrics, timeout_s=20)
-    assert result["exceeded_cap"] is True and result["peak_rss_gb"] > 0.2
+    assert result["exceeded_cap"] is True and result["timed_out"] is False and result["peak_rss_gb"] > 0.2
     assert result["first_step_s"] is not None and result["first_step_s"] <= result["seconds"] < 20
+
+    slow = data_measure.watch([sys.executable, "-c", "import time; time.sleep(30)"], timeout_s=0.5)
+    assert slow["timed_out"] is True and slow["exceeded_cap"] is False and slow["seconds"] < 20
 
 
 def test_records_and_goal_verdicts(tmp_path: Path) -> None:
