@@ -115,13 +115,14 @@ def read_texts(path: Path, limit_bytes: int | None = None) -> Iterator[str]:
                 return
 
 
-def make_tokenizer(config: str, corpus: Path, out: Path, sample_bytes: int = 20_000_000) -> Path:
+def make_tokenizer(config: str, corpus: Path, out: Path, sample_bytes: int = 20_000_000,
+                   overrides: tuple[str, ...] = ()) -> Path:
     """Train the config's tokenizer (kind, vocabulary, T5's sentinels) on the first ``sample_bytes`` of the
     corpus's training file and save it to ``out``: every prepare of the benchmark is then given the same one."""
     from synthformer.data import build_tokenizer
     from synthformer.tasks import load_run_config
 
-    task = load_run_config(Path(config)).task
+    task = load_run_config(Path(config), list(overrides)).task
     texts = list(read_texts(corpus / "train.jsonl", sample_bytes))
     tokenizer = build_tokenizer(task.tokenizer_kind, texts, task.vocab_size, **task.tokenizer_options)
     tokenizer = task.task_type.finish_tokenizer(task, tokenizer)

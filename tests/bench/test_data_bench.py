@@ -63,7 +63,8 @@ def test_ceiling_and_loader_record_their_fields(shared: Path, tmp_path: Path) ->
 
     corpus = tmp_path / "corpus"
     data_corpus.make_corpus(100_000, corpus, seed=0, shared=shared)
-    tokenizer = data_corpus.make_tokenizer(CONFIG, corpus, tmp_path / "tokenizer.json")
+    tokenizer = data_corpus.make_tokenizer(CONFIG, corpus, tmp_path / "tokenizer.json",
+                                           overrides=("task.vocab_size=400",))
     ceiling = data_corpus.encode_ceiling([corpus / "train.jsonl"], tokenizer)
     assert ceiling["bytes"] == (corpus / "train.jsonl").stat().st_size
     assert ceiling["tokens"] > 10_000 and ceiling["mb_per_s"] > 0
@@ -71,7 +72,7 @@ def test_ceiling_and_loader_record_their_fields(shared: Path, tmp_path: Path) ->
     files = [f"task.train={corpus / 'train.jsonl'}", f"task.valid={corpus / 'valid.jsonl'}"]
     task = load_run_config(Path(CONFIG), [*data_measure.source_overrides(), *files]).task
     prepare_corpus(task, tmp_path / "prepared", tokenizer=str(tokenizer))
-    numbers = data_measure.loader_and_steps(CONFIG, tmp_path / "prepared", TINY, batches=3, steps=2)
+    numbers = data_measure.loader_and_steps(CONFIG, tmp_path / "prepared", TINY, batches=2, steps=1)
     assert numbers["batch_size"] == 4 and numbers["examples"] > 100
     assert numbers["loader_examples_per_s"] > 0 and numbers["loop_examples_per_s"] > 0
     assert 0 < numbers["data_wait_share"] < 1
