@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,7 @@ class Bench:
     def train(self, row: str, data: list[str], cap: float | None) -> None:
         """``synthformer train`` for a few steps: peak RSS, seconds to the first step, examples per second."""
         run_dir = self.work / "runs" / row.replace("@", "-")
+        shutil.rmtree(run_dir, ignore_errors=True)  # an earlier run's metrics.jsonl would fake the first step
         started = load()
         command = train_command(self.args.config, run_dir, data, self.args.steps, self.args.overrides)
         result = watch(command, cap_bytes=cap, metrics=run_dir / "metrics.jsonl", timeout_s=self.args.timeout,

@@ -76,6 +76,8 @@ def watch(command: list[str], *, cap_bytes: float | None = None, metrics: Path |
     process group) once that passes ``cap_bytes`` or ``timeout_s``. Returns the wall time, the peak (the
     larger of the polled tree sum and the main process's VmHWM), the seconds to the first training record in
     ``metrics`` when given, the exit code and whether the cap was exceeded."""
+    if metrics is not None and metrics.exists():
+        raise FileExistsError(f"{metrics} exists before the run: it would be taken for this run's first step")
     out = open(log, "w", encoding="utf-8") if log is not None else subprocess.DEVNULL
     start = time.perf_counter()
     popen = subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=out, stderr=subprocess.STDOUT,
