@@ -86,6 +86,8 @@ def test_watch_reports_the_first_step_and_stops_at_the_cap(tmp_path: Path) -> No
     assert result["exceeded_cap"] is True and result["timed_out"] is False and result["peak_rss_gb"] > 0.2
     assert result["first_step_s"] is not None and result["first_step_s"] <= result["seconds"] < 20
 
+    with pytest.raises(FileExistsError):  # a metrics file from before the run would fake its first step
+        data_measure.watch([sys.executable, "-c", "pass"], metrics=metrics)
     slow = data_measure.watch([sys.executable, "-c", "import time; time.sleep(30)"], timeout_s=0.5)
     assert slow["timed_out"] is True and slow["exceeded_cap"] is False and slow["seconds"] < 20
 
