@@ -146,7 +146,9 @@ def _parameters(log: Path) -> int | None:
 def _run_train(row: Row, run_dir: Path, s: Sitting) -> tuple[dict[str, Any], list[str]]:
     log = run_dir.parent / f"{run_dir.name}.log"
     train = ["train", row.config, *row.overrides, *s.extra, "--run-dir", str(run_dir)]
-    resume = ["--resume"] if (run_dir / "checkpoints").is_dir() else []
+    # a row killed after a checkpoint continues; one killed before its first save (the directory holds only its
+    # config and metrics: this runner made it, for a row not recorded yet) starts over
+    resume = ["--resume"] if (run_dir / "checkpoints").is_dir() else ["--overwrite"] if run_dir.exists() else []
     train_wall = _cli([*train, *resume], log, s.threads)
     evaluate = ["eval", str(run_dir), "--split", row.split]
     eval_wall = _cli(evaluate, log, s.threads)
