@@ -125,6 +125,16 @@ def _frame(ids: list[int], bos: int | None, eos: int | None, max_len: int | None
     return ([bos] if bos is not None else []) + ids + ([eos] if eos is not None else []), truncated
 
 
+def item_index(index: int, length: int, what: str) -> int:
+    """``index`` of a dataset of ``length`` items as a position in ``[0, length)`` (negative counts from the end);
+    ``IndexError`` naming ``what`` (block, piece) outside it."""
+    if index < 0:
+        index += length
+    if not 0 <= index < length:
+        raise IndexError(f"{what} {index} out of range [0, {length})")
+    return index
+
+
 # -- language modelling --------------------------------------------------------------------------
 def encode_corpus(tokenizer: Tokenizer, text: str | bytes) -> Tensor:
     """The whole corpus as one 1-D long tensor of ids (no special tokens)."""
@@ -168,10 +178,7 @@ class LMBlockDataset(Dataset[dict[str, Tensor]]):
         return self._len
 
     def __getitem__(self, index: int) -> dict[str, Tensor]:
-        if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
-            raise IndexError(f"block {index} out of range [0, {self._len})")
+        index = item_index(index, self._len, "block")
         start = index * self.stride
         block = self.tokens[start : start + self.block_size + 1]
         return {"input_ids": block[:-1].clone(), "labels": block[1:].clone()}

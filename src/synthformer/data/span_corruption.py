@@ -35,7 +35,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from synthformer.data.batching import Seq2SeqCollator
+from synthformer.data.batching import Seq2SeqCollator, item_index
 
 __all__ = ["ArrayStream", "SpanCorruptionDataset", "SpanStats", "TokenSlices", "corrupt", "corrupt_arrays", "noise_key",
            "random_spans_noise_mask", "restore", "t5_lengths"]
@@ -284,10 +284,7 @@ class SpanCorruptionDataset(Dataset[dict[str, Tensor]]):
         return self._len
 
     def __getitem__(self, index: int) -> dict[str, Tensor]:
-        if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
-            raise IndexError(f"piece {index} out of range [0, {self._len})")
+        index = item_index(index, self._len, "piece")
         start = index * self.tokens_length
         piece = np.asarray(self.stream.slice(start, start + self._piece_length(index)), dtype=np.int64)
         rng = np.random.default_rng(noise_key(self.seed, self.salt, index, self.epoch))

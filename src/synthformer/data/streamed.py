@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from synthformer.data.batching import LengthReport, Seq2SeqCollator, _check_overflow, collate_lm
+from synthformer.data.batching import LengthReport, Seq2SeqCollator, _check_overflow, collate_lm, item_index
 from synthformer.data.span_corruption import TokenSlices
 
 __all__ = ["DecodedPairs", "PairsDataset", "StreamBlockDataset"]
@@ -65,10 +65,7 @@ class StreamBlockDataset(Dataset[dict[str, Tensor]]):
         return self._len
 
     def __getitem__(self, index: int) -> dict[str, Tensor]:
-        if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
-            raise IndexError(f"block {index} out of range [0, {self._len})")
+        index = item_index(index, self._len, "block")
         start = index * self.stride
         block = torch.from_numpy(np.asarray(self.stream.slice(start, start + self.block_size + 1), dtype=np.int64))
         return {"input_ids": block[:-1], "labels": block[1:]}
