@@ -2,6 +2,8 @@
 both, and ``synthformer train`` of the span-corruption config at t5-small-cpu size from them, measured.
 
     python benchmarks/data.py --all                   # the full run (see docs/benchmarks.md: time and disk)
+    python benchmarks/data.py --all --phase data      # corpora, prepare, encode ceiling (may share the CPU)
+    python benchmarks/data.py --all --phase train     # then the train and loader rows (a quiet machine)
     python benchmarks/data.py --quick                 # 5 MB and 20 MB corpora, a few steps: checks the script
     python benchmarks/data.py --make-corpus 0.5G --out /tmp/corpus   # only write a corpus
 
@@ -10,6 +12,11 @@ One record per measurement is appended to ``--record`` (``benchmarks/results/ben
 and the load average at its start and end (``benchmarks/records.py``). Rows: ``corpus@S``, ``prepare@S``,
 ``encode_ceiling@S``, ``train_prepared@S``, ``train_in_memory@S``, ``loader@S`` (S the corpus size). At the end each
 goal is printed as holding or not, with its numbers. Work files (corpora, prepared folders, runs) go to ``--work``.
+
+Resumable: a row the record already has is not measured again (its recorded numbers enter the goals) unless
+``--rerun`` is given; a recorded ``prepare@S`` is reused only while its prepared folder is complete. So a killed run
+continues with the same command, and ``--phase`` splits the long preparing (which may share the CPU: say
+``--shared-cpu``) from the short timing-sensitive rows (run them on a quiet machine).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from data_measure import (  # noqa: E402, E501
     train_command,
     watch,
 )
-from records import RESULTS, ROOT, append, load, metadata  # noqa: E402
+from records import RESULTS, ROOT, append, latest, load, metadata  # noqa: E402
 
 CONFIG = "configs/t5_cpu_pretrain_imdb.yaml"
 TABLE = "bench_data"
@@ -48,6 +55,17 @@ class Bench:
         self.work: Path = args.work
         self.results: dict[str, dict[str, Any]] = {}
         self.command = "python " + shlex.join(["benchmarks/data.py", *sys.argv[1:]])
+        rerun = args.rerun or args.record is None
+        self.recorded: dict[str, dict[str, Any]] = {} if rerun else latest(args.record, TABLE)
+
+    def reuse(self, row: str) -> bool:
+        """Whether ``row`` is in the record already: its numbers are then taken from there, not measured again."""
+        entry = self.recorded.get(row)
+        if entry is None:
+            return False
+        self.results[row] = entry
+        print(f"{row}: recorded {entry.get('date', '?')}, not measured again (--rerun measures it)", flush=True)
+        return True
 
     def record(self, row: str, numbers: dict[str, Any], started_load: float) -> None:
         """Keep ``numbers`` as ``row``, print them, and append them to the record with the metadata."""
@@ -84,6 +102,9 @@ class Bench:
     def prepare(self, label: str, corpus: Path, tokenizer: Path) -> Path:
         """``prepare --workers N`` of the corpus, timed (MB of JSONL per second) with its peak memory."""
         out = self.work / f"prepared-{label}"
+        row = f"prepare@{label}"
+        if (out / "manifest.json").is_file() and self.reuse(row):  # the manifest is written last: a whole folder
+            return out
         started = load()
         command = prepare_command(self.args.config, corpus, out, tokenizer, self.args.workers)
         result = watch(command, log=self.work / f"prepare-{label}.log")
@@ -92,11 +113,13 @@ class Bench:
         size = sum((corpus / f).stat().st_size for f in ("train.jsonl", "valid.jsonl"))
         numbers = {"workers": self.args.workers, "bytes": size, "mb_per_s": round(size / 1e6 / result["seconds"], 3),
                    "seconds": result["seconds"], "peak_rss_gb": result["peak_rss_gb"]}
-        self.record(f"prepare@{label}", numbers, started)
+        self.record(row, numbers, started)
         return out
 
     def ceiling(self, label: str, corpus: Path, tokenizer: Path) -> None:
         """The plain ``encode_batch`` loop over the same files, and prepare's rate as a share of it."""
+        if self.reuse(f"encode_ceiling@{label}"):
+            return
         started = load()
         numbers = encode_ceiling([corpus / "train.jsonl", corpus / "valid.jsonl"], tokenizer)
         prepared = self.results.get(f"prepare@{label}")
@@ -106,6 +129,8 @@ class Bench:
 
     def train(self, row: str, data: list[str], cap: float | None) -> None:
         """``synthformer train`` for a few steps: peak RSS, seconds to the first step, examples per second."""
+        if self.reuse(row):
+            return
         run_dir = self.work / "runs" / row.replace("@", "-")
         shutil.rmtree(run_dir, ignore_errors=True)  # an earlier run's metrics.jsonl would fake the first step
         started = load()
@@ -127,6 +152,8 @@ class Bench:
 
     def loader(self, label: str, prepared: Path) -> None:
         """The loader alone and the instrumented trainer-like loop, in this process."""
+        if self.reuse(f"loader@{label}"):
+            return
         started = load()
         numbers = loader_and_steps(self.args.config, prepared, self.args.overrides, self.args.loader_batches,
                                    self.args.loop_steps)
@@ -191,6 +218,8 @@ def run_all(args: argparse.Namespace) -> list[str]:
     tokenizer = bench.tokenizer(corpora[small])
     prepared = {label: bench.prepare(label, corpora[label], tokenizer) for label in (small, big)}
     bench.ceiling(small, corpora[small], tokenizer)
+    if args.phase == "data":
+        return []
     for label in (small, big):
         bench.train(f"train_prepared@{label}", prepared_overrides(prepared[label]), None)
     if not args.skip_in_memory:
@@ -225,12 +254,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="the corpus's seed")
     p.add_argument("--record", type=Path, default=None, help="JSONL record (default: see the module docstring)")
     p.add_argument("--shared-cpu", action="store_true", help="record that other work shared the CPU")
+    p.add_argument("--phase", choices=("data", "train", "all"), default="all",
+                   help="data: corpora, prepare and the encode ceiling only; train: the rest (what is recorded is "
+                        "reused); all: both")
+    p.add_argument("--rerun", action="store_true", help="measure rows the record already has again")
     args = p.parse_args(argv)
     quick = args.quick
     args.sizes = args.sizes or (["5M", "20M"] if quick else ["0.5G", "5G"])
     args.steps = args.steps or (4 if quick else 10)
     args.loader_batches = args.loader_batches or (20 if quick else 200)
     args.loop_steps = args.loop_steps or (4 if quick else 20)
+    args.rerun = args.rerun or quick  # a quick run checks the script: it measures everything each time
     if args.record is None and not args.make_corpus:
         args.record = Path("/tmp/bench_data_quick.jsonl") if quick else RESULTS / f"{TABLE}.jsonl"
     return args
