@@ -90,6 +90,25 @@ def imdb_table() -> str:
     return "\n".join([*lines, "", provenance(entries, record)])
 
 
+def data_goals_table() -> str:
+    """Issue 32's goals from ``bench_data.jsonl`` (``benchmarks/data.py --all``) through the script's own
+    ``goals``, so the docs and the script's printed verdicts cannot differ."""
+    import data as bench_data  # the sibling script (its imports are light: torch is imported only to measure)
+
+    path = RESULTS / f"{bench_data.TABLE}.jsonl"
+    found = latest(path, bench_data.TABLE)
+    if not found:
+        return "(no recorded row yet: `python benchmarks/data.py --all`)"
+    small, big = bench_data.parse_args(["--all"]).sizes
+    lines = ["| goal (issue 32) | measured | result |", "|---|---|---|"]
+    for goal, measured, ok in bench_data.goals(found, small, big):
+        verdict = "reported (no threshold)" if ok is None and goal.startswith("prepare") else (
+            "not measured" if ok is None else "holds" if ok else "does not hold")
+        lines.append(f"| {goal} | {measured} | {verdict} |")
+    entries = list(found.values())
+    return "\n".join([*lines, "", provenance(entries, str(path.relative_to(ROOT)))])
+
+
 def study_table(name: str) -> str:
     """A study's table exactly as ``synthformer study`` writes it (``results.md``), rebuilt from its
     ``results.json``, and the provenance from ``provenance.json`` beside it."""
@@ -130,6 +149,7 @@ def table3_times() -> str:
 
 BUILDERS: dict[str, Callable[[], str]] = {
     "compare": compare_table,
+    "data-goals": data_goals_table,
     "imdb": imdb_table,
     "study-shk": lambda: study_table("shk"),
     "study-t8": lambda: study_table("t8"),

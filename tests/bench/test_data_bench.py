@@ -93,7 +93,7 @@ def test_watch_reports_the_first_step_and_stops_at_the_cap(tmp_path: Path) -> No
 
 
 def test_records_and_goal_verdicts(tmp_path: Path) -> None:
-    args = Namespace(work=tmp_path, record=tmp_path / "bench.jsonl", shared_cpu=True)
+    args = Namespace(work=tmp_path, record=tmp_path / "bench.jsonl", shared_cpu=True, rerun=False)
     bench = bench_data.Bench(args)
     bench.record("train_prepared@5G", {"peak_rss_gb": 1.05, "first_step_s": 4.0, "examples_per_s": 10.0}, 0.5)
     bench.record("train_prepared@0.5G", {"peak_rss_gb": 1.0}, 0.5)
@@ -108,5 +108,10 @@ def test_records_and_goal_verdicts(tmp_path: Path) -> None:
     assert "within 10% of prepared 0.5G (measured 1.05 GB vs 1.0 GB): holds" in text
     assert "below the in-memory path at 0.5G (measured 1.05 GB vs 16.1 GB; in-memory exceeded the cap" in text
     assert "<= 10 s (measured 4.0 s): holds" in text
-    assert "(loader 50.0 examples/s, trainer 10.0 examples/s, 5.0x): does not hold" in text
-    assert "(measured 3%, timing next(stream)" in text and "does not hold" in text
+    assert "(measured loader 50.0 examples/s, trainer 10.0 examples/s: 5.0x): does not hold" in text
+    assert "(measured 3% (next(stream) timed" in text and "does not hold" in text
+    # a second sitting with the same record reuses the recorded rows instead of measuring them again
+    again = bench_data.Bench(args)
+    assert again.reuse("loader@5G") and again.results["loader@5G"]["loader_examples_per_s"] == 50.0
+    assert not again.reuse("loader@0.5G")
+    assert not bench_data.Bench(Namespace(**{**vars(args), "rerun": True})).reuse("loader@5G")
