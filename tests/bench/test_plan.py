@@ -120,7 +120,7 @@ def test_missing_prepared_folder_is_fatal_and_the_plan_still_prints(tmp_path, ca
     assert main(["train", str(config), "--dry-run"]) == 2
     captured = capsys.readouterr()
     assert "data:       a prepared corpus that cannot be read" in captured.out
-    assert "not a folder; make it with synthformer prepare" in captured.err.strip().splitlines()[-1]
+    assert "no such prepared folder; run 'synthformer prepare" in captured.err.strip().splitlines()[-1]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -187,8 +187,9 @@ def test_prepared_corpus_problems(tmp_path):
     errors = prepared_plan(tmp_path, other).errors
     assert len(errors) == 1 and "the run's tokenizer differs from the prepared corpus's" in errors[0]
 
-    assert "no manifest" in prepared_plan(tmp_path, tmp_path / "run").errors[0]
-    assert "is not a folder" in prepared_plan(tmp_path, tmp_path / "nowhere").errors[0]
+    # the messages of the prepared format's own reader, the ones training gives
+    assert "missing: the folder holds no finished prepare" in prepared_plan(tmp_path, tmp_path / "run").errors[0]
+    assert "no such prepared folder" in prepared_plan(tmp_path, tmp_path / "nowhere").errors[0]
 
 
 def test_prepared_pairs_that_would_be_truncated(tmp_path):

@@ -5,8 +5,9 @@ A prepared corpus (``task.prepared: DIR``, written by ``synthformer prepare``) i
 (existence and size), never opened. Otherwise the sources are listed with their sizes on disk (files, the local
 files of a Hugging Face ``data_files`` option) or named (a generator, a remote Hugging Face data set).
 
-The manifest is read here with :mod:`json` (its format: ``docs/`` and the shared design of issue 32), not through
-the prepared-corpus reader, so that a plan needs nothing but the folder's listing.
+The manifest is read with the prepared format's own :func:`~synthformer.data.prepared.read_manifest` (the same
+checks and messages as training), not through the corpus reader, so that a plan needs nothing but the folder's
+listing and the manifest.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from synthformer.common.config import ConfigError
+from synthformer.data.errors import DataError
+from synthformer.data.prepared.format import MANIFEST, np_dtype, read_manifest
 from synthformer.tasks import RunConfig, get_generator
 from synthformer.train import RunDir
 
-__all__ = ["DataPlan", "format_bytes", "manifest_problems", "plan_data", "plan_vocabulary", "read_manifest"]
+__all__ = ["DataPlan", "format_bytes", "manifest_problems", "plan_data", "plan_vocabulary"]
 
-MANIFEST = "manifest.json"
-FORMAT, VERSION = "synthformer-prepared", 1
-_ITEMSIZE = {"uint16": 2, "uint32": 4}
 #: More passes over the training data than this is reported (the run repeats its data many times).
 MANY_EPOCHS = 10.0
 
@@ -71,34 +72,12 @@ class DataPlan:
         return out
 
 
-def read_manifest(folder: str | Path) -> dict[str, Any]:
-    """``DIR/manifest.json`` as a dict, its format and version checked.
-
-    Raises:
-        ValueError: a one-line message naming the file and what to do (missing, not JSON, another format).
-    """
-    path = Path(folder) / MANIFEST
-    if not Path(folder).is_dir():
-        raise ValueError(f"task.prepared: {folder} is not a folder; make it with synthformer prepare CONFIG --out DIR")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no manifest (an unfinished or foreign folder); run synthformer prepare "
-                         "again") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path}: not a readable manifest ({err}); run synthformer prepare again") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-        got = (manifest.get("format"), manifest.get("version")) if isinstance(manifest, dict) else manifest
-        raise ValueError(f"{path}: not a {FORMAT} manifest of version {VERSION} (got {got}); prepare it again")
-    return manifest
-
-
 def manifest_problems(folder: str | Path, manifest: dict[str, Any]) -> list[str]:
     """Shard files of the manifest that are missing or of the wrong size (looked up, not read), and a tokenizer
     file that is missing or differs from the manifest's hash: one line each."""
     folder = Path(folder)
     problems = []
-    itemsize = _ITEMSIZE.get(str(manifest.get("dtype")), 0)
+    itemsize = np_dtype(str(manifest["dtype"])).itemsize  # read_manifest checked the key
     for split in manifest.get("splits", {}).values():
         for shard in split.get("shards", []):
             for name in _shard_files(manifest, shard):
@@ -194,7 +173,7 @@ def _prepared_plan(run: RunConfig, folder: Path, processes: int, run_dir: str | 
                    warnings: list[str], errors: list[str]) -> DataPlan:
     try:
         manifest = read_manifest(folder)
-    except ValueError as err:
+    except (DataError, ConfigError) as err:
         errors.append(str(err))
         return DataPlan("prepared", [{"split": "all", "path": str(folder), "bytes": None}])
     errors.extend(manifest_problems(folder, manifest))
