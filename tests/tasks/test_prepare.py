@@ -205,6 +205,9 @@ def test_pairs_are_the_in_memory_readers_pairs(tmp_path: Path) -> None:
                for i in range(len(prepared))]
         want = [(tok.decode(tok.encode(s)), tok.decode(tok.encode(t))) for s, t, _ in raw.splits[split]]
         assert got == want
+        # the manifest's longest document per field (what --dry-run's truncation warning reads), over the shards
+        longest = {f: max(len(prepared.document(i, f)) for i in range(len(prepared))) for f in ("source", "target")}
+        assert corpus.manifest["splits"][split]["longest"] == longest
 
 
 def test_parallel_files_by_prefix(tmp_path: Path) -> None:

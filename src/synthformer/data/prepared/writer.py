@@ -83,8 +83,9 @@ class ShardWriter:
         dtype: ``"uint16"`` or ``"uint32"``.
         shard_tokens: a shard is closed once its tokens (all fields) reach this many.
 
-    :attr:`shards` lists each finished shard: ``{"stem", "documents", "tokens": {field: n}, "files": {file name:
-    {"sha256", "bytes"}}}``.
+    :attr:`shards` lists each finished shard: ``{"stem", "documents", "tokens": {field: n}, "longest": {field: n},
+    "files": {file name: {"sha256", "bytes"}}}`` (``longest``: the most tokens of one document, so that a plan can
+    tell a run whose lengths would truncate examples read whole without opening a shard).
     """
 
     def __init__(self, folder: str | os.PathLike[str], stem: Callable[[int], str], fields: Sequence[str],
@@ -101,6 +102,7 @@ class ShardWriter:
         self._open: dict[str, _FieldFile] | None = None
         self._stem = ""
         self._tokens = 0
+        self._longest: dict[str, int] = {}
 
     def add(self, ids: Sequence[Sequence[int] | np.ndarray]) -> None:
         """Append one document: its token ids for each field, in :attr:`fields` order."""
@@ -115,6 +117,7 @@ class ShardWriter:
                 raise ValueError(f"token id out of the range of {self.dtype.name}: [{array.min()}, {array.max()}]")
             self._open[field].add(array.astype(self.dtype).tobytes(), int(array.size))
             self._tokens += int(array.size)
+            self._longest[field] = max(self._longest.get(field, 0), int(array.size))
         if self._tokens >= self.shard_tokens:
             self.flush()
 
@@ -127,8 +130,9 @@ class ShardWriter:
             files.update(self._open[f].finish())
         first = self._open[self.fields[0]]
         self.shards.append({"stem": self._stem, "documents": len(first.offsets) - 1,
-                            "tokens": {f: self._open[f].offsets[-1] for f in self.fields}, "files": files})
-        self._open, self._tokens = None, 0
+                            "tokens": {f: self._open[f].offsets[-1] for f in self.fields},
+                            "longest": {f: self._longest.get(f, 0) for f in self.fields}, "files": files})
+        self._open, self._tokens, self._longest = None, 0, {}
 
     def close(self) -> list[dict[str, Any]]:
         """Finish the last shard; return :attr:`shards`."""
@@ -148,6 +152,8 @@ def manifest_shard(shard: Mapping[str, Any], name: str) -> dict[str, Any]:
     old = shard["stem"]
     entry: dict[str, Any] = {"name": name, "documents": shard["documents"], "tokens": dict(shard["tokens"]),
                              "sha256": {}, "bytes": {}}
+    if "longest" in shard:  # absent from the parts of a prepare interrupted before the key existed
+        entry["longest"] = dict(shard["longest"])
     for file, info in shard["files"].items():
         new_file = name + file[len(old):]
         entry["sha256"][new_file] = info["sha256"]
@@ -202,6 +208,11 @@ def write_prepared(folder: str | os.PathLike[str], tokenizer: Tokenizer,
 
 
 def split_entry(shards: list[dict[str, Any]], fields: Sequence[str]) -> dict[str, Any]:
-    """A split's manifest entry from its shards' entries: totals and the shard list."""
-    return {"tokens": {f: sum(s["tokens"][f] for s in shards) for f in fields},
-            "documents": sum(s["documents"] for s in shards), "shards": shards}
+    """A split's manifest entry from its shards' entries: totals, the longest document per field (when every
+    shard knows its own) and the shard list."""
+    entry: dict[str, Any] = {"tokens": {f: sum(s["tokens"][f] for s in shards) for f in fields},
+                             "documents": sum(s["documents"] for s in shards)}
+    if shards and all("longest" in s for s in shards):
+        entry["longest"] = {f: max(s["longest"][f] for s in shards) for f in fields}
+    entry["shards"] = shards
+    return entry
