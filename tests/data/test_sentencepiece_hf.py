@@ -43,3 +43,19 @@ def test_same_ids_for_the_same_text(spm_tokenizer, t5_tokenizer, text: str) -> N
     assert ours == t5_tokenizer(text).input_ids
     if "<extra_id_" not in text:
         assert ours == spm_tokenizer.encode(text, add_eos=True)
+
+
+def test_exports_as_t5s_tokenizer_framed_as_the_run(spm_tokenizer, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from synthformer.hf.tokenizer import to_hf_tokenizer
+    from synthformer.models import LMConfig, Seq2SeqConfig
+
+    small = dict(vocab_size=spm_tokenizer.vocab_size, d_model=8, n_heads=2, pad_id=0, bos_id=0, eos_id=1)
+    to_hf_tokenizer(spm_tokenizer, Seq2SeqConfig(**small)).save_pretrained(tmp_path)
+    hf = AutoTokenizer.from_pretrained(tmp_path)
+    assert (len(hf), hf.pad_token_id, hf.eos_token_id, hf.unk_token_id) == (200, 0, 1, 2)
+    for text in TEXTS:  # an encoder-decoder's source: the text and </s>, as T5Tokenizer frames it
+        assert hf(text).input_ids == spm_tokenizer.encode_with_sentinels(text, add_eos=True)
+    lm = to_hf_tokenizer(spm_tokenizer, LMConfig(**small))
+    assert lm(TEXTS[0]).input_ids == spm_tokenizer.encode(TEXTS[0])  # a decoder-only model's text: no </s>

@@ -5,6 +5,7 @@ tokenizer that does not match the run's model is refused in one line."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -22,17 +23,38 @@ from ..tasks.helpers import span_config  # noqa: E402
 SPM = {"task.tokenizer": "sentencepiece", "task.vocab_size": 160}
 
 
-def test_span_corruption_run_uses_t5s_sentinels(tmp_path: Path) -> None:
-    cfg = span_config(tmp_path, **SPM, **{"train.steps": 2, "train.eval_every": 2, "train.save_every": 2})
-    train_run(from_dict(RunConfig, cfg), tmp_path / "run")
-    tok = load_tokenizer(tmp_path / "run")
+@pytest.fixture(scope="module")
+def spm_run(tmp_path_factory) -> Path:
+    """A 2-step span-corruption run with the sentencepiece kind."""
+    tmp = tmp_path_factory.mktemp("spm_run")
+    cfg = span_config(tmp, **SPM, **{"train.steps": 2, "train.eval_every": 2, "train.save_every": 2})
+    train_run(from_dict(RunConfig, cfg), tmp / "run")
+    return tmp / "run"
+
+
+def test_span_corruption_run_uses_t5s_sentinels(spm_run: Path) -> None:
+    tok = load_tokenizer(spm_run)
     assert isinstance(tok, SentinelTokenizer) and isinstance(tok.base, SentencePieceTokenizer)
     # T5's sentinels, not wrapped again by the task (the small corpus gives fewer pieces than the cap)
     assert tok.num_sentinels == 100 and tok.sentinel_id(0) == tok.vocab_size - 1 and tok.vocab_size <= 160
-    model = json.loads((tmp_path / "run" / "model_config.json").read_text())
+    model = json.loads((spm_run / "model_config.json").read_text())
     assert (model["vocab_size"], model["pad_id"], model["bos_id"], model["eos_id"]) == (tok.vocab_size, 0, 0, 1)
-    out = generate_texts(load_run(tmp_path / "run"), ["def add(a, <extra_id_0>):"], max_new_tokens=4)
+    out = generate_texts(load_run(spm_run), ["def add(a, <extra_id_0>):"], max_new_tokens=4)
     assert len(out) == 1 and isinstance(out[0].output, str)
+
+
+def test_the_run_exports_with_t5s_tokenizer(spm_run: Path, tmp_path: Path) -> None:
+    pytest.importorskip("transformers", reason="export needs the 'hf' extra")
+    from transformers import AutoTokenizer
+
+    from synthformer.hf.export import export_run
+
+    export_run(spm_run, tmp_path / "hf")
+    hf = AutoTokenizer.from_pretrained(tmp_path / "hf")
+    text = "def add(a, <extra_id_0>): return <extra_id_1>"
+    assert hf(text).input_ids == load_tokenizer(spm_run).encode_with_sentinels(text, add_eos=True)
+    generation = json.loads((tmp_path / "hf" / "generation_config.json").read_text())
+    assert generation["decoder_start_token_id"] == generation["pad_token_id"] == 0  # T5 starts from <pad>
 
 
 def test_too_few_own_sentinels_and_a_missing_model_file_are_named(tmp_path: Path) -> None:
@@ -45,12 +67,11 @@ def test_too_few_own_sentinels_and_a_missing_model_file_are_named(tmp_path: Path
         train_run(from_dict(RunConfig, gone), tmp_path / "gone")
 
 
-def test_a_tokenizer_of_another_size_is_not_the_runs(tmp_path: Path, spm_tokenizer) -> None:
-    cfg = span_config(tmp_path, **SPM, **{"train.steps": 2, "train.eval_every": 2, "train.save_every": 2})
-    train_run(from_dict(RunConfig, cfg), tmp_path / "run")
-    spm_tokenizer.save(RunDir(tmp_path / "run").tokenizer_path)  # 200 ids, the model fewer
+def test_a_tokenizer_of_another_size_is_not_the_runs(spm_run: Path, tmp_path: Path, spm_tokenizer) -> None:
+    run = shutil.copytree(spm_run, tmp_path / "run")
+    spm_tokenizer.save(RunDir(run).tokenizer_path)  # 200 ids, the model fewer
     with pytest.raises(RunError, match="has 200 ids, but the model .* has a vocabulary of 1"):
-        load_run(tmp_path / "run")
+        load_run(run)
 
 
 def _task(tmp_path: Path, **options) -> TaskConfig:
