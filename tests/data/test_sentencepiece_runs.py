@@ -108,3 +108,17 @@ def test_the_dry_run_plan_counts_the_kinds_own_sentinels(tmp_path: Path, spm_tok
         "model_file": str(model), "num_sentinels": 0}})
     size, where, _ = plan_vocabulary(from_dict(RunConfig, cfg), DataPlan("files"))
     assert size == 100 + 10 and "100 pieces" in where  # a bare model gets the task's 10 sentinels
+
+
+def test_classification_reads_mean_pooled_text_and_refuses_cls_pooling(tmp_path: Path) -> None:
+    from synthformer.tasks import prepare_data
+
+    from ..tasks.helpers import classification_config
+
+    cfg = classification_config(tmp_path)
+    cfg["task"].update(tokenizer="sentencepiece", vocab_size=160, tokenizer_options={"num_sentinels": 0}, max_len=64)
+    data = prepare_data(from_dict(RunConfig, {**cfg, "model": {**cfg["model"], "pooling": "mean"}}))
+    item = data.datasets["train"][0]["input_ids"].tolist()
+    assert item and 0 not in item and data.model_config.pad_id == data.model_config.bos_id == 0
+    with pytest.raises(ConfigError, match="model.pooling: 'cls' puts <bos> first, but this tokenizer's <bos> is"):
+        prepare_data(from_dict(RunConfig, {**cfg, "model": {**cfg["model"], "pooling": "cls"}}))

@@ -1,4 +1,4 @@
-"""Sentinel tokens for T5-style span corruption, added to any tokenizer (char, byte, word, BPE, fixed).
+"""Sentinel tokens for T5-style span corruption, added to any tokenizer (char, byte, word, BPE, fixed, SentencePiece).
 
 T5 replaces each corrupted span of the input by one *sentinel* token (``<extra_id_0>``, ``<extra_id_1>``, ...)
 and builds the target from the same sentinels followed by the spans they hide. :class:`SentinelTokenizer` wraps
@@ -69,7 +69,7 @@ class SentinelTokenizer(Tokenizer):
         self.first_sentinel_id = base.vocab_size
         self.descending = bool(base.sentinels_descending)
 
-    # the special ids are the base's (all tokenizers share 0..3 today; delegating keeps that true if one differs)
+    # the special ids are the base's (the sentencepiece kind's are T5's, the other kinds share 0..3)
     @property  # type: ignore[override]
     def pad_id(self) -> int:
         return self.base.pad_id

@@ -52,7 +52,7 @@ def build_datasets(run: RunConfig, raw: RawData, tokenizer: Tokenizer, model_con
     for name in names:
         try:
             datasets[name], chars = task_type.build_dataset(run, raw, name, tokenizer, model_config)
-        except DataError:
+        except (DataError, ConfigError):  # a config error names its key already
             raise
         except ValueError as err:
             raise DataError(f"{name} split", None, str(err)) from None
