@@ -88,6 +88,7 @@ def _other_specials_model(tmp_path: Path) -> Path:
     ("other specials", ValueError, r"pad/eos/unk ids \(-1, 2, 0\), expected T5's \(0, 1, 2\)"),
     ("size mismatch", ValueError, "vocab_size 300, but .* has 100 pieces \\+ 100 sentinels = 200 ids"),
     ("bad sentinels", ValueError, "num_sentinels must be an integer >= 0, got -1"),
+    ("unknown option", ValueError, r"unknown sentencepiece option\(s\) \['coverage'\]; valid: model_file,"),
 ])
 def test_bad_input_is_a_one_line_error(spm_tokenizer, tmp_path: Path, case: str, error: type, message: str) -> None:
     model = spm_tokenizer.base.save_model(tmp_path / "spiece.model")
@@ -99,6 +100,7 @@ def test_bad_input_is_a_one_line_error(spm_tokenizer, tmp_path: Path, case: str,
         "other specials": lambda: build_tokenizer("sentencepiece", [], model_file=str(_other_specials_model(tmp_path))),
         "size mismatch": lambda: build_tokenizer("sentencepiece", [], 300, model_file=str(model)),
         "bad sentinels": lambda: build_tokenizer("sentencepiece", spm_corpus(), 200, num_sentinels=-1),
+        "unknown option": lambda: build_tokenizer("sentencepiece", spm_corpus(), 200, coverage=1.0),
     }
     with pytest.raises(error, match=message) as info:
         calls[case]()

@@ -41,6 +41,8 @@ SPM_SPECIALS: tuple[str, ...] = ("<pad>", "</s>", "<unk>")
 #: SentencePiece skips training sentences longer than this many bytes (its ``max_sentence_length``); longer lines
 #: are cut at a space below it so that no text is lost.
 _MAX_SENTENCE_BYTES = 4192
+#: The options of :meth:`SentencePieceTokenizer.train` that :func:`build_sentencepiece` passes on.
+_TRAIN_OPTIONS = ("character_coverage", "byte_fallback", "num_threads")
 
 
 def _sentencepiece() -> Any:
@@ -212,6 +214,10 @@ def build_sentencepiece(texts: Iterable[str], vocab_size: int | None = None, *, 
             option, or a file that is not a SentencePiece model.
         FileNotFoundError: ``model_file`` does not exist.
     """
+    unknown = sorted(set(train_options) - set(_TRAIN_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown sentencepiece option(s) {unknown}; valid: model_file, num_sentinels, "
+                         f"{', '.join(_TRAIN_OPTIONS)}")
     if isinstance(num_sentinels, bool) or not isinstance(num_sentinels, int) or num_sentinels < 0:
         raise ValueError(f"num_sentinels must be an integer >= 0, got {num_sentinels!r}")
     if model_file is not None:
