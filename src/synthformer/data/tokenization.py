@@ -29,8 +29,8 @@ Tokenizers are saved as one JSON file (never pickle) by :meth:`Tokenizer.save`, 
 :func:`load_tokenizer`, and built from training text by :func:`build_tokenizer`.
 
 Modules: :mod:`~synthformer.data.tokenizer_base` (the interface and the file format),
-:mod:`~synthformer.data.tokenizer_kinds` (the tokenizers), this one (building and loading; every name is
-importable from here and from :mod:`synthformer.data`).
+:mod:`~synthformer.data.tokenizer_kinds` (the tokenizers), :mod:`~synthformer.data.tokenizer_spm` (SentencePiece),
+this one (building and loading; every name is importable from here and from :mod:`synthformer.data`).
 """
 
 from __future__ import annotations
