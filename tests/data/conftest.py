@@ -58,7 +58,7 @@ def spm_corpus() -> list[str]:
 @pytest.fixture(scope="session")
 def spm_tokenizer():
     """The ``sentencepiece`` kind trained on :func:`spm_corpus`: 200 ids = 100 pieces + T5's 100 sentinels."""
-    pytest.importorskip("sentencepiece")
+    pytest.importorskip("sentencepiece", reason="the sentencepiece kind needs the 'hf' extra")
     from synthformer.data import build_tokenizer
 
     return build_tokenizer("sentencepiece", spm_corpus(), 200)
