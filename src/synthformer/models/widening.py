@@ -7,8 +7,8 @@ baseline from any config: it widens one dimension until the model's parameter co
 
 Which dimension: ``d_ff`` by default. Widening the feed-forward layers leaves everything else of the model as it was
 (``d_model``, so the head width, the embeddings and the attention shapes, R's and D's parameters included), its
-count grows by the same amount for each unit of ``d_ff`` (one unit adds a row and a column to every feed-forward
-layer), so the closest count is within one such step of the target; and T5's own larger variants grow ``d_ff``
+count grows by the same amount for each unit of ``d_ff`` (one hidden unit more in every feed-forward layer), so
+the closest count is within one such step of the target; and T5's own larger variants grow ``d_ff``
 faster than ``d_model``. ``d_model`` can be widened instead (in steps of ``n_heads``, so that heads stay whole);
 its count grows quadratically and every other shape changes with it.
 
