@@ -43,3 +43,22 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def sample_text() -> str:
     return SAMPLE_TEXT
+
+
+def spm_corpus() -> list[str]:
+    """About 300 lines of seeded English-like sentences: enough text for a SentencePiece model of ~100 pieces."""
+    import random
+
+    words = ("the a cat dog sat on mat and ran to park in house big small red green tree walks quickly slowly "
+             "under over with from this that there here blue bird sings song river flows water stone").split()
+    rng = random.Random(0)
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(4, 12))).capitalize() + "." for _ in range(300)]
+
+
+@pytest.fixture(scope="session")
+def spm_tokenizer():
+    """The ``sentencepiece`` kind trained on :func:`spm_corpus`: 200 ids = 100 pieces + T5's 100 sentinels."""
+    pytest.importorskip("sentencepiece", reason="the sentencepiece kind needs the 'hf' extra")
+    from synthformer.data import build_tokenizer
+
+    return build_tokenizer("sentencepiece", spm_corpus(), 200)

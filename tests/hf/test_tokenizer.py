@@ -9,6 +9,7 @@ pytest.importorskip("transformers")
 from tokenizers import pre_tokenizers  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
+from synthformer.data import SentinelTokenizer  # noqa: E402
 from synthformer.data.tokenizer_kinds import (  # noqa: E402
     BPETokenizer,
     ByteTokenizer,
@@ -59,3 +60,13 @@ def test_the_data_pipeline_framing_is_added():
     assert cls("the").input_ids == native.encode("the", add_bos=True)
     lm = to_hf_tokenizer(native, LMConfig(**small), max_len=64)
     assert lm("the").input_ids == native.encode("the") and lm.model_max_length == 64
+
+
+def test_sentinels_added_to_a_kind_export_at_their_ids(tmp_path):
+    native = SentinelTokenizer(BPETokenizer.train(TEXTS, vocab_size=300, min_frequency=1), 3)
+    to_hf_tokenizer(native).save_pretrained(tmp_path)
+    hf = AutoTokenizer.from_pretrained(tmp_path)
+    assert len(hf) == native.vocab_size
+    text = "the cat <extra_id_1> the mat <extra_id_0>"
+    ids = native.encode_with_sentinels(text)
+    assert hf(text).input_ids == ids and native.sentinel_id(1) in ids

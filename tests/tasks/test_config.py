@@ -105,7 +105,7 @@ def test_seq2seq_model_length_covers_source_and_target() -> None:
         ({"task": {"type": "seq2seq", "train": "data/train"}}, r"source_lang"),
         ({"task": {"type": "classification", "generator": "listops", "tokenizer": "bpe"}},
          r"task\.tokenizer: the generator 'listops' has its own"),
-        ({"task": {"generator": "pystdlib", "tokenizer": "sentencepiece"}}, r"task\.tokenizer: expected one of"),
+        ({"task": {"generator": "pystdlib", "tokenizer": "wordpiece"}}, r"task\.tokenizer: expected one of"),
         ({"task": {"generator": "pystdlib", "overflow": "wrap"}}, r"task\.overflow"),
         ({"task": {"generator": "pystdlib", "valid_fraction": 1.5}}, r"task\.valid_fraction"),
     ],

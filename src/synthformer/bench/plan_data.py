@@ -262,12 +262,32 @@ def plan_vocabulary(run: RunConfig, data: DataPlan, run_dir: str | Path | None =
     kind = task.tokenizer_kind
     if kind == "byte":
         return 260, "byte tokenizer" + note, classes
+    if kind == "sentencepiece":
+        size, where = _sentencepiece_vocabulary(task)
+        return size, where + note, classes
     sentinels = int(task.task_options.get("num_sentinels", 0))
     extra = f" + {sentinels} sentinels" if sentinels else ""
     if task.vocab_size is not None or kind == "bpe":
         size = task.vocab_size or 8000
         return size + sentinels, f"{kind} of at most {size:,}{extra}: an upper bound until trained" + note, classes
     return 260 + sentinels, f"{kind}: unknown until built on the data, 260{extra} assumed" + note, classes
+
+
+def _sentencepiece_vocabulary(task: Any) -> tuple[int, str]:
+    """The ``sentencepiece`` kind's size: its ``vocab_size`` counts its own sentinels (T5's 100 unless
+    ``tokenizer_options.num_sentinels`` says otherwise); a ``model_file`` is read (its pieces are known)."""
+    from synthformer.data.sentinels import DEFAULT_NUM_SENTINELS
+    from synthformer.data.tokenizer_spm import SentencePieceTokenizer
+
+    options = task.tokenizer_options
+    own = int(options.get("num_sentinels", DEFAULT_NUM_SENTINELS))
+    added = int(task.task_options.get("num_sentinels", 0)) if own == 0 else 0  # a task adds its own if it has none
+    extra = f" + {added} sentinels" if added else ""
+    if options.get("model_file") is not None:
+        pieces = SentencePieceTokenizer.from_file(options["model_file"]).vocab_size
+        return pieces + own + added, f"{options['model_file']}: {pieces:,} pieces + {own} sentinels{extra}"
+    size = task.vocab_size or SentencePieceTokenizer.default_vocab_size
+    return size + added, f"sentencepiece of at most {size:,} ids ({own} sentinels){extra}: an upper bound until trained"
 
 
 def format_bytes(n: float) -> str:

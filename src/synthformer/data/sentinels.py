@@ -1,11 +1,12 @@
-"""Sentinel tokens for T5-style span corruption, added to any tokenizer (char, byte, word, BPE, fixed).
+"""Sentinel tokens for T5-style span corruption, added to any tokenizer (char, byte, word, BPE, fixed, SentencePiece).
 
 T5 replaces each corrupted span of the input by one *sentinel* token (``<extra_id_0>``, ``<extra_id_1>``, ...)
 and builds the target from the same sentinels followed by the spans they hide. :class:`SentinelTokenizer` wraps
-a tokenizer and appends ``num_sentinels`` ids after its vocabulary: sentinel ``i`` has id
-``base.vocab_size + i`` (T5 counts its extra ids down from the top of the vocabulary; only the set of ids
-matters, and ours keep the base tokenizer's ids unchanged, so a pretrained run's vocabulary is the base
-vocabulary plus the sentinels).
+a tokenizer and appends ``num_sentinels`` ids after its vocabulary, keeping the base tokenizer's ids unchanged (a
+pretrained run's vocabulary is the base vocabulary plus the sentinels). For most kinds sentinel ``i`` has id
+``base.vocab_size + i``; T5 counts its extra ids down from the top instead (``<extra_id_0>`` is the last id), and
+a base whose kind follows T5 (``sentencepiece``: ``Tokenizer.sentinels_descending``) gets T5's order, so its ids are
+Hugging Face's ``T5Tokenizer``'s.
 
 No text ever encodes to a sentinel: :meth:`~SentinelTokenizer.encode` is the base tokenizer's encoding, so a
 corpus that happens to contain the string ``<extra_id_0>`` gets its ordinary tokens (no collision with real
@@ -21,7 +22,7 @@ from typing import Any
 
 from synthformer.data.tokenizer_base import FORMAT_VERSION, Tokenizer
 
-__all__ = ["DEFAULT_NUM_SENTINELS", "SentinelTokenizer", "sentinel_name"]
+__all__ = ["DEFAULT_NUM_SENTINELS", "SentinelTokenizer", "sentinel_name", "with_sentinels"]
 
 #: T5's count of extra ids.
 DEFAULT_NUM_SENTINELS = 100
@@ -31,6 +32,20 @@ _SENTINEL_RE = re.compile(r"<extra_id_(\d+)>")
 def sentinel_name(index: int) -> str:
     """The token string of sentinel ``index`` (T5's spelling)."""
     return f"<extra_id_{index}>"
+
+
+def with_sentinels(tokenizer: Tokenizer, count: int) -> SentinelTokenizer:
+    """``tokenizer`` with at least ``count`` sentinels: itself when it has them already (the ``sentencepiece`` kind
+    brings T5's), else wrapped in a :class:`SentinelTokenizer` of ``count``.
+
+    Raises:
+        ValueError: ``tokenizer`` has sentinels, but fewer than ``count``.
+    """
+    if not isinstance(tokenizer, SentinelTokenizer):
+        return SentinelTokenizer(tokenizer, count)
+    if tokenizer.num_sentinels < count:
+        raise ValueError(f"the tokenizer has {tokenizer.num_sentinels} sentinels, {count} are needed")
+    return tokenizer
 
 
 class SentinelTokenizer(Tokenizer):
@@ -50,9 +65,11 @@ class SentinelTokenizer(Tokenizer):
             raise ValueError(f"num_sentinels must be a positive integer, got {num_sentinels!r}")
         self.base = base
         self.num_sentinels = num_sentinels
+        #: The lowest sentinel id (sentinel 0's, or with T5's descending order sentinel ``num_sentinels - 1``'s).
         self.first_sentinel_id = base.vocab_size
+        self.descending = bool(base.sentinels_descending)
 
-    # the special ids are the base's (all tokenizers share 0..3 today; delegating keeps that true if one differs)
+    # the special ids are the base's (the sentencepiece kind's are T5's, the other kinds share 0..3)
     @property  # type: ignore[override]
     def pad_id(self) -> int:
         return self.base.pad_id
@@ -77,12 +94,18 @@ class SentinelTokenizer(Tokenizer):
         """The id of sentinel ``index`` (0-based)."""
         if not 0 <= index < self.num_sentinels:
             raise IndexError(f"sentinel {index} out of range: this tokenizer has {self.num_sentinels} sentinels")
-        return self.first_sentinel_id + index
+        return self.vocab_size - 1 - index if self.descending else self.first_sentinel_id + index
+
+    def sentinel_index(self, token_id: int) -> int:
+        """The sentinel number of the sentinel id ``token_id`` (inverse of :meth:`sentinel_id`)."""
+        if not self.is_sentinel(token_id):
+            raise IndexError(f"token id {token_id} is not a sentinel of this tokenizer")
+        return self.vocab_size - 1 - token_id if self.descending else token_id - self.first_sentinel_id
 
     @property
     def sentinel_ids(self) -> list[int]:
         """All sentinel ids, sentinel 0 first."""
-        return list(range(self.first_sentinel_id, self.vocab_size))
+        return [self.sentinel_id(i) for i in range(self.num_sentinels)]
 
     def is_sentinel(self, token_id: int) -> bool:
         """Whether ``token_id`` is a sentinel."""
@@ -112,7 +135,7 @@ class SentinelTokenizer(Tokenizer):
             index = int(match.group(1))
             if index >= self.num_sentinels:
                 raise ValueError(f"{match.group(0)}: this tokenizer has sentinels 0..{self.num_sentinels - 1}")
-            ids.append(self.first_sentinel_id + index)
+            ids.append(self.sentinel_id(index))
             pos = match.end()
         ids += self.base.encode(text[pos:]) if pos < len(text) else []
         if add_eos:
@@ -129,24 +152,23 @@ class SentinelTokenizer(Tokenizer):
                 if run:
                     parts.append(self.base._decode(run))
                     run = []
-                parts.append(sentinel_name(i - self.first_sentinel_id))
+                parts.append(sentinel_name(self.sentinel_index(i)))
             else:
                 run.append(i)
         if run:
             parts.append(self.base._decode(run))
-        # a word tokenizer decodes with single spaces between tokens; a sentinel is a token like the others
-        return (" " if self.base.kind == "word" else "").join(parts)
+        return self.base.sentinel_separator.join(parts)
 
     def id_to_token(self, token_id: int) -> str:
         self._check_id(token_id)
         if self.is_sentinel(token_id):
-            return sentinel_name(token_id - self.first_sentinel_id)
+            return sentinel_name(self.sentinel_index(token_id))
         return self.base.id_to_token(token_id)
 
     def token_to_id(self, token: str) -> int | None:
         match = _SENTINEL_RE.fullmatch(token)
         if match is not None and int(match.group(1)) < self.num_sentinels:
-            return self.first_sentinel_id + int(match.group(1))
+            return self.sentinel_id(int(match.group(1)))
         return self.base.token_to_id(token)
 
     # -- file state --------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
-"""Tokenizers with one interface: character, byte, word-level, trained BPE, and fixed vocabularies.
+"""Tokenizers with one interface: character, byte, word-level, trained BPE, SentencePiece (T5's), and fixed
+vocabularies.
 
-Every tokenizer reserves the same four special ids, so padding and masking code never has to ask:
+Every tokenizer but ``sentencepiece`` reserves the same four special ids (padding and masking code reads them
+from the tokenizer: ``pad_id``, ``bos_id``, ``eos_id``, ``unk_id``):
 
 ==========  ====  ============================================
 token       id    use
@@ -17,12 +19,18 @@ token       id    use
 (byte-level BPE: any text). The ``word`` tokenizer splits on whitespace (and, by default, punctuation)
 and decodes with single spaces, so it does not round-trip whitespace.
 
+``sentencepiece`` (:mod:`~synthformer.data.tokenizer_spm`) has T5's ids instead: ``<pad>`` 0 (also the decoder's
+first input: T5 has no ``<bos>``), ``</s>`` 1, ``<unk>`` 2, and T5's sentinels at the top of the vocabulary
+(``<extra_id_0>`` the last id), as Hugging Face's ``T5Tokenizer`` numbers them. It trains a unigram model on the
+text, or reads an existing ``spiece.model`` (``model_file``) so that a T5 checkpoint keeps its vocabulary; it
+normalizes text as SentencePiece does (NFKC, runs of spaces collapsed), so it round-trips normalized text.
+
 Tokenizers are saved as one JSON file (never pickle) by :meth:`Tokenizer.save`, read back by
 :func:`load_tokenizer`, and built from training text by :func:`build_tokenizer`.
 
 Modules: :mod:`~synthformer.data.tokenizer_base` (the interface and the file format),
-:mod:`~synthformer.data.tokenizer_kinds` (the tokenizers), this one (building and loading; every name is
-importable from here and from :mod:`synthformer.data`).
+:mod:`~synthformer.data.tokenizer_kinds` (the tokenizers), :mod:`~synthformer.data.tokenizer_spm` (SentencePiece),
+this one (building and loading; every name is importable from here and from :mod:`synthformer.data`).
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from synthformer.data.tokenizer_kinds import (
     FixedVocabTokenizer,
     WordTokenizer,
 )
+from synthformer.data.tokenizer_spm import SentencePieceTokenizer, build_sentencepiece
 
 __all__ = [
     "BOS",
@@ -64,6 +73,7 @@ __all__ = [
     "ByteTokenizer",
     "CharTokenizer",
     "FixedVocabTokenizer",
+    "SentencePieceTokenizer",
     "SentinelTokenizer",
     "Tokenizer",
     "WordTokenizer",
@@ -73,11 +83,12 @@ __all__ = [
 ]
 
 #: The kinds :func:`build_tokenizer` can train from text.
-TOKENIZER_KINDS: tuple[str, ...] = ("char", "byte", "word", "bpe")
+TOKENIZER_KINDS: tuple[str, ...] = ("char", "byte", "word", "bpe", "sentencepiece")
 
 _REGISTRY: dict[str, type[Tokenizer]] = {
     cls.kind: cls
-    for cls in (CharTokenizer, ByteTokenizer, WordTokenizer, BPETokenizer, FixedVocabTokenizer, SentinelTokenizer)
+    for cls in (CharTokenizer, ByteTokenizer, WordTokenizer, BPETokenizer, FixedVocabTokenizer, SentinelTokenizer,
+                SentencePieceTokenizer)
 }
 
 
@@ -86,13 +97,15 @@ def build_tokenizer(kind: str, texts: Iterable[str], vocab_size: int | None = No
     """Build a tokenizer of ``kind`` from training ``texts`` (in memory).
 
     Args:
-        kind: ``"char"``, ``"byte"``, ``"word"`` or ``"bpe"``.
+        kind: ``"char"``, ``"byte"``, ``"word"``, ``"bpe"`` or ``"sentencepiece"``.
         texts: training text (e.g. the training split; one long string or many lines). Ignored by
-            ``"byte"``.
+            ``"byte"`` and by ``"sentencepiece"`` with ``model_file``.
         vocab_size: size cap including the specials; ``None`` means: every character (char), 260
-            (byte, which accepts only ``None`` or 260), every word (word), 8000 (bpe).
+            (byte, which accepts only ``None`` or 260), every word (word), 8000 (bpe, sentencepiece: its
+            sentinels included).
         **options: passed to the kind's ``train``: ``split``, ``min_frequency``, ``lowercase`` (word);
-            ``min_frequency`` (bpe).
+            ``min_frequency`` (bpe); ``model_file``, ``num_sentinels``, ``character_coverage``,
+            ``byte_fallback``, ``num_threads`` (sentencepiece, :func:`build_sentencepiece`).
 
     Raises:
         ValueError: unknown kind (the message lists the valid ones) or an invalid size/option.
@@ -111,6 +124,8 @@ def build_tokenizer(kind: str, texts: Iterable[str], vocab_size: int | None = No
         return CharTokenizer.train(texts, vocab_size)
     if kind == "word":
         return WordTokenizer.train(texts, vocab_size, **options)
+    if kind == "sentencepiece":
+        return build_sentencepiece(texts, vocab_size, **options)
     return BPETokenizer.train(texts, vocab_size, **options)
 
 

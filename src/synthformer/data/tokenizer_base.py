@@ -56,6 +56,12 @@ class Tokenizer(ABC):
     unk_id: ClassVar[int] = 1
     bos_id: ClassVar[int] = 2
     eos_id: ClassVar[int] = 3
+    #: Where :class:`~synthformer.data.sentinels.SentinelTokenizer` puts sentinels after this vocabulary: counting
+    #: up from its end (False), or T5's layout (True: sentinel 0 is the last id, the others count down).
+    sentinels_descending: ClassVar[bool] = False
+    #: What :class:`~synthformer.data.sentinels.SentinelTokenizer` writes between a sentinel and the decoded text
+    #: around it (a space where the kind's decoding separates tokens, or drops the space the text had).
+    sentinel_separator: ClassVar[str] = ""
 
     @property
     @abstractmethod

@@ -220,6 +220,7 @@ class WordTokenizer(_HFTokenizer):
     """
 
     kind = "word"
+    sentinel_separator: ClassVar[str] = " "  # decoding joins tokens with spaces; a sentinel is a token too
 
     @classmethod
     def train(cls, texts: Iterable[str], vocab_size: int | None = None, split: str = "words",

@@ -9,6 +9,14 @@ Every tokenizer kind exports, with the same ids:
   at id ``b + 4`` as natively; decoding turns the symbols back into bytes.
 * ``fixed``: a ``WordLevel`` vocabulary over whitespace-separated tokens; the tokens the native tokenizer ignores
   (ListOps' parentheses) are removed by the normalizer.
+* ``sentencepiece``: ``transformers``' own ``T5Tokenizer``, read from the model's ``spiece.model`` with the same
+  number of ``<extra_id_N>`` sentinels (T5's ids: ``<pad>`` 0, ``</s>`` 1, ``<unk>`` 2, sentinels counting down from
+  the last id).
+* sentinels added by span corruption or dialogue to another kind: the base kind's tokenizer with the sentinels as
+  special tokens at their native ids.
+
+In the exported tokenizer an ``<extra_id_N>`` written in the text is the sentinel, as in T5's (natively, ``encode``
+spells it out and ``encode_with_sentinels`` reads it).
 
 Two differences remain, both at the edges: the special tokens' texts (``<pad>``, ``<unk>``, ``<bos>``, ``<eos>``)
 inside an input are read as the special tokens (natively, a char or byte tokenizer spells them out), and ``<unk>``
@@ -22,12 +30,15 @@ for a classifier with ``cls`` pooling, the text alone otherwise.
 from __future__ import annotations
 
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from transformers import PreTrainedTokenizerFast
 
-from synthformer.data import Tokenizer
-from synthformer.data.tokenizer_base import BOS, EOS, PAD, SPECIAL_TOKENS, UNK
+from synthformer.data import SentencePieceTokenizer, SentinelTokenizer, Tokenizer
+from synthformer.data.sentinels import sentinel_name
+from synthformer.data.tokenizer_base import SPECIAL_TOKENS, UNK
 from synthformer.models import ModelConfig
 
 __all__ = ["byte_symbols", "to_hf_tokenizer", "tokenizers_backend"]
@@ -60,7 +71,16 @@ def tokenizers_backend(tokenizer: Tokenizer) -> Any:
     from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers
     from tokenizers import Tokenizer as Backend
 
+    base = tokenizer.base if isinstance(tokenizer, SentinelTokenizer) else tokenizer
+    if isinstance(base, SentencePieceTokenizer):
+        return _t5_backend(base, getattr(tokenizer, "num_sentinels", 0))
     kind = tokenizer.kind
+    if isinstance(tokenizer, SentinelTokenizer):
+        backend = tokenizers_backend(base)
+        # added tokens get the next ids in order: the native ids when the sentinels count up after the base
+        backend.add_special_tokens([sentinel_name(tokenizer.sentinel_index(i)) for i in
+                                    range(tokenizer.first_sentinel_id, tokenizer.vocab_size)])
+        return backend
     if kind in ("word", "bpe"):
         return Backend.from_str(tokenizer.backend.to_str())  # a copy: the run's tokenizer stays as it is
     if kind == "char":
@@ -85,19 +105,39 @@ def tokenizers_backend(tokenizer: Tokenizer) -> Any:
             backend.normalizer = normalizers.Replace(Regex(pattern), " ")
         backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     else:
-        raise ValueError(f"tokenizer kind {kind!r} cannot be exported; expected one of char, byte, word, bpe, fixed")
+        raise ValueError(f"tokenizer kind {kind!r} cannot be exported; expected one of char, byte, word, bpe, fixed, "
+                         "sentencepiece (or one of them with sentinels)")
     backend.add_special_tokens(list(SPECIAL_TOKENS))
     return backend
 
 
-def _framing(model_config: ModelConfig | None) -> tuple[str, str] | None:
+def _t5_backend(model: SentencePieceTokenizer, sentinels: int) -> Any:
+    """The backend of ``transformers``' ``T5Tokenizer`` for ``model``'s ``spiece.model`` with ``sentinels`` extra
+    ids (without the ``</s>`` its post-processor appends: :func:`to_hf_tokenizer` frames as the run did)."""
+    from tokenizers import processors
+    from transformers import T5Tokenizer
+
+    with tempfile.TemporaryDirectory() as folder:
+        model.save_model(Path(folder) / "spiece.model")
+        backend = T5Tokenizer.from_pretrained(folder, extra_ids=sentinels).backend_tokenizer
+    backend.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
+    return backend
+
+
+def _specials(tokenizer: Tokenizer) -> tuple[str, str, str, str]:
+    """The (pad, unk, bos, eos) token strings (``<bos>`` is ``<pad>`` in T5's vocabulary, which has none)."""
+    return (tokenizer.id_to_token(tokenizer.pad_id), tokenizer.id_to_token(tokenizer.unk_id),
+            tokenizer.id_to_token(tokenizer.bos_id), tokenizer.id_to_token(tokenizer.eos_id))
+
+
+def _framing(model_config: ModelConfig | None, bos: str, eos: str) -> tuple[str, str] | None:
     """The post-processor templates (single, pair) adding what the run's data pipeline adds, or None."""
     if model_config is None:
         return None
     if model_config.encoder_decoder:
-        return f"$A {EOS}", f"$A {EOS} $B {EOS}"
+        return f"$A {eos}", f"$A {eos} $B {eos}"
     if model_config.classifier and model_config.pooling == "cls":
-        return f"{BOS} $A", f"{BOS} $A $B"
+        return f"{bos} $A", f"{bos} $A $B"
     return None
 
 
@@ -114,11 +154,12 @@ def to_hf_tokenizer(tokenizer: Tokenizer, model_config: ModelConfig | None = Non
     from tokenizers import processors
 
     backend = tokenizers_backend(tokenizer)
-    framing = _framing(model_config)
+    pad, unk, bos, eos = _specials(tokenizer)
+    framing = _framing(model_config, bos, eos)
     if framing is not None:
-        specials = [(tok, SPECIAL_TOKENS.index(tok)) for tok in (BOS, EOS)]
+        specials = sorted({(bos, tokenizer.bos_id), (eos, tokenizer.eos_id)})
         backend.post_processor = processors.TemplateProcessing(single=framing[0], pair=framing[1],
                                                                special_tokens=specials)
     extra: dict[str, Any] = {} if max_len is None else {"model_max_length": max_len}
-    return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token=PAD, unk_token=UNK, bos_token=BOS,
-                                   eos_token=EOS, **extra)
+    return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token=pad, unk_token=unk, bos_token=bos,
+                                   eos_token=eos, **extra)

@@ -27,8 +27,20 @@ def tokenizer_identity(task: TaskConfig, given: str | None, sample_bytes: int, s
     """What identifies the tokenizer of a prepare (part of its identity: a re-run with another is refused)."""
     if given is not None:
         return {"file_sha256": sha256_file(given)}
-    return {"train": {"kind": task.tokenizer_kind, "vocab_size": task.vocab_size,
-                      "options": dict(task.tokenizer_options), "sample_bytes": sample_bytes, "seed": seed}}
+    train = {"kind": task.tokenizer_kind, "vocab_size": task.vocab_size, "options": dict(task.tokenizer_options),
+             "sample_bytes": sample_bytes, "seed": seed}
+    model_file = _model_file(task)
+    if model_file is not None:  # the sentencepiece kind reading a spiece.model: the file's content, not its name
+        try:
+            train["model_file_sha256"] = sha256_file(model_file)
+        except OSError as err:
+            raise ConfigError(f"task.tokenizer_options.model_file: cannot read {model_file} ({err})") from None
+    return {"train": train}
+
+
+def _model_file(task: TaskConfig) -> str | None:
+    """The existing model file a ``sentencepiece`` tokenizer reads instead of training (``None``: it trains)."""
+    return task.tokenizer_options.get("model_file") if task.tokenizer_kind == "sentencepiece" else None
 
 
 def given_tokenizer(task: TaskConfig, path: str) -> Tokenizer:
@@ -61,12 +73,13 @@ def train_tokenizer(task: TaskConfig, ctx: Context, units: list[Unit], sample_by
     """A tokenizer of ``task.tokenizer_kind`` trained on the sample (see the module docstring), completed by the task
     type (span corruption's sentinels)."""
     kind = task.tokenizer_kind
-    texts = [] if kind == "byte" else _sample(ctx, units, sample_bytes, seed)
-    if kind != "byte" and not texts:
+    trains = kind != "byte" and _model_file(task) is None
+    texts = _sample(ctx, units, sample_bytes, seed) if trains else []
+    if trains and not texts:
         raise ConfigError("task.train: the training sources hold no text to train a tokenizer on")
     try:
         tok = build_tokenizer(kind, texts, task.vocab_size, **task.tokenizer_options)
-    except ValueError as err:
+    except (ValueError, OSError) as err:  # OSError: a tokenizer file option (model_file) not found
         raise ConfigError(f"task.tokenizer: cannot build a {kind!r} tokenizer with vocab_size={task.vocab_size} and "
                           f"tokenizer_options={task.tokenizer_options}: {err}") from None
     return task.task_type.finish_tokenizer(task, tok)

@@ -35,7 +35,7 @@ def build_task_tokenizer(run: RunConfig, raw: RawData) -> Tokenizer:
     kind = task.tokenizer_kind
     try:
         tokenizer = build_tokenizer(kind, task.task_type.training_texts(raw), task.vocab_size, **task.tokenizer_options)
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, OSError) as err:  # OSError: a tokenizer file option (model_file) not found
         raise ConfigError(f"task.tokenizer: cannot build a {kind!r} tokenizer with vocab_size={task.vocab_size} and "
                           f"tokenizer_options={task.tokenizer_options}: {err}") from None
     return task.task_type.finish_tokenizer(task, tokenizer)
@@ -52,7 +52,7 @@ def build_datasets(run: RunConfig, raw: RawData, tokenizer: Tokenizer, model_con
     for name in names:
         try:
             datasets[name], chars = task_type.build_dataset(run, raw, name, tokenizer, model_config)
-        except DataError:
+        except (DataError, ConfigError):  # a config error names its key already
             raise
         except ValueError as err:
             raise DataError(f"{name} split", None, str(err)) from None

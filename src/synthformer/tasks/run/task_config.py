@@ -100,12 +100,14 @@ class TaskConfig:
     """Passed to ``datasets.load_dataset`` (``data_files``, ``cache_dir``, ...)."""
     # -- tokenizer
     tokenizer: str | None = None
-    """``char``, ``byte``, ``word`` or ``bpe``, trained on the training split and saved in the run directory.
+    """``char``, ``byte``, ``word``, ``bpe`` or ``sentencepiece`` (T5's: trained, or read from
+    ``tokenizer_options.model_file``), trained on the training split and saved in the run directory.
     ``None``: the generator's own vocabulary, else ``char`` (lm), ``bpe`` (seq2seq), ``word`` (classification)."""
     vocab_size: int | None = None
     """Tokenizer size cap (specials included); ``None``: the kind's default."""
     tokenizer_options: dict[str, Any] = field(default_factory=dict)
-    """Passed to the tokenizer's training (``split``, ``lowercase``, ``min_frequency``)."""
+    """Passed to the tokenizer's training (``split``, ``lowercase``, ``min_frequency``; sentencepiece:
+    ``model_file``, ``num_sentinels``, ``character_coverage``, ``byte_fallback``, ``num_threads``)."""
     # -- lengths
     max_len: int = 128
     """LM: the context (block) length; seq2seq: the longest source; classification: the longest input."""

@@ -168,6 +168,9 @@ class Classification(TaskType):
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:
         # pooling "cls" reads position 0: put <bos> there as the summary token
         cls_token = model_config is not None and getattr(model_config, "pooling", None) == "cls"
+        if cls_token and tokenizer.bos_id == tokenizer.pad_id:  # a model not given a mask derives it from pad ids
+            raise ConfigError("model.pooling: 'cls' puts <bos> first, but this tokenizer's <bos> is its <pad> "
+                              "(sentencepiece: T5 has no <bos>), which reads as padding; use model.pooling=mean")
         return ClassificationDataset(raw.splits[split], tokenizer, raw.label_set or [], max_len=run.task.max_len,
                                      overflow=run.task.overflow, add_bos=cls_token), None
 

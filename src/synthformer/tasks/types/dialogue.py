@@ -36,7 +36,7 @@ from torch import nn
 
 from synthformer.data.dialogue import DIALOGUE_FORMATS, Dialogue, Exchange, dialogue_exchanges, read_dialogues
 from synthformer.data.dialogue_dataset import SPEAKER_TOKENS, DialogueDataset, encode_source
-from synthformer.data.sentinels import SentinelTokenizer
+from synthformer.data.sentinels import SentinelTokenizer, with_sentinels
 from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions, RawData
@@ -136,7 +136,11 @@ class DialogueGeneration(SequenceToSequence):
         return [text for d in raw.splits["train"] for text in (*d.persona, *d.turns)]
 
     def finish_tokenizer(self, task: TaskConfig, tokenizer: Tokenizer) -> Tokenizer:
-        return SentinelTokenizer(tokenizer, SPEAKER_TOKENS)  # the speaker separators
+        try:  # the speaker separators: the first sentinels (T5's own with the sentencepiece kind)
+            return with_sentinels(tokenizer, SPEAKER_TOKENS)
+        except ValueError as err:
+            raise ConfigError(f"task.tokenizer_options.num_sentinels: the speaker separators need {SPEAKER_TOKENS} "
+                              f"sentinels, but {err}") from None
 
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:

@@ -5,9 +5,11 @@ files, or the ``pystdlib`` generator: the built-in offline corpus, and the defau
 the way ``task.type: lm`` splits it; or a prepared corpus (``task.prepared``: its memory-mapped token stream, for
 corpora such as C4 that do not fit in memory). Each epoch draws fresh noise (:mod:`synthformer.data.span_corruption`).
 The tokenizer (``bpe`` by default) is trained on the training text and gets ``num_sentinels`` sentinel tokens after its
-vocabulary (:class:`~synthformer.data.SentinelTokenizer`). Each split's text becomes one token stream, cut into
-pieces that corrupt to exactly ``task.max_len`` encoder tokens (T5: 512), with the decoder length computed the way
-T5 computes it (:mod:`synthformer.data.span_corruption`; ``task.max_target_len`` is derived and must stay unset).
+vocabulary (:class:`~synthformer.data.SentinelTokenizer`); the ``sentencepiece`` kind brings T5's own sentinels
+(``task.tokenizer_options.num_sentinels``, at least ``num_sentinels``). Each split's text becomes one token stream,
+cut into pieces that corrupt to exactly ``task.max_len`` encoder tokens (T5: 512), with the decoder length computed
+the way T5 computes it (:mod:`synthformer.data.span_corruption`; ``task.max_target_len`` is derived and must stay
+unset).
 
 Options (``task.options``): ``noise_density`` (0.15), ``mean_noise_span_length`` (3.0), ``num_sentinels`` (100).
 
@@ -27,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.data import SentinelTokenizer
+from synthformer.data.sentinels import with_sentinels
 from synthformer.data.span_corruption import SpanCorruptionDataset, t5_lengths
 from synthformer.train import ConfigError
 
@@ -99,7 +102,10 @@ class SpanCorruption(LanguageModeling):
 
     # -- data -------------------------------------------------------------------------------------------
     def finish_tokenizer(self, task: TaskConfig, tokenizer: Tokenizer) -> Tokenizer:
-        return SentinelTokenizer(tokenizer, _options(task)[2])
+        try:
+            return with_sentinels(tokenizer, _options(task)[2])
+        except ValueError as err:
+            raise ConfigError(f"task.options.num_sentinels: {_options(task)[2]}, but {err}") from None
 
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:
