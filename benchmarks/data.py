@@ -55,8 +55,9 @@ class Bench:
         self.work: Path = args.work
         self.results: dict[str, dict[str, Any]] = {}
         self.command = "python " + shlex.join(["benchmarks/data.py", *sys.argv[1:]])
-        rerun = args.rerun or args.record is None
-        self.recorded: dict[str, dict[str, Any]] = {} if rerun else latest(args.record, TABLE)
+        recorded = {} if args.rerun is True or args.record is None else latest(args.record, TABLE)
+        # --rerun ROW ...: those rows are measured again, the rest of the record is reused
+        self.recorded: dict[str, dict[str, Any]] = {k: v for k, v in recorded.items() if k not in (args.rerun or ())}
 
     def reuse(self, row: str) -> bool:
         """Whether ``row`` is in the record already: its numbers are then taken from there, not measured again."""
@@ -268,14 +269,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--phase", choices=("data", "train", "all"), default="all",
                    help="data: corpora, prepare and the encode ceiling only; train: the rest (what is recorded is "
                         "reused); all: both")
-    p.add_argument("--rerun", action="store_true", help="measure rows the record already has again")
+    p.add_argument("--rerun", nargs="*", metavar="ROW", default=None,
+                   help="measure rows the record already has again: all of them, or the ROWs named (e.g. "
+                        "prepare@0.5G)")
     args = p.parse_args(argv)
     quick = args.quick
     args.sizes = args.sizes or (["5M", "20M"] if quick else ["0.5G", "5G"])
     args.steps = args.steps or (4 if quick else 10)
     args.loader_batches = args.loader_batches or (20 if quick else 200)
     args.loop_steps = args.loop_steps or (4 if quick else 20)
-    args.rerun = args.rerun or quick  # a quick run checks the script: it measures everything each time
+    if quick or args.rerun == []:  # a quick run checks the script: it measures everything each time
+        args.rerun = True
     if args.record is None and not args.make_corpus:
         args.record = Path("/tmp/bench_data_quick.jsonl") if quick else RESULTS / f"{TABLE}.jsonl"
     return args

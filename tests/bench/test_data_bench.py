@@ -115,3 +115,9 @@ def test_records_and_goal_verdicts(tmp_path: Path) -> None:
     assert again.reuse("loader@5G") and again.results["loader@5G"]["loader_examples_per_s"] == 50.0
     assert not again.reuse("loader@0.5G")
     assert not bench_data.Bench(Namespace(**{**vars(args), "rerun": True})).reuse("loader@5G")
+    # --rerun ROW: only the named rows are measured again
+    some = bench_data.Bench(Namespace(**{**vars(args), "rerun": ["loader@5G"]}))
+    assert not some.reuse("loader@5G") and some.reuse("train_prepared@5G")
+    assert bench_data.parse_args(["--all", "--rerun"]).rerun is True
+    assert bench_data.parse_args(["--all", "--rerun", "prepare@0.5G"]).rerun == ["prepare@0.5G"]
+    assert bench_data.parse_args(["--all"]).rerun is None and bench_data.parse_args(["--quick"]).rerun is True
