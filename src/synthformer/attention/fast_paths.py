@@ -100,6 +100,32 @@ def attend(
     return _materialized(layer, x, v, start, state, key_padding_mask)
 
 
+def attend_biased(
+    layer: SynthesizerAttention,
+    x: Tensor,
+    v: Tensor,
+    start: int,
+    state: dict | None,
+    key_padding_mask: Tensor | None,
+    position_bias: Tensor,
+) -> Tensor:
+    """:func:`attend` with an additive ``position_bias`` (1|B, H, T, S) on the logits: (B, H, T, d_h).
+
+    Feature kinds (V, D, their mixtures) run through SDPA with the bias as its additive float mask (``q k^T + bias``
+    with ``scale=1``); the other paths compute probabilities that cannot take a per-call bias (the shared
+    alignment's are computed once per batch, the blocks and the fused kernel take factors of the logits only), so
+    every other call, and decoding steps of a few positions, take the plain materialized path.
+    """
+    if layer.synth.has_features and (state is None or x.shape[1] > current().decode_plain_max_new):
+        b, t = x.shape[:2]
+        q, k = layer.synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
+        q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
+        mask = disallowed(t, start + t, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
+        drop = layer.dropout if layer.training else 0.0
+        return masked_sdpa(q, k, v, mask, drop, scale=1.0, bias=position_bias)[..., :dh]
+    return layer._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
+
+
 def _block_size(layer: SynthesizerAttention, batch: int, t: int, s: int, state: dict | None) -> tuple[int, int]:
     """(samples, heads) per block, so that a block's (samples, heads, T, S) logits hold about ``chunk_elements``.
 
@@ -312,7 +338,9 @@ def _features_sdpa(
     return masked_sdpa(q, k, v, mask, drop, scale=1.0)[..., :dh]
 
 
-def masked_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, scale: float) -> Tensor:
+def masked_sdpa(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, scale: float, bias: Tensor | None = None
+) -> Tensor:
     """``F.scaled_dot_product_attention`` on its fused CPU kernel with a bool mask; fully masked rows get zeros.
 
     Args:
@@ -320,18 +348,24 @@ def masked_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p:
         mask: (B|1, 1, T, S) bool, True where a query may not attend (from ``masking.disallowed``), or None.
         dropout_p: attention dropout (0 outside training).
         scale: the logits are ``scale * q k^T``.
+        bias: (B|1, H|1, T, S) added to the logits (T5's relative position bias), or None.
 
     Returns:
         (B, H, T, e_v); a query row with every key masked gives zeros, as in ``masked_softmax``.
     """
-    if mask is None:
+    if mask is None and bias is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale)
     # An additive float mask keeps SDPA on its fused kernel (a bool mask or a 3-D one falls back on CPU);
     # half the most negative value cannot overflow to -inf when added to a logit.
-    additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(mask, torch.finfo(q.dtype).min / 2)
+    additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device) if bias is None else bias.to(q.dtype)
+    if mask is not None:
+        shape = torch.broadcast_shapes(additive.shape, mask.shape)  # (B|1, H|1, T, S)
+        additive = additive.expand(shape).masked_fill(mask, torch.finfo(q.dtype).min / 2)
     y = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout_p, scale=scale)
+    if mask is None:
+        return y
     fully_masked = mask.all(-1, keepdim=True)  # (B|1, 1, T, 1)
     return y.masked_fill(fully_masked, 0.0) if any_true(fully_masked) else y
 
 
-__all__ = ["attend", "AlignmentCache", "masked_sdpa", "masked_softmax"]
+__all__ = ["attend", "attend_biased", "AlignmentCache", "masked_sdpa", "masked_softmax"]
