@@ -86,44 +86,29 @@ def attend(
     start: int,
     state: dict | None,
     key_padding_mask: Tensor | None,
+    position_bias: Tensor | None = None,
 ) -> Tensor:
-    """Dispatch to the fastest exact path. x (B, T, d), v (B, H, S, d_h) -> (B, H, T, d_h)."""
+    """Dispatch to the fastest exact path. x (B, T, d), v (B, H, S, d_h) -> (B, H, T, d_h).
+
+    ``position_bias`` (1|B, H, T, S), added to the logits: feature kinds (V, D, their mixtures) run through SDPA
+    with the bias in its additive mask; every other path computes probabilities that cannot take a per-call bias
+    (the shared alignment's are computed once per batch, the blocks and the fused kernel take factors of the
+    logits only), so those calls take the plain materialized path.
+    """
     synth = layer.synth
     if state is not None and x.shape[1] <= current().decode_plain_max_new:
         # A decoding step: (T, S) logits with T small are cheap; the feature path would copy the whole cache
         # into expanded, padded tensors at every step (measured: D 7x slower than V per token at context 1024).
-        return layer._attend_materialized(x, v, start, state, key_padding_mask)
+        return layer._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
+    if position_bias is not None:
+        if synth.has_features:
+            return _features_sdpa(layer, x, v, start, state, key_padding_mask, position_bias)
+        return layer._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
     if state is None and not synth.input_dependent:
         return _shared_alignment(layer, x, v, key_padding_mask)
     if synth.has_features:
         return _features_sdpa(layer, x, v, start, state, key_padding_mask)
     return _materialized(layer, x, v, start, state, key_padding_mask)
-
-
-def attend_biased(
-    layer: SynthesizerAttention,
-    x: Tensor,
-    v: Tensor,
-    start: int,
-    state: dict | None,
-    key_padding_mask: Tensor | None,
-    position_bias: Tensor,
-) -> Tensor:
-    """:func:`attend` with an additive ``position_bias`` (1|B, H, T, S) on the logits: (B, H, T, d_h).
-
-    Feature kinds (V, D, their mixtures) run through SDPA with the bias as its additive float mask (``q k^T + bias``
-    with ``scale=1``); the other paths compute probabilities that cannot take a per-call bias (the shared
-    alignment's are computed once per batch, the blocks and the fused kernel take factors of the logits only), so
-    every other call, and decoding steps of a few positions, take the plain materialized path.
-    """
-    if layer.synth.has_features and (state is None or x.shape[1] > current().decode_plain_max_new):
-        b, t = x.shape[:2]
-        q, k = layer.synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
-        q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
-        mask = disallowed(t, start + t, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
-        drop = layer.dropout if layer.training else 0.0
-        return masked_sdpa(q, k, v, mask, drop, scale=1.0, bias=position_bias)[..., :dh]
-    return layer._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
 
 
 def _block_size(layer: SynthesizerAttention, batch: int, t: int, s: int, state: dict | None) -> tuple[int, int]:
@@ -318,11 +303,16 @@ def _features_sdpa(
     start: int,
     state: dict | None,
     key_padding_mask: Tensor | None,
+    position_bias: Tensor | None = None,
 ) -> Tensor:
     b, t = x.shape[:2]
     s = start + t
     q, k = layer.synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
     drop = layer.dropout if layer.training else 0.0
+    if position_bias is not None:  # the blocks take no bias: SDPA with the bias in its additive mask
+        q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
+        mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
+        return masked_sdpa(q, k, v, mask, drop, scale=1.0, bias=position_bias)[..., :dh]
     if _materialize_features(q.shape[-1], v.shape[-1], s):
         # one GEMM over the concatenated features for every part of a mixture
         return _materialized_blocks(
@@ -368,4 +358,4 @@ def masked_sdpa(
     return y.masked_fill(fully_masked, 0.0) if any_true(fully_masked) else y
 
 
-__all__ = ["attend", "attend_biased", "AlignmentCache", "masked_sdpa", "masked_softmax"]
+__all__ = ["attend", "AlignmentCache", "masked_sdpa", "masked_softmax"]

@@ -223,10 +223,8 @@ class SynthesizerAttention(nn.Module):
             cache.values[:, :, start:s] = v
             v = cache.values[:, :, :s]  # (B, H, S, d_h)
             state = cache.state
-        if position_bias is not None and self.use_fast_paths:
-            y = fast_paths.attend_biased(self, x, v, start, state, key_padding_mask, position_bias)
-        elif self.use_fast_paths:
-            y = fast_paths.attend(self, x, v, start, state, key_padding_mask)
+        if self.use_fast_paths:
+            y = fast_paths.attend(self, x, v, start, state, key_padding_mask, position_bias)
         else:
             y = self._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
         y = self.out(merge_heads(y))  # (B, H, T, d_h) -> (B, T, d)
