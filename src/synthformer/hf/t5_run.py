@@ -17,7 +17,7 @@ from pathlib import Path
 from synthformer.common.config import ConfigError
 from synthformer.common.io import atomic_output, atomic_write_text
 from synthformer.data import Tokenizer, load_tokenizer
-from synthformer.models import Seq2SeqConfig
+from synthformer.models import Seq2SeqConfig, config_class
 from synthformer.tasks import RunConfig
 from synthformer.tasks.run.config import load_run_config, resolve_model_config
 from synthformer.tasks.run.pipeline import absolute_paths
@@ -92,7 +92,7 @@ def convert_t5(folder: str | Path, run_dir: str | Path, config: str | Path | Run
         raise ConfigError(f"{folder}: not a Hugging Face model folder (no config.json)")
     check_t5_config(AutoConfig.from_pretrained(folder, local_files_only=True))
     run = config if isinstance(config, RunConfig) else load_run_config(config, list(overrides))
-    if run.task.task_type.arch != "seq2seq":
+    if not issubclass(config_class(run.task.task_type.arch), Seq2SeqConfig):
         raise ConfigError(f"task.type: {run.task.type!r} trains arch {run.task.task_type.arch!r}; a T5 model "
                           "converts into an encoder-decoder task (seq2seq, span_corruption, text_to_text)")
     tok = _tokenizer(folder, tokenizer)
