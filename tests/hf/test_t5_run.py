@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -83,10 +84,8 @@ def test_training_resumes_from_the_converted_checkpoint(converted, tmp_path):
 
 @pytest.mark.parametrize("kind", ["R+V", "D+V"])
 def test_a_synthesizer_grown_from_t5_starts_with_t5s_logits(converted, t5_folder, tmp_path, kind):
-    section = load_run(converted).config.model_section
-    cfg = seq2seq_config(steps=1, eval_every=0, save_every=1)
-    cfg["model"] = {**section, "encoder_kind": kind, "decoder_kind": kind}
-    cfg["init_from"] = str(converted)
+    # the converted run's own config.yaml, the kinds grown (what the docs tell users to run)
+    run = load_run(converted).config.with_model(encoder_kind=kind, decoder_kind=kind)
     seen = {}
 
     def logits_at_step_0(trainer) -> None:
@@ -95,7 +94,7 @@ def test_a_synthesizer_grown_from_t5_starts_with_t5s_logits(converted, t5_folder
             seen["logits"] = model.eval()(SRC, TGT)["logits"]
         model.train()
 
-    train_run(from_dict(RunConfig, cfg), tmp_path / "grown", on_trainer=logits_at_step_0)
+    train_run(dataclasses.replace(run, init_from=str(converted)), tmp_path / "grown", on_trainer=logits_at_step_0)
     torch.testing.assert_close(seen["logits"], reference_logits(t5_folder, SRC, TGT), atol=1e-5, rtol=0)
     record = json.loads((tmp_path / "grown" / "init_from.json").read_text())
     new = "R" if kind == "R+V" else "W2"

@@ -3,8 +3,10 @@ directory, so that ``synthformer eval``, ``generate``, ``train --resume``, ``ini
 Synthesizers) and ``export`` work on it as on a trained run.
 
 The run directory holds what training would have written: ``config.yaml`` (the given run config, its ``model``
-section replaced by the converted model's settings), the tokenizer, ``model_config.json`` and a step-0 checkpoint
-(the converted weights, a fresh optimizer and scheduler state for ``--resume``).
+section replaced by the converted model's settings and its tokenizer settings cleared: the tokenizer is the
+checkpoint's), the tokenizer, ``model_config.json`` and a step-0 checkpoint (the converted weights, a fresh
+optimizer and scheduler state for ``--resume``). So ``synthformer train RUN/config.yaml init_from=RUN
+model.encoder_kind=R+V --run-dir NEW`` finetunes (or grows) from it with no other setting to copy.
 """
 
 from __future__ import annotations
@@ -101,7 +103,10 @@ def convert_t5(folder: str | Path, run_dir: str | Path, config: str | Path | Run
     check_vocabulary(tok, model_config)
     derived = {*_DERIVED, *run.task.task_type.derived_model_fields}
     section = {k: v for k, v in model_config.to_dict().items() if k not in derived}
-    run = absolute_paths(dataclasses.replace(run, model=section))
+    # the run's tokenizer is the checkpoint's, not one to train: a finetuning run may then use this config.yaml
+    # as it is (init_from refuses a task.tokenizer other than the pretrained run's)
+    task = dataclasses.replace(run.task, tokenizer=None, vocab_size=None, tokenizer_options={})
+    run = absolute_paths(dataclasses.replace(run, task=task, model=section))
     resolved = resolve_model_config(run, tok.vocab_size, None, (tok.pad_id, tok.bos_id, tok.eos_id))
     if resolved != model_config:  # the task decided a field differently: name it rather than save a mismatch
         theirs, ours = model_config.to_dict(), resolved.to_dict()
