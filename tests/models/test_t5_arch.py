@@ -149,3 +149,23 @@ def test_a_t5_model_with_a_mixture_decodes_with_its_cache_as_its_full_forward(ff
         cache = model.init_cache(memory, mask)
         steps = [model.decode_step(tgt[:, t : t + 1], cache)[0] for t in range(tgt.shape[1])]
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["R+V", "FR+V", "D+V", "FD+V", "R+D+V"])
+def test_a_mixture_grown_from_v_starts_at_vs_output_and_every_new_part_gets_a_gradient(kind):
+    from synthformer.tasks.run.grow import rename_grown_keys, start_grown_mixtures_
+
+    torch.manual_seed(0)
+    options = {"bias": False, "scaled": False}  # T5's V
+    old = torch.nn.ModuleDict({"attn": SynthesizerAttention(D_MODEL, HEADS, MAX_LEN, kind="V", **options)})
+    new = torch.nn.ModuleDict({"attn": SynthesizerAttention(D_MODEL, HEADS, MAX_LEN, kind=kind, **options)})
+    grown = {"attn": kind.split("+").index("V")}
+    new.load_state_dict(rename_grown_keys(old.state_dict(), grown), strict=False)
+    start_grown_mixtures_(new, grown)
+    x = torch.randn(2, 6, D_MODEL)
+    torch.testing.assert_close(new["attn"](x), old["attn"](x), atol=1e-6, rtol=1e-6)
+    new["attn"](x).pow(2).sum().backward()
+    for n, part in enumerate(new["attn"].synth.parts):
+        if n != grown["attn"]:
+            assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in part.parameters()), part.name
+    assert new["attn"].synth.alpha_logits.grad.abs().sum() > 0
