@@ -26,6 +26,10 @@ def _sigmoid(t: Tensor) -> Tensor:
     return 1.0 / (1.0 + torch.exp(-t))
 
 
+def _plus_bias_rows(linear, h: Tensor, rows: slice) -> Tensor:
+    return h if linear.bias is None else h + linear.bias[rows]
+
+
 def _head_rows(h: int, width: int) -> slice:
     return slice(h * width, (h + 1) * width)
 
@@ -61,18 +65,20 @@ def logit(
         w = part.alpha_logits[h]
         alpha = torch.exp(w) / torch.exp(w).sum()
         return sum(alpha[n] * logit(p, x, pad, h, i, j, causal, start, memory) for n, p in enumerate(part.parts))
+    # T5's V (options bias=False, scaled=False): no biases, no 1/sqrt(d_h)
+    scale = 1 / math.sqrt(dh) if part.options.get("scaled", True) else 1.0
     if name == "DotProduct" and memory is not None:
         # cross-attention: Q from the target token, K from the source token, separate projections
-        q = part.query.weight[rows] @ x[i] + part.query.bias[rows]
-        k = part.key.weight[rows] @ memory[j] + part.key.bias[rows]
-        return (q * k).sum() / math.sqrt(dh)
+        q = _plus_bias_rows(part.query, part.query.weight[rows] @ x[i], rows)
+        k = _plus_bias_rows(part.key, part.key.weight[rows] @ memory[j], rows)
+        return (q * k).sum() * scale
     if name == "DotProduct":
         # S = Q K^T / sqrt(d_h), Q = X W_Q + b_Q, K = X W_K + b_K (fused weights: Q rows first, then K)
         Wq, Wk = part.qk.weight[:d][rows], part.qk.weight[d:][rows]
-        bq, bk = part.qk.bias[:d][rows], part.qk.bias[d:][rows]
-        q = Wq @ x[i] + bq
-        k = Wk @ x[j] + bk
-        return (q * k).sum() / math.sqrt(dh)
+        q, k = Wq @ x[i], Wk @ x[j]
+        if part.qk.bias is not None:
+            q, k = q + part.qk.bias[:d][rows], k + part.qk.bias[d:][rows]
+        return (q * k).sum() * scale
     if name in ("Random", "FixedRandom"):
         return part.R[h, pos, j]  # eq. (4)
     if name == "FactorizedRandom":
@@ -136,8 +142,15 @@ def _attend(logits: list[Tensor], values: list[Tensor], width: int, dtype: torch
     return y
 
 
-def reference_forward(attn, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-    """Y = softmax(mask(S(X))) G(X), then the output projection; x (B, L, d) -> (B, L, d)."""
+def _plus_bias(linear, h: Tensor) -> Tensor:
+    return h if linear.bias is None else h + linear.bias
+
+
+def reference_forward(
+    attn, x: Tensor, key_padding_mask: Tensor | None = None, position_bias: Tensor | None = None
+) -> Tensor:
+    """Y = softmax(mask(S(X) + position_bias)) G(X), then the output projection; x (B, L, d) -> (B, L, d);
+    position_bias (1|B, H, L, L) or None."""
     B, L, d = x.shape
     H = attn.n_heads
     dh = d // H
@@ -145,15 +158,18 @@ def reference_forward(attn, x: Tensor, key_padding_mask: Tensor | None = None) -
     outputs = []
     for b in range(B):
         pad = [bool(key_padding_mask[b, j]) if key_padding_mask is not None else False for j in range(L)]
-        v = [attn.value.weight @ x[b, j] + attn.value.bias for j in range(L)]  # G(X), eq. (3)
+        v = [_plus_bias(attn.value, attn.value.weight @ x[b, j]) for j in range(L)]  # G(X), eq. (3)
         rows_out = []
         for i in range(L):
             heads = []
             for h in range(H):
                 allowed = [j for j in range(L) if not pad[j] and (not attn.causal or j <= i)]
                 logits = [logit(synth, x[b], pad, h, i, j, attn.causal) for j in allowed]
+                if position_bias is not None:
+                    bias = position_bias[min(b, position_bias.shape[0] - 1), h, i]  # (L,)
+                    logits = [t + bias[j] for t, j in zip(logits, allowed, strict=True)]
                 heads.append(_attend(logits, [v[j][_head_rows(h, dh)] for j in allowed], dh, x.dtype))
-            rows_out.append(attn.out.weight @ torch.cat(heads) + attn.out.bias)
+            rows_out.append(_plus_bias(attn.out, attn.out.weight @ torch.cat(heads)))
         outputs.append(torch.stack(rows_out))
     return torch.stack(outputs)
 
@@ -191,7 +207,7 @@ def reference_cross_forward(
     outputs = []
     for b in range(B):
         pad = [bool(memory_padding_mask[b, j]) if memory_padding_mask is not None else False for j in range(S)]
-        v = [attn.value.weight @ memory[b, j] + attn.value.bias for j in range(S)]  # G(M), values of the source
+        v = [_plus_bias(attn.value, attn.value.weight @ memory[b, j]) for j in range(S)]  # G(M), values of the source
         allowed = [j for j in range(S) if not pad[j]]
         rows_out = []
         for i in range(T):
@@ -199,6 +215,6 @@ def reference_cross_forward(
             for h in range(H):
                 logits = [logit(attn.synth, x[b], [], h, i, j, False, start, memory[b]) for j in allowed]
                 heads.append(_attend(logits, [v[j][_head_rows(h, dh)] for j in allowed], dh, x.dtype))
-            rows_out.append(attn.out.weight @ torch.cat(heads) + attn.out.bias)
+            rows_out.append(_plus_bias(attn.out, attn.out.weight @ torch.cat(heads)))
         outputs.append(torch.stack(rows_out))
     return torch.stack(outputs)

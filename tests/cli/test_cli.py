@@ -16,7 +16,7 @@ from synthformer.cli import compare as compare_cli
 from synthformer.cli.main import build_parser, main
 from tests.tasks.helpers import classification_config, lm_config, seq2seq_config, write_yaml
 
-VERBS = ("train", "prepare", "eval", "generate", "compare", "study", "analyze", "bench", "export")
+VERBS = ("train", "prepare", "eval", "generate", "compare", "study", "analyze", "bench", "export", "convert")
 
 
 pytestmark = pytest.mark.usefixtures("restore_logging")

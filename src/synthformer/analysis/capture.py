@@ -67,10 +67,12 @@ class Captured:
     Attributes:
         x: (B, L, d_model) the layer's input.
         key_padding_mask: (B, L) bool, True at padding, or None (the model passed none).
+        position_bias: (1, H, L, L) the stack's relative position bias (T5's ``position_bias="t5"``), or None.
     """
 
     x: Tensor
     key_padding_mask: Tensor | None
+    position_bias: Tensor | None = None
 
 
 def attention_sites(model: nn.Module) -> list[AttentionSite]:
@@ -107,7 +109,9 @@ def capture_inputs(model: nn.Module, sites: list[AttentionSite], batch: Mapping[
         def hook(_module: nn.Module, args: tuple, kwargs: dict) -> None:
             if site.key not in captured:
                 x = args[0] if args else kwargs["x"]
-                captured[site.key] = Captured(x.detach(), kwargs.get("key_padding_mask"))
+                bias = kwargs.get("position_bias")
+                captured[site.key] = Captured(x.detach(), kwargs.get("key_padding_mask"),
+                                              None if bias is None else bias.detach())
 
         return hook
 
@@ -125,7 +129,8 @@ def capture_inputs(model: nn.Module, sites: list[AttentionSite], batch: Mapping[
 
 
 @torch.no_grad()
-def part_weights(attn: SynthesizerAttention, x: Tensor, key_padding_mask: Tensor | None = None) -> dict[str, Tensor]:
+def part_weights(attn: SynthesizerAttention, x: Tensor, key_padding_mask: Tensor | None = None,
+                 position_bias: Tensor | None = None) -> dict[str, Tensor]:
     """The attention probabilities of each part of ``attn`` and of the whole layer.
 
     A mixture (paper eq. 8-9) is formed from its parts' *logits*: ``softmax(sum_n alpha_n S_n(X))``. Each part
@@ -136,12 +141,14 @@ def part_weights(attn: SynthesizerAttention, x: Tensor, key_padding_mask: Tensor
         attn: the attention layer.
         x: (B, L, d_model) its input.
         key_padding_mask: (B, L) bool, True at padding, or None.
+        position_bias: (1|B, H, L, L) added to the logits of the layer and of each part (the positions every part
+            sees in the model), or None.
 
     Returns:
         ``{part kind: (B, H, L, L)}`` in the mixture's order, then ``{layer kind: (B, H, L, L)}``; rows sum to 1
         (0 for a fully masked query).
     """
-    whole = attn.attention_weights(x, key_padding_mask)  # (B, H, L, L)
+    whole = attn.attention_weights(x, key_padding_mask, position_bias)  # (B, H, L, L)
     synth = attn.synth
     if not isinstance(synth, Mixture):
         return {attn.kind: whole}
@@ -150,6 +157,8 @@ def part_weights(attn: SynthesizerAttention, x: Tensor, key_padding_mask: Tensor
     out = {}
     for part in synth.parts:
         logits = part.logits(x, 0, None, key_padding_mask)  # (B|1, H, L, L)
+        if position_bias is not None:
+            logits = logits + position_bias  # (B|1, H, L, L)
         out[part.name] = masked_softmax(logits, mask).expand(b, -1, -1, -1)  # (B, H, L, L)
     out[attn.kind] = whole
     return out

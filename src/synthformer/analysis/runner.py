@@ -125,7 +125,7 @@ def _accumulate(loaded: LoadedRun, init: nn.Module, dataset: Any, batch_size: in
             for site in sites[state]:
                 got = captured[site.key]
                 allowed = allowed_pairs(valid_positions(batch, site, got), site.module.causal)  # (B, 1, L, L)
-                for part, weights in part_weights(site.module, got.x, got.key_padding_mask).items():
+                for part, weights in part_weights(site.module, got.x, got.key_padding_mask, got.position_bias).items():
                     hists[state][site.key][part].add(weights, allowed)
                     profile = profiles[state][site.key].setdefault(
                         part, DistanceProfile(site.module.max_len, site.module.n_heads))
@@ -193,7 +193,7 @@ def _draw(out: Path, sites: list[AttentionSite], layers: dict, example: Example,
         got = captured[site.key]
         n = positions
         rows = [(figures.panel_label(part), w[0, :, :n, :n].numpy())  # (H, n, n): the first n positions of the sample
-                for part, w in part_weights(site.module, got.x, got.key_padding_mask).items()]
+                for part, w in part_weights(site.module, got.x, got.key_padding_mask, got.position_bias).items()]
         tokens = example.tokens.get(site.stack, [])[:n]
         paths.append(figures.heatmap_figure(
             out / f"heatmap_{site.key}.png",

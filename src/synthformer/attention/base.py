@@ -185,6 +185,24 @@ class SynthesizingFunction(nn.Module):
         """Decoding state this function needs besides the values (empty for most kinds)."""
         return {}
 
+    # Growing a mixture from a pretrained part (``init_from`` a V run into R+V): the pretrained part's logits are
+    # multiplied by 1 / alpha, the new parts' logits start at exactly zero, so the mixture computes the pretrained
+    # logits at step 0 while every new parameter still receives a gradient.
+    @torch.no_grad()
+    def zero_logits_(self) -> None:
+        """Make this part's logits exactly 0 for every input, in place, keeping a nonzero gradient for its
+        parameters (the last factor of the logits is zeroed, not every one). Kinds that cannot raise
+        ``NotImplementedError``."""
+        raise NotImplementedError(f"attention kind {self.name!r} cannot start at zero logits (growing a mixture "
+                                  "from a pretrained model supports new R, FR, D, FD, Bottleneck and GLU parts)")
+
+    @torch.no_grad()
+    def scale_logits_(self, factor: Tensor) -> None:
+        """Multiply this part's logits of head h by ``factor[h]`` ((H,) tensor), in place, through its
+        parameters. Kinds that cannot raise ``NotImplementedError``."""
+        raise NotImplementedError(f"attention kind {self.name!r} cannot rescale its logits (growing a mixture "
+                                  "from a pretrained model keeps a pretrained V part)")
+
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options: Any) -> int:
         """Trained parameters of this synthesizing function (Table 1 of the paper plus biases)."""

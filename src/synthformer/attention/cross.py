@@ -24,7 +24,7 @@ from .contract import check_core_args
 from .fast_paths import masked_sdpa
 from .masking import check_padding_mask, disallowed, masked_softmax
 from .registry import canonical_kind, get_kind, parse_kind, registered_kinds
-from .shell import SynthesizerAttention, build_synth
+from .shell import SynthesizerAttention, build_synth, split_layer_options
 from .vanilla import DotProduct
 
 __all__ = ["SynthesizerCrossAttention", "check_cross_kind", "cross_kinds"]
@@ -89,7 +89,8 @@ class SynthesizerCrossAttention(nn.Module):
             sized for it and cropped.
         kind: a kind of :func:`cross_kinds` or a mixture of them (``"V"``, ``"R"``, ``"D"``, ``"FR+V"``, ...).
         dropout: dropout on the attention probabilities (training only).
-        **options: kind options, as for :class:`SynthesizerAttention` (``k`` of FR, ``r`` of Bottleneck, ...).
+        **options: kind options, as for :class:`SynthesizerAttention` (``k`` of FR, ``r`` of Bottleneck, ...),
+            and the layer options ``bias`` and ``scaled`` (T5's cross-attention: both False).
 
     The memory's keys and values depend on the source only: :meth:`memory_kv` computes them once per source
     batch (in decoding they are kept in the layer cache) and :meth:`forward` takes them.
@@ -115,8 +116,9 @@ class SynthesizerCrossAttention(nn.Module):
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.head_dim = d_model // n_heads
         self.dropout = dropout
-        self.value = nn.Linear(d_model, d_model)  # G(memory), drawn first
-        self.out = nn.Linear(d_model, d_model)
+        bias = split_layer_options(options)[0]["bias"]  # T5: no biases
+        self.value = nn.Linear(d_model, d_model, bias=bias)  # G(memory), drawn first
+        self.out = nn.Linear(d_model, d_model, bias=bias)
         self.synth: SynthesizingFunction = build_synth(kind, d_model, n_heads, max_len, False, options, cross=True)
         #: False forces the materialized path for V too (``softmax(mask(cross_logits)))`` instead of the fused
         #: kernel); both compute the same function.

@@ -42,6 +42,12 @@ class HiddenToLength(SynthesizingFunction):
         """(B, T, d_model) -> (B, H, T, e)."""
         raise NotImplementedError
 
+    @torch.no_grad()
+    def zero_logits_(self) -> None:
+        """W2 = 0 and b2 = 0: the logits are 0 and W2's gradient (dS^T hidden) is not."""
+        self.W2.zero_()
+        self.b2.zero_()
+
     def features(
         self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
@@ -154,6 +160,12 @@ class FactorizedDense(SynthesizingFunction):
         self.bA = nn.Parameter(torch.empty(n_heads, self.a).uniform_(-bound, bound))
         self.WB = nn.Parameter(torch.empty(n_heads, self.b, self.head_dim).uniform_(-bound, bound))
         self.bB = nn.Parameter(torch.empty(n_heads, self.b).uniform_(-bound, bound))
+
+    @torch.no_grad()
+    def zero_logits_(self) -> None:
+        """WA = 0 and bA = 0: the tiled factor a is 0, so the logits a * b are, while a's gradient is not."""
+        self.WA.zero_()
+        self.bA.zero_()
 
     def logit_factors(
         self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None

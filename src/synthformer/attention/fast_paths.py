@@ -86,13 +86,24 @@ def attend(
     start: int,
     state: dict | None,
     key_padding_mask: Tensor | None,
+    position_bias: Tensor | None = None,
 ) -> Tensor:
-    """Dispatch to the fastest exact path. x (B, T, d), v (B, H, S, d_h) -> (B, H, T, d_h)."""
+    """Dispatch to the fastest exact path. x (B, T, d), v (B, H, S, d_h) -> (B, H, T, d_h).
+
+    ``position_bias`` (1|B, H, T, S), added to the logits: feature kinds (V, D, their mixtures) run through SDPA
+    with the bias in its additive mask; every other path computes probabilities that cannot take a per-call bias
+    (the shared alignment's are computed once per batch, the blocks and the fused kernel take factors of the
+    logits only), so those calls take the plain materialized path.
+    """
     synth = layer.synth
     if state is not None and x.shape[1] <= current().decode_plain_max_new:
         # A decoding step: (T, S) logits with T small are cheap; the feature path would copy the whole cache
         # into expanded, padded tensors at every step (measured: D 7x slower than V per token at context 1024).
-        return layer._attend_materialized(x, v, start, state, key_padding_mask)
+        return layer._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
+    if position_bias is not None:
+        if synth.has_features:
+            return _features_sdpa(layer, x, v, start, state, key_padding_mask, position_bias)
+        return layer._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
     if state is None and not synth.input_dependent:
         return _shared_alignment(layer, x, v, key_padding_mask)
     if synth.has_features:
@@ -292,11 +303,16 @@ def _features_sdpa(
     start: int,
     state: dict | None,
     key_padding_mask: Tensor | None,
+    position_bias: Tensor | None = None,
 ) -> Tensor:
     b, t = x.shape[:2]
     s = start + t
     q, k = layer.synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
     drop = layer.dropout if layer.training else 0.0
+    if position_bias is not None:  # the blocks take no bias: SDPA with the bias in its additive mask
+        q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
+        mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
+        return masked_sdpa(q, k, v, mask, drop, scale=1.0, bias=position_bias)[..., :dh]
     if _materialize_features(q.shape[-1], v.shape[-1], s):
         # one GEMM over the concatenated features for every part of a mixture
         return _materialized_blocks(
@@ -312,7 +328,9 @@ def _features_sdpa(
     return masked_sdpa(q, k, v, mask, drop, scale=1.0)[..., :dh]
 
 
-def masked_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, scale: float) -> Tensor:
+def masked_sdpa(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, scale: float, bias: Tensor | None = None
+) -> Tensor:
     """``F.scaled_dot_product_attention`` on its fused CPU kernel with a bool mask; fully masked rows get zeros.
 
     Args:
@@ -320,16 +338,22 @@ def masked_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p:
         mask: (B|1, 1, T, S) bool, True where a query may not attend (from ``masking.disallowed``), or None.
         dropout_p: attention dropout (0 outside training).
         scale: the logits are ``scale * q k^T``.
+        bias: (B|1, H|1, T, S) added to the logits (T5's relative position bias), or None.
 
     Returns:
         (B, H, T, e_v); a query row with every key masked gives zeros, as in ``masked_softmax``.
     """
-    if mask is None:
+    if mask is None and bias is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale)
     # An additive float mask keeps SDPA on its fused kernel (a bool mask or a 3-D one falls back on CPU);
     # half the most negative value cannot overflow to -inf when added to a logit.
-    additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(mask, torch.finfo(q.dtype).min / 2)
+    additive = torch.zeros(mask.shape, dtype=q.dtype, device=q.device) if bias is None else bias.to(q.dtype)
+    if mask is not None:
+        shape = torch.broadcast_shapes(additive.shape, mask.shape)  # (B|1, H|1, T, S)
+        additive = additive.expand(shape).masked_fill(mask, torch.finfo(q.dtype).min / 2)
     y = F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout_p, scale=scale)
+    if mask is None:
+        return y
     fully_masked = mask.all(-1, keepdim=True)  # (B|1, 1, T, 1)
     return y.masked_fill(fully_masked, 0.0) if any_true(fully_masked) else y
 

@@ -50,6 +50,13 @@ class Random(SynthesizingFunction):
         t = x.shape[1]
         return self.R[:, start : start + t, : start + t].unsqueeze(0)  # (1, H, T, S)
 
+    @torch.no_grad()
+    def zero_logits_(self) -> None:
+        """R = 0 (trained R only: a frozen zero table would never contribute)."""
+        if not self.trainable:
+            super().zero_logits_()
+        self.R.zero_()
+
     def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
         t = x.shape[1]
         return self.R[:, start : start + t, :keys].unsqueeze(0)  # (1, H, T, S): target rows, source columns
@@ -100,6 +107,11 @@ class FactorizedRandom(SynthesizingFunction):
         std = k**-0.25
         self.R1 = nn.Parameter(torch.randn(n_heads, max_len, k) * std)
         self.R2 = nn.Parameter(torch.randn(n_heads, max_len, k) * std)
+
+    @torch.no_grad()
+    def zero_logits_(self) -> None:
+        """R2 = 0: the logits R1 R2^T are 0 and R2's gradient (dS^T R1) is not."""
+        self.R2.zero_()
 
     def features(
         self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None

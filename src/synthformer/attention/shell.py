@@ -49,10 +49,28 @@ class AttentionCache:
         return map_tensors(self, lambda t: t.index_select(0, index))
 
 
+#: Options of the whole layer, not of one kind: ``bias`` (biases in the value and output projections, and in the
+#: projections of every part that declares ``bias``, V's Q and K) and ``scaled`` (the ``1/sqrt(d_h)`` of V's dot
+#: product, for the parts that declare it). T5 sets both to False (no biases; the scale folded into the
+#: initialisation of Q).
+LAYER_OPTIONS: dict[str, Any] = {"bias": True, "scaled": True}
+
+
+def split_layer_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(layer options with their defaults, the remaining kind options)`` of a layer's ``options``."""
+    layer = {name: options.get(name, default) for name, default in LAYER_OPTIONS.items()}
+    for name, value in layer.items():
+        if not isinstance(value, bool):
+            raise ValueError(f"attention option {name}={value!r}: expected True or False")
+    return layer, {k: v for k, v in options.items() if k not in LAYER_OPTIONS}
+
+
 def _split_options(parts: list[type[SynthesizingFunction]], options: dict[str, Any], kind: str) -> list[dict]:
-    """Give each part the options it declares; an option no part declares is an error."""
+    """Give each part the options it declares; an option no part declares is an error. Layer options
+    (:data:`LAYER_OPTIONS`) go to every part that declares them and are never an error."""
+    layer, options = split_layer_options(options)
     reject_unknown_options(f"attention kind {kind!r}", options, {name for p in parts for name in p.option_defaults})
-    return [{k: v for k, v in options.items() if k in p.option_defaults} for p in parts]
+    return [{k: v for k, v in {**options, **layer}.items() if k in p.option_defaults} for p in parts]
 
 
 def build_synth(
@@ -100,8 +118,9 @@ class SynthesizerAttention(nn.Module):
     """
 
     #: The token-mixer contract's declared options: ``kind``; each kind's own options (``k``, ``a``, ``b``, ...)
-    #: are declared by its synthesizing function (``option_defaults`` of the registered parts).
-    option_defaults: ClassVar[dict[str, Any]] = {"kind": "V"}
+    #: are declared by its synthesizing function (``option_defaults`` of the registered parts); ``bias`` and
+    #: ``scaled`` are the layer options (:data:`LAYER_OPTIONS`).
+    option_defaults: ClassVar[dict[str, Any]] = {"kind": "V", **LAYER_OPTIONS}
 
     def __init__(
         self,
@@ -116,13 +135,14 @@ class SynthesizerAttention(nn.Module):
         super().__init__()
         check_core_args(type(self).__name__, d_model, n_heads, max_len, dropout)
         self.synth: SynthesizingFunction = build_synth(kind, d_model, n_heads, max_len, causal, options)
+        bias = split_layer_options(options)[0]["bias"]
         self.kind = canonical_kind(kind)
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
         self.head_dim = d_model // n_heads
         self.causal = causal
         self.dropout = dropout
-        self.value = nn.Linear(d_model, d_model)  # G(X), paper eq. (3)
-        self.out = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model, bias=bias)  # G(X), paper eq. (3)
+        self.out = nn.Linear(d_model, d_model, bias=bias)
         #: Use the fast paths (chosen per call, see ``fast_paths``); False forces the plain materialized
         #: path ``softmax(mask(S(X))) G(X)``. Both compute the same function.
         self.use_fast_paths = True
@@ -131,7 +151,8 @@ class SynthesizerAttention(nn.Module):
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, kind: str = "V", **options: Any) -> int:
         """Trained parameters of the layer: the synthesizing function(s) (Table 1 plus biases), the mixture
-        weights (H per part when mixed) and the value and output projections (``2 d^2 + 2 d``)."""
+        weights (H per part when mixed) and the value and output projections (``2 d^2 + 2 d``; ``2 d^2`` with
+        ``bias=False``)."""
         parts = parse_kind(kind)
         total = sum(
             p.num_params(d_model, n_heads, max_len, **o)
@@ -139,7 +160,8 @@ class SynthesizerAttention(nn.Module):
         )
         if len(parts) > 1:
             total += n_heads * len(parts)
-        return total + 2 * (d_model * d_model + d_model)
+        bias = split_layer_options(options)[0]["bias"]
+        return total + 2 * (d_model * d_model + (d_model if bias else 0))
 
     def extra_repr(self) -> str:
         return f"kind={self.kind!r}, causal={self.causal}, dropout={self.dropout}"
@@ -164,12 +186,23 @@ class SynthesizerAttention(nn.Module):
 
     # ------------------------------------------------------------------ forward
     def forward(
-        self, x: Tensor, key_padding_mask: Tensor | None = None, cache: AttentionCache | None = None
+        self,
+        x: Tensor,
+        key_padding_mask: Tensor | None = None,
+        cache: AttentionCache | None = None,
+        position_bias: Tensor | None = None,
     ) -> Tensor | tuple[Tensor, AttentionCache]:
         """Attend. See the class docstring for shapes; with ``cache`` returns ``(y, cache)``.
 
         In decoding (``cache`` given, causal layers only) ``x`` holds the next T positions and
         ``key_padding_mask``, if given, covers every position so far: (B, cache.length + T).
+
+        ``position_bias``: (1 or B, H, T, cache.length + T), added to the logits before the masks and the softmax
+        (T5's relative position bias; see :meth:`_probabilities`). Every kind takes it, since every kind's
+        attention is a softmax over logits; in a mixture it is added once, to the mixed logits
+        ``sum_n alpha_n S_n(X)``. The paths that cannot add it (the shared alignment of R, Fix, FR, whose
+        probabilities are computed once for the batch) fall back to the plain path; the feature kinds (V, D,
+        their mixtures) keep SDPA, with the bias in its additive mask.
         """
         start = 0
         if cache is not None:
@@ -180,6 +213,10 @@ class SynthesizerAttention(nn.Module):
         b, t, _ = x.shape
         s = start + t
         key_padding_mask = check_padding_mask(key_padding_mask, b, s)
+        if position_bias is not None and (position_bias.dim() != 4 or tuple(position_bias.shape[1:]) != (
+                self.n_heads, t, s) or position_bias.shape[0] not in (1, b)):
+            raise ValueError(f"position_bias must have shape (1 or {b}, {self.n_heads}, {t}, {s}) (batch, heads, "
+                             f"queries, keys), got {tuple(position_bias.shape)}")
         v = split_heads(self.value(x), self.n_heads)  # (B, H, T, d_h)
         state = None
         if cache is not None:
@@ -187,39 +224,57 @@ class SynthesizerAttention(nn.Module):
             v = cache.values[:, :, :s]  # (B, H, S, d_h)
             state = cache.state
         if self.use_fast_paths:
-            y = fast_paths.attend(self, x, v, start, state, key_padding_mask)
+            y = fast_paths.attend(self, x, v, start, state, key_padding_mask, position_bias)
         else:
-            y = self._attend_materialized(x, v, start, state, key_padding_mask)
+            y = self._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
         y = self.out(merge_heads(y))  # (B, H, T, d_h) -> (B, T, d)
         if cache is not None:
             cache.length = s
             return y, cache
         return y
 
-    def _probabilities(self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None) -> Tensor:
-        """softmax of the masked logits: (B or 1, H, T, S)."""
+    def _probabilities(
+        self,
+        x: Tensor,
+        start: int,
+        state: dict | None,
+        key_padding_mask: Tensor | None,
+        position_bias: Tensor | None = None,
+    ) -> Tensor:
+        """softmax of the masked logits (plus ``position_bias`` (1|B, H, T, S) when given): (B or 1, H, T, S)."""
         t = x.shape[1]
         logits = self.synth.logits(x, start, state, key_padding_mask)  # (B|1, H, T, S)
+        if position_bias is not None:
+            logits = logits + position_bias.to(logits.dtype)  # (B|1, H, T, S)
         mask = disallowed(t, start + t, start, self.causal, key_padding_mask, x.device)
         return masked_softmax(logits, mask)
 
     def _attend_materialized(
-        self, x: Tensor, v: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None
+        self,
+        x: Tensor,
+        v: Tensor,
+        start: int,
+        state: dict | None,
+        key_padding_mask: Tensor | None,
+        position_bias: Tensor | None = None,
     ) -> Tensor:
-        """The plain path: ``dropout(softmax(mask(S(X)))) @ V`` with the L x L probabilities materialized.
+        """The plain path: ``dropout(softmax(mask(S(X) + position_bias))) @ V`` with the L x L probabilities
+        materialized.
 
         Returns (B, H, T, d_h).
         """
-        probs = self._probabilities(x, start, state, key_padding_mask)
+        probs = self._probabilities(x, start, state, key_padding_mask, position_bias)
         probs = F.dropout(probs, self.dropout, self.training)
         return probs @ v  # (B|1, H, T, S) @ (B, H, S, d_h) -> (B, H, T, d_h)
 
     @torch.no_grad()
-    def attention_weights(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+    def attention_weights(
+        self, x: Tensor, key_padding_mask: Tensor | None = None, position_bias: Tensor | None = None
+    ) -> Tensor:
         """The attention probabilities (no dropout): (B, H, L, L); rows sum to 1 (0 for fully masked rows)."""
         self._check_input(x, 0)
         key_padding_mask = check_padding_mask(key_padding_mask, x.shape[0], x.shape[1])
-        probs = self._probabilities(x, 0, None, key_padding_mask)
+        probs = self._probabilities(x, 0, None, key_padding_mask, position_bias)
         return probs.expand(x.shape[0], -1, -1, -1)
 
     # ------------------------------------------------------------------ decoding

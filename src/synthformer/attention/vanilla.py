@@ -32,16 +32,20 @@ class DotProduct(SynthesizingFunction):
     uses_qk = True
     has_features = True
     supports_cross = True
+    #: The layer options (``shell.LAYER_OPTIONS``) V takes part in: ``bias`` (biases of Q and K) and ``scaled``
+    #: (``1/sqrt(d_h)``; T5 leaves its dot product unscaled, the scale being folded into Q's initialisation).
+    option_defaults = {"bias": True, "scaled": True}
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
         super().__init__(d_model, n_heads, max_len, causal, **options)
+        bias = self.options["bias"]
         if self.cross:
-            self.query = nn.Linear(d_model, d_model)
-            self.key = nn.Linear(d_model, d_model)
+            self.query = nn.Linear(d_model, d_model, bias=bias)
+            self.key = nn.Linear(d_model, d_model, bias=bias)
             self.memory_key_width = self.head_dim
         else:
-            self.qk = nn.Linear(d_model, 2 * d_model)
-        self.scale = 1.0 / math.sqrt(self.head_dim)
+            self.qk = nn.Linear(d_model, 2 * d_model, bias=bias)
+        self.scale = 1.0 / math.sqrt(self.head_dim) if self.options["scaled"] else 1.0
 
     def _qk(self, x: Tensor, start: int, state: dict | None) -> tuple[Tensor, Tensor]:
         q, k = self.qk(x).chunk(2, dim=-1)  # (B, T, d) each
@@ -78,10 +82,20 @@ class DotProduct(SynthesizingFunction):
             raise ValueError(f"V's cross logits need the memory's keys (B, H, {keys}, d_h) from memory_keys, got {got}")
         return (self.queries(x) * self.scale) @ memory_k.transpose(-1, -2)  # (B, H, T, S)
 
+    @torch.no_grad()
+    def scale_logits_(self, factor: Tensor) -> None:
+        """Scale head h's query projection (weights and bias) by ``factor[h]``: its logits scale by the same."""
+        if self.cross:
+            raise NotImplementedError("rescaling the logits of a cross-attention V is not supported")
+        rows = factor.repeat_interleave(self.head_dim).to(self.qk.weight.dtype)  # (d,): one factor per q row
+        self.qk.weight[: self.d_model].mul_(rows[:, None])
+        if self.qk.bias is not None:
+            self.qk.bias[: self.d_model].mul_(rows)
+
     def init_state(self, batch_size: int, device, dtype) -> dict:
         return {"k": torch.zeros(batch_size, self.n_heads, self.max_len, self.head_dim, device=device, dtype=dtype)}
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
-        """``2 d^2`` (Table 1) + ``2 d`` biases."""
-        return 2 * d_model * d_model + 2 * d_model
+        """``2 d^2`` (Table 1) + ``2 d`` biases (none with ``bias=False``)."""
+        return 2 * d_model * d_model + (2 * d_model if options.get("bias", True) else 0)

@@ -1,6 +1,6 @@
 """``synthformer``: the command line. One thin module per verb (``train``, ``prepare``, ``eval``, ``generate``,
-``compare``, ``study``, ``analyze``, ``bench``, ``export``) over the importable functions of :mod:`synthformer.tasks`,
-:mod:`synthformer.study`, :mod:`synthformer.analysis` and :mod:`synthformer.hf`.
+``compare``, ``study``, ``analyze``, ``bench``, ``export``, ``convert``) over the importable functions of
+:mod:`synthformer.tasks`, :mod:`synthformer.study`, :mod:`synthformer.analysis` and :mod:`synthformer.hf`.
 
 User errors (a bad config key or value, a missing file or run directory, a run directory that would be
 overwritten) print one line naming the problem and exit with status 2, never a traceback (``--debug`` shows it).
@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import analyze, bench, compare, evaluate, export, generate, prepare, study, train
+from . import analyze, bench, compare, convert, evaluate, export, generate, prepare, study, train
 from ._common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CliError, apply_threads, configure_logging, is_user_error
 
 __all__ = ["build_parser", "main"]
@@ -29,11 +29,12 @@ examples:
   synthformer export runs/reverse exported/reverse      # a Hugging Face folder (the hf extra)
   synthformer bench --preset lm-base                    # the paper's Table 4 on this machine
   synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --workers 8   # a large corpus, once
+  synthformer convert t5 t5-small/ configs/t5_small_glue.yaml --run-dir runs/t5-small --tokenizer tok.json
 
 'synthformer VERB --help' explains each verb.
 """
 
-_VERBS = (train, prepare, evaluate, generate, compare, study, analyze, bench, export)
+_VERBS = (train, prepare, evaluate, generate, compare, study, analyze, bench, export, convert)
 
 
 def build_parser() -> argparse.ArgumentParser:

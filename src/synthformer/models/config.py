@@ -108,6 +108,9 @@ class ModelConfig:
     #: Fields of the one config class used before the per-architecture split that this class does not have,
     #: with the value they always held for this architecture; :meth:`from_dict` drops them (old run directories).
     legacy_fields: ClassVar[dict[str, Any]] = {}
+    #: The values ``ffn`` and ``positions`` may take in this architecture (the encoder-decoder adds T5's).
+    ffn_choices: ClassVar[tuple[str, ...]] = FFN_TYPES
+    position_choices: ClassVar[tuple[str, ...]] = POSITIONS
 
     vocab_size: int = 32000
     d_model: int = 512
@@ -142,9 +145,9 @@ class ModelConfig:
                 f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}): each head gets "
                 f"d_model // n_heads channels"
             )
-        choice("ffn", self.ffn, FFN_TYPES)
+        choice("ffn", self.ffn, self.ffn_choices)
         choice("norm", self.norm, NORMS)
-        choice("positions", self.positions, POSITIONS)
+        choice("positions", self.positions, self.position_choices)
         rate("dropout", self.dropout)
         rate("attention_dropout", self.attention_dropout)
         if self.ffn != "conv_relu" and self.ffn_kernel_size != 3:

@@ -20,6 +20,7 @@ from synthformer.attention import build_mixer
 from synthformer.attention.cross import SynthesizerCrossAttention as CrossAttention
 
 from .cache import LayerCache
+from .t5 import RMSNorm, T5FeedForward
 
 __all__ = ["ConvReluFFN", "CrossAttention", "Embeddings", "ReluFFN", "TransformerBlock", "build_ffn"]
 
@@ -44,23 +45,27 @@ class Embeddings(nn.Module):
         vocab_size: V.
         d_model: d.
         max_len: positions available.
-        positions: ``"sinusoidal"`` (a fixed buffer, not saved) or ``"learned"``.
+        positions: ``"sinusoidal"`` (a fixed buffer, not saved), ``"learned"`` or ``"none"`` (T5: positions come
+            from the attention's relative position bias).
         dropout: dropout on the sum.
+        scale: multiply the token embedding by ``sqrt(d)`` (False for T5, whose embedding is N(0, 1) already).
 
     Shapes: ``forward(ids (B, T), start=0) -> (B, T, d)``; the tokens sit at positions ``start .. start+T-1``.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, positions: str, dropout: float) -> None:
+    def __init__(self, vocab_size: int, d_model: int, max_len: int, positions: str, dropout: float,
+                 scale: bool = True) -> None:
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
         self.token = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.token.weight, std=d_model**-0.5)
-        self.scale = math.sqrt(d_model)
+        self.scale = math.sqrt(d_model) if scale else 1.0
         self.learned = positions == "learned"
+        self.absolute = positions != "none"
         if self.learned:
             self.position = nn.Embedding(max_len, d_model)
             nn.init.normal_(self.position.weight, std=0.02)
-        else:
+        elif self.absolute:
             # a function of the shape only: recomputed on load rather than stored in checkpoints
             self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
         self.dropout = nn.Dropout(dropout)
@@ -69,7 +74,7 @@ class Embeddings(nn.Module):
     def reset_buffers(self) -> None:
         """Recompute the sinusoidal position table (a buffer that checkpoints do not hold: a model built without
         data, as ``transformers``' ``from_pretrained`` does, has to fill it again); nothing for learned positions."""
-        if not self.learned:
+        if self.absolute and not self.learned:
             self.table.copy_(sinusoidal_table(self.max_len, self.d_model))
 
     def forward(self, ids: Tensor, start: int = 0) -> Tensor:
@@ -77,6 +82,8 @@ class Embeddings(nn.Module):
         if start + t > self.max_len:
             raise ValueError(f"sequence length {start + t} exceeds max_len {self.max_len} of the model")
         x = self.token(ids) * self.scale  # (B, T, d)
+        if not self.absolute:
+            return self.dropout(x)
         if self.learned:
             pos = self.position.weight[start : start + t]  # (T, d)
         else:
@@ -188,10 +195,14 @@ class TransformerBlock(nn.Module):
         kind_options: options for the self-attention mixer.
         mixer_factory: builds the self-attention mixer from ``kind`` (``build_mixer``'s signature; default
             :func:`synthformer.attention.build_mixer`): the architecture's builder hands it down.
+        variant: ``"transformer"`` or ``"t5"``: RMS norms, attention without biases or ``1/sqrt(d_h)``, T5's
+            feed-forward network (``ffn`` ``"relu"`` or ``"gated-gelu"``, dropout on its hidden layer); see
+            :mod:`synthformer.models.t5`. T5 is pre-norm.
 
     Shapes: ``forward(x (B, L, d), padding_mask (B, L) | None, memory_kv, memory_padding_mask (B, S) | None,
-    cache=None) -> (B, L, d)``; with a :class:`LayerCache` x holds T new positions and the call returns
-    ``(y (B, T, d), cache)``.
+    cache=None, start=0, position_bias (1, H, L, L) | None) -> (B, L, d)``; with a :class:`LayerCache` x holds T
+    new positions and the call returns ``(y (B, T, d), cache)``. ``position_bias`` is added to the self-attention
+    logits (the stack's relative position bias).
     """
 
     def __init__(
@@ -210,19 +221,27 @@ class TransformerBlock(nn.Module):
         cross_kind: str | None = None,
         kind_options: dict[str, Any] | None = None,
         mixer_factory: Callable[..., nn.Module] | None = None,
+        variant: str = "transformer",
     ) -> None:
         super().__init__()
-        self.pre_norm = norm == "pre"
+        t5 = variant == "t5"
+        self.pre_norm = norm == "pre" or t5
         self.causal = causal
+        make_norm = RMSNorm if t5 else nn.LayerNorm
+        layer_options = {"bias": False, "scaled": False} if t5 else {}  # T5: no biases, unscaled dot product
         factory = mixer_factory if mixer_factory is not None else build_mixer
-        self.self_attn = factory(kind, d_model, n_heads, max_len, causal, attention_dropout, **(kind_options or {}))
-        self.norm_self = nn.LayerNorm(d_model)
+        self.self_attn = factory(kind, d_model, n_heads, max_len, causal, attention_dropout,
+                                 **layer_options, **(kind_options or {}))
+        self.norm_self = make_norm(d_model)
         self.cross_attn = None
         if cross_kind is not None:
-            self.cross_attn = CrossAttention(d_model, n_heads, max_len, cross_kind, attention_dropout)
-            self.norm_cross = nn.LayerNorm(d_model)
-        self.ffn = build_ffn(ffn, d_model, d_ff, ffn_kernel_size, causal)
-        self.norm_ffn = nn.LayerNorm(d_model)
+            self.cross_attn = CrossAttention(d_model, n_heads, max_len, cross_kind, attention_dropout, **layer_options)
+            self.norm_cross = make_norm(d_model)
+        if t5:
+            self.ffn = T5FeedForward(d_model, d_ff, gated=ffn == "gated-gelu", dropout=dropout)
+        else:
+            self.ffn = build_ffn(ffn, d_model, d_ff, ffn_kernel_size, causal)
+        self.norm_ffn = make_norm(d_model)
         self.dropout = nn.Dropout(dropout)
 
     def _residual(self, x: Tensor, norm: nn.LayerNorm, sublayer) -> Tensor:
@@ -238,17 +257,20 @@ class TransformerBlock(nn.Module):
         memory_padding_mask: Tensor | None = None,
         cache: LayerCache | None = None,
         start: int = 0,
+        position_bias: Tensor | None = None,
     ) -> Any:
         """Run the layer. ``memory_kv`` are the cross-attention keys/values of the memory (from
         :meth:`CrossAttention.memory_kv`); in decoding they come from ``cache`` instead, and ``start`` is the
         position of ``x[:, 0]``."""
+        # only attention takes a position bias (the config rejects it with whole token mixers)
+        biased = {} if position_bias is None else {"position_bias": position_bias}
         if cache is None:
-            x = self._residual(x, self.norm_self, lambda h: self.self_attn(h, key_padding_mask=padding_mask))
+            x = self._residual(x, self.norm_self, lambda h: self.self_attn(h, key_padding_mask=padding_mask, **biased))
         else:
             box: dict[str, Any] = {}
 
             def attend(h: Tensor) -> Tensor:
-                y, box["cache"] = self.self_attn(h, key_padding_mask=padding_mask, cache=cache.self_attn)
+                y, box["cache"] = self.self_attn(h, key_padding_mask=padding_mask, cache=cache.self_attn, **biased)
                 return y
 
             x = self._residual(x, self.norm_self, attend)

@@ -1,5 +1,13 @@
 """The encoder-decoder (machine translation, summarization, ...): :class:`Seq2SeqConfig`,
-:class:`Seq2SeqTransformer` and their builder."""
+:class:`Seq2SeqTransformer` and their builder.
+
+T5 is a ``variant`` of this architecture, not an architecture of its own: it has the same stacks, batches,
+decoding cache and output, so every task type that trains an encoder-decoder (``seq2seq``, ``span_corruption``,
+``text_to_text``), generation, evaluation, ``init_from`` and the Hugging Face export serve it unchanged, while a
+separate ``arch`` would have needed each of them taught a second name. ``variant="t5"`` changes the layer (see
+:mod:`synthformer.models.t5`); its relative position bias is a separate, explicit setting (``position_bias``),
+usable with either variant and with every attention kind.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +17,20 @@ from typing import Any, ClassVar
 from torch import Tensor, nn
 
 from synthformer.attention.masking import any_true
+from synthformer.common.config import ConfigError
 
 from .cache import DecoderCache
-from .config import ModelConfig, check_token_head, positive_int
+from .config import FFN_TYPES, POSITIONS, ModelConfig, check_token_head, choice, positive_int
 from .layers import Embeddings
 from .losses import token_cross_entropy
 from .registry import MixerFactory, register_arch
 from .stacks import Decoder, Encoder
+from .t5 import init_t5_
+
+#: Layer variants of the encoder-decoder.
+VARIANTS: tuple[str, ...] = ("transformer", "t5")
+#: Position biases added to the self-attention logits.
+POSITION_BIASES: tuple[str, ...] = ("none", "t5")
 
 __all__ = ["Seq2SeqConfig", "Seq2SeqTransformer", "build_seq2seq"]
 
@@ -38,6 +53,23 @@ class Seq2SeqConfig(ModelConfig):
         encoder_kind_options, decoder_kind_options: options for one stack's mixers, updating ``kind_options``.
         tie_embeddings: the output projection shares the (target) embedding matrix.
         label_smoothing: label smoothing of the token cross-entropy (0.1 for MT in the paper).
+        variant: ``"transformer"`` (the layer above: LayerNorm, biases, scaled dot product, embeddings scaled by
+            ``sqrt(d)``) or ``"t5"``, T5's layer as Hugging Face's ``T5ForConditionalGeneration`` computes it:
+            pre-norm RMS norms (no bias, no mean subtraction, eps 1e-6), no biases in any projection, V's dot
+            product unscaled (T5 folds ``1/sqrt(d_h)`` into Q's initialisation), unscaled embeddings, dropout also
+            on the feed-forward hidden layer and after each stack's final norm, T5's initialisation. It needs
+            ``norm="pre"``, ``positions="none"`` (positions come from ``position_bias``) and ``ffn`` ``"relu"``
+            (T5 v1.0) or ``"gated-gelu"`` (v1.1, GELU's tanh approximation). ``dropout`` is T5's
+            ``dropout_rate``; T5 also uses it for ``attention_dropout``.
+        position_bias: ``"none"`` or ``"t5"``: T5's bucketed relative position bias, one table per stack
+            (bidirectional buckets in the encoder, causal ones in the decoder), computed once per forward and
+            added to the self-attention logits of every layer of the stack, whatever its kind (in a mixture, to
+            the mixed logits); none in cross-attention. Whole token mixers (LightConv, DynamicConv, Linformer)
+            have no logits to add it to: a ConfigError.
+        relative_attention_num_buckets, relative_attention_max_distance: T5's buckets (32) and the distance
+            from which all positions share the last bucket (128).
+        scale_decoder_outputs: multiply the decoder output by ``d^-1/2`` before the output projection (T5 v1.0,
+            whose output projection is the tied embedding; Hugging Face's ``scale_decoder_outputs``).
     """
 
     arch: ClassVar[str] = "seq2seq"
@@ -45,6 +77,8 @@ class Seq2SeqConfig(ModelConfig):
     causal_stacks: ClassVar[tuple[str, ...]] = ("decoder",)
     encoder_decoder: ClassVar[bool] = True
     legacy_fields: ClassVar[dict[str, Any]] = dict(num_classes=None, pooling="mean")
+    ffn_choices: ClassVar[tuple[str, ...]] = (*FFN_TYPES, "gated-gelu")
+    position_choices: ClassVar[tuple[str, ...]] = (*POSITIONS, "none")
 
     tgt_vocab_size: int | None = None
     n_decoder_layers: int | None = None
@@ -55,11 +89,17 @@ class Seq2SeqConfig(ModelConfig):
     decoder_kind_options: dict[str, Any] | list[dict[str, Any]] | None = None
     tie_embeddings: bool = True
     label_smoothing: float = 0.0
+    variant: str = "transformer"
+    position_bias: str = "none"
+    relative_attention_num_buckets: int = 32
+    relative_attention_max_distance: int = 128
+    scale_decoder_outputs: bool = False
 
     def validate_arch(self) -> None:
         from synthformer.attention import check_cross_kind
 
         check_token_head(self)
+        self._validate_t5_settings()
         if self.tgt_vocab_size is not None:
             positive_int("tgt_vocab_size", self.tgt_vocab_size)
         if self.n_decoder_layers is not None:
@@ -70,6 +110,40 @@ class Seq2SeqConfig(ModelConfig):
             check_cross_kind(self.cross_kind)
         except ValueError as err:
             raise ValueError(f"cross_kind={self.cross_kind!r}: {err}") from None
+
+    def _validate_t5_settings(self) -> None:
+        from synthformer.attention import is_whole_mixer
+
+        choice("variant", self.variant, VARIANTS)
+        choice("position_bias", self.position_bias, POSITION_BIASES)
+        positive_int("relative_attention_num_buckets", self.relative_attention_num_buckets)
+        positive_int("relative_attention_max_distance", self.relative_attention_max_distance)
+        if self.relative_attention_num_buckets < 4:
+            raise ConfigError(f"relative_attention_num_buckets must be at least 4 (2 directions x exact and "
+                              f"log-spaced buckets), got {self.relative_attention_num_buckets!r}")
+        if self.relative_attention_max_distance <= self.relative_attention_num_buckets // 2:
+            raise ConfigError(f"relative_attention_max_distance must exceed relative_attention_num_buckets // 2 "
+                              f"({self.relative_attention_num_buckets // 2}), got "
+                              f"{self.relative_attention_max_distance!r}")
+        if not isinstance(self.scale_decoder_outputs, bool):
+            raise ConfigError(f"scale_decoder_outputs must be a bool, got {self.scale_decoder_outputs!r}")
+        if self.variant == "t5":
+            for name, value, needed in (("norm", self.norm, ("pre",)), ("positions", self.positions, ("none",)),
+                                        ("ffn", self.ffn, ("relu", "gated-gelu"))):
+                if value not in needed:
+                    raise ConfigError(f"{name}={value!r} is not T5's: variant='t5' needs {name} "
+                                      f"{' or '.join(repr(n) for n in needed)}")
+        elif self.ffn == "gated-gelu":
+            raise ConfigError("ffn='gated-gelu' is T5 v1.1's feed-forward network: set variant='t5' (or use "
+                              "ffn='relu' or 'conv_relu')")
+        if self.variant == "t5" or self.position_bias != "none":
+            for stack in ("encoder", "decoder"):
+                kind = getattr(self, f"{stack}_kind")
+                for k in kind if isinstance(kind, (list, tuple)) else [kind]:
+                    if isinstance(k, str) and is_whole_mixer(k):
+                        what = "variant='t5'" if self.variant == "t5" else f"position_bias={self.position_bias!r}"
+                        raise ConfigError(f"{stack}_kind={k!r} is a whole token mixer without attention logits; "
+                                          f"{what} needs attention kinds (V, R, D, R+V, ...)")
 
     @property
     def target_vocab_size(self) -> int:
@@ -109,7 +183,8 @@ class Seq2SeqTransformer(nn.Module):
         if not isinstance(config, Seq2SeqConfig):
             raise ValueError(f"Seq2SeqTransformer needs a Seq2SeqConfig (arch='seq2seq'), got arch={config.arch!r}")
         self.config = config
-        emb = (config.d_model, config.max_len, config.positions, config.dropout)
+        t5 = config.variant == "t5"
+        emb = (config.d_model, config.max_len, config.positions, config.dropout, not t5)  # T5: unscaled embeddings
         self.src_embed = Embeddings(config.vocab_size, *emb)
         if config.tgt_vocab_size is None:
             # shared vocabulary: one table (positions too), saved once
@@ -121,6 +196,10 @@ class Seq2SeqTransformer(nn.Module):
         self.lm_head = nn.Linear(config.d_model, config.target_vocab_size, bias=False)
         if config.tie_embeddings:
             self.lm_head.weight = self.tgt_embed.token.weight  # (V_tgt, d): lookup and projection share storage
+        #: T5 v1.0 scales the decoder output by d^-1/2 before its tied output projection (the embedding is N(0, 1))
+        self.output_scale = config.d_model**-0.5 if config.scale_decoder_outputs else None
+        if t5:
+            init_t5_(self, config.d_model, config.d_ff, config.n_heads)
 
     @property
     def supports_cache(self) -> bool:
@@ -140,7 +219,13 @@ class Seq2SeqTransformer(nn.Module):
     def decode(self, tgt_ids: Tensor, memory: Tensor, memory_padding_mask: Tensor | None = None) -> Tensor:
         """Full (teacher-forced) decoder pass: tgt_ids (B, T), memory (B, S, d) -> logits (B, T, V_tgt)."""
         h = self.decoder(self.tgt_embed(tgt_ids), memory=memory, memory_padding_mask=memory_padding_mask)
-        return self.lm_head(h)  # (B, T, d) -> (B, T, V_tgt)
+        return self._project(h)
+
+    def _project(self, h: Tensor) -> Tensor:
+        """The output projection of the decoder output: (B, T, d) -> (B, T, V_tgt)."""
+        if self.output_scale is not None:
+            h = h * self.output_scale
+        return self.lm_head(h)
 
     def forward(
         self,
@@ -172,7 +257,7 @@ class Seq2SeqTransformer(nn.Module):
         """Feed the next T target tokens (B, T) at positions ``cache.length ..``; returns (logits (B, T, V), cache)."""
         x = self.tgt_embed(tgt_ids, start=cache.length)  # (B, T, d)
         h, cache = self.decoder.step(x, cache)
-        return self.lm_head(h), cache
+        return self._project(h), cache
 
 
 @register_arch(Seq2SeqConfig)

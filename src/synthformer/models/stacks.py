@@ -3,6 +3,11 @@
 A stack owns its layers and, for pre-norm, the final LayerNorm (pre-norm leaves the residual stream
 un-normalized, so the stack output needs one last LayerNorm; post-norm layers already end with one).
 Embeddings and output heads belong to the models, which decide what is shared or tied.
+
+An encoder-decoder config may ask for T5's layer (``variant="t5"``: RMS norms, and dropout after the final norm
+as T5 has it) and for T5's relative position bias (``position_bias="t5"``): the stack then owns one
+:class:`~synthformer.models.t5.RelativePositionBias`, computes it once per forward (or decoding step) and passes
+the same (1, H, T, S) tensor to every layer. Configs of the other architectures have neither setting.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from .cache import DecoderCache
 from .config import ModelConfig
 from .layers import TransformerBlock
 from .registry import MixerFactory
+from .t5 import RelativePositionBias, RMSNorm
 
 __all__ = ["Decoder", "Encoder"]
 
@@ -40,9 +46,35 @@ def _blocks(config: ModelConfig, stack: str, causal: bool, cross_kind: str | Non
             cross_kind=cross_kind,
             kind_options=opts,
             mixer_factory=mixer_factory,
+            variant=_variant(config),
         )
         for kind, opts in zip(kinds, options, strict=True)
     )
+
+
+def _variant(config: ModelConfig) -> str:
+    """The layer variant (only the encoder-decoder's config has the setting)."""
+    return getattr(config, "variant", "transformer")
+
+
+def _final_norm(config: ModelConfig) -> nn.Module:
+    """What ends a stack: T5's RMS norm, a LayerNorm after pre-norm layers, nothing after post-norm."""
+    if _variant(config) == "t5":
+        return RMSNorm(config.d_model)
+    return nn.LayerNorm(config.d_model) if config.norm == "pre" else nn.Identity()
+
+
+def _final_dropout(config: ModelConfig) -> nn.Module:
+    """T5 applies dropout to a stack's output too (after the final norm); the Transformer does not."""
+    return nn.Dropout(config.dropout) if _variant(config) == "t5" else nn.Identity()
+
+
+def _position_bias(config: ModelConfig, bidirectional: bool) -> RelativePositionBias | None:
+    """The stack's relative position bias table, when the config asks for one."""
+    if getattr(config, "position_bias", "none") != "t5":
+        return None
+    return RelativePositionBias(config.n_heads, config.relative_attention_num_buckets,
+                                config.relative_attention_max_distance, bidirectional)
 
 
 class Encoder(nn.Module):
@@ -54,12 +86,16 @@ class Encoder(nn.Module):
     def __init__(self, config: ModelConfig, mixer_factory: MixerFactory | None = None) -> None:
         super().__init__()
         self.layers = _blocks(config, "encoder", causal=False, cross_kind=None, mixer_factory=mixer_factory)
-        self.final_norm = nn.LayerNorm(config.d_model) if config.norm == "pre" else nn.Identity()
+        self.final_norm = _final_norm(config)
+        self.final_dropout = _final_dropout(config)
+        self.relative_bias = _position_bias(config, bidirectional=True)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
+        length = x.shape[1]
+        bias = None if self.relative_bias is None else self.relative_bias(length, length)  # (1, H, L, L)
         for layer in self.layers:
-            x = layer(x, padding_mask=padding_mask)
-        return self.final_norm(x)
+            x = layer(x, padding_mask=padding_mask, position_bias=bias)
+        return self.final_dropout(self.final_norm(x))
 
 
 class Decoder(nn.Module):
@@ -77,7 +113,13 @@ class Decoder(nn.Module):
         self.cross = cross
         cross_kind = config.cross_kind if cross else None  # only an encoder-decoder config has one
         self.layers = _blocks(config, "decoder", causal=True, cross_kind=cross_kind, mixer_factory=mixer_factory)
-        self.final_norm = nn.LayerNorm(config.d_model) if config.norm == "pre" else nn.Identity()
+        self.final_norm = _final_norm(config)
+        self.final_dropout = _final_dropout(config)
+        self.relative_bias = _position_bias(config, bidirectional=False)
+
+    def _bias(self, queries: int, start: int) -> Tensor | None:
+        """(1, H, T, start + T) relative position bias of the queries at ``start ..``, or None."""
+        return None if self.relative_bias is None else self.relative_bias(queries, start + queries, start)
 
     @property
     def supports_cache(self) -> bool:
@@ -97,10 +139,12 @@ class Decoder(nn.Module):
     ) -> Tensor:
         if self.cross and memory is None:
             raise ValueError("this decoder attends to an encoder memory: pass memory (B, S, d_model)")
+        bias = self._bias(x.shape[1], 0)
         for layer in self.layers:
             kv = layer.cross_attn.memory_kv(memory) if self.cross else None
-            x = layer(x, padding_mask=padding_mask, memory_kv=kv, memory_padding_mask=memory_padding_mask)
-        return self.final_norm(x)
+            x = layer(x, padding_mask=padding_mask, memory_kv=kv, memory_padding_mask=memory_padding_mask,
+                      position_bias=bias)
+        return self.final_dropout(self.final_norm(x))
 
     def init_cache(
         self,
@@ -124,7 +168,9 @@ class Decoder(nn.Module):
         """Process the next T positions: x (B, T, d) embedded at positions ``cache.length ..``; returns
         ((B, T, d), cache) with ``cache.length`` advanced by T."""
         start = cache.length
+        bias = self._bias(x.shape[1], start)
         for layer, layer_cache in zip(self.layers, cache.layers, strict=True):
-            x, _ = layer(x, memory_padding_mask=cache.memory_padding_mask, cache=layer_cache, start=start)
+            x, _ = layer(x, memory_padding_mask=cache.memory_padding_mask, cache=layer_cache, start=start,
+                         position_bias=bias)
         cache.length = start + x.shape[1]
-        return self.final_norm(x), cache
+        return self.final_dropout(self.final_norm(x)), cache

@@ -9,6 +9,10 @@ does not hold are newly initialised and listed (in the log and in ``RUN/init_fro
 setup (the same encoder-decoder, text-to-text) the list is empty. A parameter with another shape, or one in the
 checkpoint that the model lacks, is an error naming the parameter and both shapes.
 
+One change of the model is allowed besides: a self-attention kind may grow into a mixture that contains it (a T5
+run's ``V`` into ``R+V``); see :mod:`.grow` for how the mixture starts so that the output at step 0 is the
+pretrained model's.
+
 A fresh run is initialised this way, and so is a ``--resume`` of one that stopped before its first checkpoint;
 otherwise ``--resume`` continues from the run's own checkpoint. ``init_from`` may not be the run's own directory.
 """
@@ -20,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from safetensors import safe_open
-from safetensors.torch import load_model
+from safetensors.torch import load_file, load_model
 from torch import nn
 
 from synthformer.data import Tokenizer, load_tokenizer
@@ -28,6 +32,7 @@ from synthformer.models import ModelConfig
 from synthformer.train import ConfigError, RunDir, RunError
 from synthformer.train.checkpoint import MODEL_FILE, STATE_FILE, read_trainer_state, shape_mismatches
 
+from .grow import GROWABLE_FIELDS, grown_layers, growth_record, rename_grown_keys, start_grown_mixtures_
 from .loading import read_model_config
 
 if TYPE_CHECKING:
@@ -51,10 +56,13 @@ class InitReport:
     step: int
     loaded: int
     newly_initialised: list[str] = field(default_factory=list)
+    #: self-attention layers grown into mixtures: name -> {"kind": the mixture, "pretrained_part": its old kind}
+    grown: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"init_from": self.source, "checkpoint": self.checkpoint, "step": self.step,
-                "loaded_tensors": self.loaded, "newly_initialised": self.newly_initialised}
+        out = {"init_from": self.source, "checkpoint": self.checkpoint, "step": self.step,
+               "loaded_tensors": self.loaded, "newly_initialised": self.newly_initialised}
+        return {**out, "grown": self.grown} if self.grown else out
 
 
 def _run_dir(path: str) -> RunDir:
@@ -97,9 +105,14 @@ def check_pretrained_model(run: RunConfig, model_config: ModelConfig) -> None:
     if saved.arch != model_config.arch:
         raise ConfigError(f"init_from: {rd.path} holds an arch={saved.arch!r} model, but task.type "
                           f"{run.task.type!r} trains arch={model_config.arch!r}")
+    try:
+        grows = bool(grown_layers(saved, model_config))
+    except ConfigError:  # a kind changed in a way growing does not cover: named below with the other differences
+        grows = False
+    free = FREE_FIELDS | (GROWABLE_FIELDS if grows else frozenset())
     theirs, ours = saved.to_dict(), model_config.to_dict()
     diffs = [f"model.{key}: pretrained {theirs.get(key)!r}, this run {ours.get(key)!r}"
-             for key in sorted(set(theirs) | set(ours)) if key not in FREE_FIELDS and theirs.get(key) != ours.get(key)]
+             for key in sorted(set(theirs) | set(ours)) if key not in free and theirs.get(key) != ours.get(key)]
     if diffs:
         raise ConfigError(f"init_from: the model differs from the pretrained one in {rd.path} "
                           f"({'; '.join(diffs)}); set these model settings as the pretrained run had them")
@@ -116,19 +129,42 @@ def load_pretrained_weights(run: RunConfig, model: nn.Module) -> InitReport:
     ckpt = rd.latest_checkpoint()
     assert ckpt is not None
     file = ckpt / MODEL_FILE
-    wrong = shape_mismatches(file, model)
-    if wrong:
-        raise ConfigError(f"init_from: parameter shapes differ from {file} ({'; '.join(wrong)})")
-    missing, unexpected = load_model(model, str(file), strict=False)
+    grown = grown_layers(read_model_config(rd), model.config) if isinstance(
+        getattr(model, "config", None), ModelConfig) else {}
+    if grown:
+        missing, unexpected = _load_grown(model, file, grown)
+    else:
+        wrong = shape_mismatches(file, model)
+        if wrong:
+            raise ConfigError(f"init_from: parameter shapes differ from {file} ({'; '.join(wrong)})")
+        missing, unexpected = load_model(model, str(file), strict=False)
     if unexpected:
         raise ConfigError(f"init_from: {file} holds tensors this model has no place for: {', '.join(unexpected)}")
     step = read_trainer_state(ckpt / STATE_FILE)["step"]
     with safe_open(str(file), framework="pt") as f:
         loaded = len(list(f.keys()))
-    report = InitReport(str(rd.path), str(ckpt), step, loaded, sorted(missing))
+    report = InitReport(str(rd.path), str(ckpt), step, loaded, sorted(missing), growth_record(model, grown))
     if missing:
         logger.warning("init_from: %d parameter(s) newly initialised (not in the checkpoint): %s", len(missing),
                        ", ".join(sorted(missing)))
     logger.info("init_from: %d tensors from %s (step %d); newly initialised: %s", loaded, ckpt, step,
                 ", ".join(sorted(missing)) or "none")
     return report
+
+
+def _load_grown(model: nn.Module, file, grown: dict[str, int]) -> tuple[list[str], list[str]]:
+    """Load a checkpoint into a model whose kinds grew (the pretrained parts' tensors renamed into the mixtures),
+    then start the mixtures at the pretrained function; return (newly initialised, unexpected) names."""
+    state = rename_grown_keys(load_file(str(file)), grown)
+    ours = model.state_dict()
+    wrong = [f"{k}: checkpoint {list(t.shape)}, model {list(ours[k].shape)}" for k, t in state.items()
+             if k in ours and t.shape != ours[k].shape]
+    if wrong:
+        raise ConfigError(f"init_from: parameter shapes differ from {file} ({'; '.join(wrong)})")
+    unexpected = sorted(set(state) - set(ours))
+    loaded_storage = {ours[k].data_ptr() for k in state if k in ours}
+    # a tied tensor is stored once: its other names (tgt_embed, lm_head) share the loaded storage
+    missing = [k for k, t in ours.items() if k not in state and t.data_ptr() not in loaded_storage]
+    model.load_state_dict({**ours, **{k: t for k, t in state.items() if k in ours}}, strict=True)
+    start_grown_mixtures_(model, grown)
+    return missing, unexpected
