@@ -16,6 +16,9 @@ Each response is one example (:class:`~synthformer.data.dialogue.Exchange`): the
 and the ``task.options.history`` turns before the response (default 4; null: all), with speaker separators as
 special tokens (:mod:`synthformer.data.dialogue_dataset`); the target is the response.
 
+``synthformer prepare`` stores each exchange with its unfitted source (separators inline), fitted to ``max_len``
+when read: the in-memory path's examples from memory-mapped shards (:mod:`.dialogue_prepared`).
+
 Metrics: ``loss`` / ``perplexity`` (teacher forcing) and, on decoded responses, ``bleu`` (``bleu_1`` ..
 ``bleu_4``), ``meteor``, ``rouge_l``, ``cider`` (CIDEr-D) and ``distinct`` (``distinct_1``, ``distinct_2``),
 computed as nlg-eval computes them (:mod:`synthformer.tasks.metrics.dialogue`; METEOR needs Java and is skipped
@@ -144,8 +147,9 @@ class DialogueGeneration(SequenceToSequence):
 
     def encode_prepared(self, tokenizer: Tokenizer, records: Sequence[tuple[str, ...]], fields: int,
                         add_eos: bool) -> list[list[list[int]]]:
-        if not isinstance(tokenizer, SentinelTokenizer):
-            raise ConfigError(f"the dialogue type needs a tokenizer with speaker separators, got {tokenizer!r}")
+        if not isinstance(tokenizer, SentinelTokenizer) or tokenizer.num_sentinels < SPEAKER_TOKENS:
+            raise ConfigError(f"the dialogue type needs a tokenizer with {SPEAKER_TOKENS} speaker separators "
+                              f"(sentinels), got {tokenizer!r}")
         return encode_exchanges(tokenizer, records)  # type: ignore[arg-type]  # prepared_examples' records
 
     def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
