@@ -1,10 +1,12 @@
 """Training from a bad prepared corpus (issue 32, ``task.prepared``): a shard truncated since prepare, a source
-changed or gone since prepare (found by ``stat`` alone), a corpus made for another task type, and a config that
-names data files besides the corpus. Each fails at start in one line naming the file or key and what to do; the
-corpus comes out unchanged and no run directory appears."""
+changed or gone since prepare (found by ``stat`` alone), a corpus made for another task type, a config that
+names data files besides the corpus, and a dialogue run whose history window is not the corpus's. Each fails at
+start in one line naming the file or key and what to do; the corpus comes out unchanged and no run directory
+appears."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +30,25 @@ def _train(damage: Callable[[Env, Path], None] = lambda env, folder: None, **tas
             "model": {**TINY_MODEL, "decoder_kind": "R+V"}, "train": dict(TINY_TRAIN)})
         return ["train", config, "--run-dir", env.fresh_run("run"), "--no-progress"]
     return argv
+
+
+def _dialogue_other_history(env: Env) -> list[Any]:
+    """``train`` with ``task.options.history`` 3 on dialogue exchanges prepared with a history of 2 turns."""
+    from synthformer.common.config import from_dict
+    from synthformer.tasks import TaskConfig
+    from synthformer.tasks.preparing import prepare_corpus
+
+    chats = env.write("data/chats.jsonl", "".join(
+        json.dumps({"persona": ["i like to ski."], "turns": ["hi !", f"hello {n}", "how are you ?", "fine ."]}) + "\n"
+        for n in range(8)))
+    task: dict[str, Any] = {"type": "dialogue", "valid_fraction": 0.25, "tokenizer": "word", "max_len": 24}
+    folder = env.tmp / "prep-dialogue"
+    prepare_corpus(from_dict(TaskConfig, {**task, "train": str(chats), "options": {"history": 2}}), folder)
+    env.watched.append(folder)
+    config = write_yaml(env.tmp / "train.yaml", {
+        "task": {**task, "prepared": str(folder), "options": {"history": 3}},
+        "model": dict(TINY_MODEL), "train": dict(TINY_TRAIN)})
+    return ["train", config, "--run-dir", env.fresh_run("run"), "--no-progress"]
 
 
 def _truncate(env: Env, folder: Path) -> None:
@@ -54,4 +75,6 @@ PREPARED_TRAIN_CASES: list[Case] = [
          "task.prepared", "prepared for task.type 'lm'", "prepare it again"),
     case(TRAINING, "train-prepared-and-files", _train(train="corpus.txt"), "task.prepared",
          "add task.train=null"),
+    case(TRAINING, "train-prepared-dialogue-other-history", _dialogue_other_history, "task.options.history: 3",
+         "holds exchanges with history 2", "set task.options.history=2 or prepare again"),
 ]

@@ -304,7 +304,8 @@ def test_the_tokenizer_sample_is_bounded(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_types_that_cannot_be_prepared_say_so(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="'dialogue' data cannot be prepared"):
-        prepare_corpus(_task(type="dialogue", train=str(tmp_path / "x.txt"), valid_fraction=0.2), tmp_path / "o")
+    with pytest.raises(ConfigError, match="'classification' data cannot be prepared .*supports .*dialogue"):
+        prepare_corpus(_task(type="classification", train=str(tmp_path / "x.txt"), valid_fraction=0.2),
+                       tmp_path / "o")
     with pytest.raises(ConfigError, match="task.valid: prepare needs a validation split"):
         prepare_corpus(_task(type="lm", train=_c4(tmp_path / "c4", files=1)), tmp_path / "o")

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from synthformer.data.batching import OVERFLOW_POLICIES, LengthReport, Seq2SeqCollator, Seq2SeqItems
 from synthformer.data.dialogue import Exchange
 from synthformer.data.sentinels import SentinelTokenizer
+from synthformer.data.streamed import PairsDataset
 
-__all__ = ["PARTNER", "PERSONA", "SELF", "SPEAKER_TOKENS", "DialogueDataset", "encode_source"]
+__all__ = ["PARTNER", "PERSONA", "SELF", "SPEAKER_TOKENS", "DialogueDataset", "PreparedDialogueDataset",
+           "encode_source", "fit_stored_source"]
 
 #: Sentinel numbers of the speaker separators.
 PERSONA, PARTNER, SELF = 0, 1, 2
@@ -39,6 +42,12 @@ def _segments(tokenizer: SentinelTokenizer, exchange: Exchange) -> tuple[list[st
     # the last history turn is the partner's; speakers alternate backwards from it
     tags = [PERSONA] * len(exchange.persona) + [PARTNER if (n - 1 - j) % 2 == 0 else SELF for j in range(n)]
     return texts, [tokenizer.sentinel_id(t) for t in tags]
+
+
+def _check_tokenizer(tokenizer: SentinelTokenizer) -> None:
+    if not isinstance(tokenizer, SentinelTokenizer) or tokenizer.num_sentinels < SPEAKER_TOKENS:
+        raise ValueError(f"dialogue data needs a tokenizer with {SPEAKER_TOKENS} speaker separators (sentinels), "
+                         f"got {tokenizer!r}")
 
 
 def _fit(persona: list[int], history: list[int], budget: int) -> tuple[list[int], bool]:
@@ -60,13 +69,28 @@ def encode_source(tokenizer: SentinelTokenizer, exchange: Exchange, max_src_len:
     n_persona = len(exchange.persona)
     persona = [i for seg in ids[:n_persona] for i in seg]
     history = [i for seg in ids[n_persona:] for i in seg]
+    return _fit_with_eos(persona, history, max_src_len, tokenizer.eos_id)
+
+
+def _fit_with_eos(persona: list[int], history: list[int], max_src_len: int | None,
+                  eos_id: int) -> tuple[list[int], bool]:
     budget = None if max_src_len is None else max_src_len - 1
     if budget is None:
-        return persona + history + [tokenizer.eos_id], False
+        return persona + history + [eos_id], False
     if budget < 1:
         raise ValueError(f"max_src_len {max_src_len} leaves no room for the source next to <eos>")
     fitted, cut = _fit(persona, history, budget)
-    return fitted + [tokenizer.eos_id], cut
+    return fitted + [eos_id], cut
+
+
+def fit_stored_source(tokenizer: SentinelTokenizer, ids: Sequence[int], max_src_len: int | None) -> list[int]:
+    """:func:`encode_source`'s result from the source it builds without a limit, minus its ``<eos>`` (what a
+    prepared corpus stores): the persona segments are the ids before the first ``<partner>`` / ``<self>``
+    separator (sentinel ids: no text produces them), the history the rest."""
+    history_tags = {tokenizer.sentinel_id(PARTNER), tokenizer.sentinel_id(SELF)}
+    ids = [int(i) for i in ids]
+    start = next((k for k, i in enumerate(ids) if i in history_tags), len(ids))
+    return _fit_with_eos(ids[:start], ids[start:], max_src_len, tokenizer.eos_id)[0]
 
 
 class DialogueDataset(Seq2SeqItems):
@@ -86,9 +110,7 @@ class DialogueDataset(Seq2SeqItems):
         overflow = overflow or "truncate"
         if overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, got {overflow!r}")
-        if not isinstance(tokenizer, SentinelTokenizer) or tokenizer.num_sentinels < SPEAKER_TOKENS:
-            raise ValueError(f"dialogue data needs a tokenizer with {SPEAKER_TOKENS} speaker separators (sentinels), "
-                             f"got {tokenizer!r}")
+        _check_tokenizer(tokenizer)
         segments = [_segments(tokenizer, e)[0] for e in exchanges]
         flat = tokenizer.encode_batch([t for texts in segments for t in texts])  # one batch: fast tokenizers
         responses = tokenizer.encode_batch([e.response for e in exchanges])
@@ -115,3 +137,29 @@ class DialogueDataset(Seq2SeqItems):
         self.length_report.log("dialogue dataset")
         self.lengths: list[int] = [max(s.numel(), t.numel() - 1) for s, t in self._items]
         self._collator = Seq2SeqCollator(tokenizer.pad_id, tokenizer.pad_id)
+
+
+class PreparedDialogueDataset(PairsDataset):
+    """Exchanges of a prepared corpus (``synthformer prepare``, ``pairs`` layout: ``source`` = the source
+    :func:`encode_source` builds without a limit, speaker separators inline and no ``<eos>``; ``target`` = the
+    response), read by position: item for item :class:`DialogueDataset`'s items on the same exchanges and
+    settings. The source is fitted to ``max_src_len`` when read (:func:`fit_stored_source`), so ``max_len`` stays
+    a training setting; the lengths (what ``overflow`` cuts or skips) are :class:`PairsDataset`'s, which equal
+    :class:`DialogueDataset`'s: a source is cut when its ids and ``<eos>`` exceed ``max_src_len``.
+
+    Args:
+        splits: ``PreparedSplit`` objects with fields ``source`` and ``target``.
+        tokenizer: the corpus's tokenizer, with at least :data:`SPEAKER_TOKENS` sentinels.
+        max_src_len, max_tgt_len, overflow: as for :class:`DialogueDataset`.
+    """
+
+    def __init__(self, splits: Sequence[object], tokenizer: SentinelTokenizer, max_src_len: int, max_tgt_len: int,
+                 overflow: str | None = "truncate") -> None:
+        _check_tokenizer(tokenizer)
+        self.tokenizer = tokenizer
+        super().__init__(splits, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
+                         max_src_len=max_src_len, max_tgt_len=max_tgt_len, overflow=overflow)
+
+    def source_ids(self, source: np.ndarray) -> np.ndarray:
+        """``src_ids`` (S,): the stored source fitted as :func:`encode_source` fits it, then ``<eos>``."""
+        return np.asarray(fit_stored_source(self.tokenizer, source.tolist(), self.max_src_len), dtype=np.int64)

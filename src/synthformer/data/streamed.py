@@ -140,9 +140,14 @@ class PairsDataset(Dataset[dict[str, Tensor]]):
         doc = position - int(self.starts[k])
         return self.splits[k].document(doc, "source"), self.splits[k].document(doc, "target")
 
+    def source_ids(self, source: np.ndarray) -> np.ndarray:
+        """``src_ids`` (S,) of a stored source: its first ``max_src_len - 1`` ids and ``<eos>`` (a subclass fits
+        sources its own way, with the same lengths: the length report counts ``len(source) + 1 > max_src_len``)."""
+        return np.append(np.asarray(source[: self.max_src_len - 1], dtype=np.int64), self.eos_id)
+
     def __getitem__(self, index: int) -> dict[str, Tensor]:
         source, target = self.texts(int(self.indices[index]))
-        src = np.append(np.asarray(source[: self.max_src_len - 1], dtype=np.int64), self.eos_id)
+        src = self.source_ids(source)
         full = np.concatenate([[self.bos_id], np.asarray(target[: self.max_full - 2], dtype=np.int64),
                                [self.eos_id]]).astype(np.int64)
         full_t = torch.from_numpy(full)

@@ -19,7 +19,7 @@ configuration's types, for the hooks' signatures.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -226,6 +226,14 @@ class TaskType:
         the texts the in-memory path builds for it, one per layout field; ``position`` names the example within
         the source (its line). Used for the ``pairs`` layout."""
         raise ConfigError(f"task.type: {self.name!r} data cannot be prepared from files (no prepared_examples)")
+
+    def encode_prepared(self, tokenizer: Tokenizer, records: Sequence[tuple[str, ...]], fields: int,
+                        add_eos: bool) -> list[list[list[int]]]:
+        """The ids prepare stores for each of ``records`` (the texts the files or :meth:`prepared_examples` gave),
+        one list per layout field (``fields`` of them). The default: each field's text encoded in one batch per
+        field; a type whose stored ids are not one text each (dialogue's speaker separators) builds them here."""
+        columns = [tokenizer.encode_batch([r[i] for r in records], add_eos=add_eos) for i in range(fields)]
+        return [[column[row] for column in columns] for row in range(len(records))]
 
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:

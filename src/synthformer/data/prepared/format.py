@@ -8,9 +8,9 @@ A prepared folder (written by ``synthformer prepare``, read by :class:`~synthfor
     DIR/<split>-<k:05d>.<field>.idx.npy   int64 offsets into that .bin: documents + 1 entries, the first 0
 
 Layouts: ``"documents"`` (one field, ``text``; every document ends with the tokenizer's ``eos_id``, T5's packing
-convention) and ``"pairs"`` (fields ``source`` and ``target``: the plain token ids of each text, no special
-tokens: the datasets frame them as the in-memory path does). Nothing here imports the rest of synthformer's data
-code: the reader and the writer share these helpers.
+convention) and ``"pairs"`` (fields ``source`` and ``target``: the plain token ids of each text, no ``<bos>`` /
+``<eos>``: the datasets frame them as the in-memory path does; a dialogue source holds its speaker separators).
+Nothing here imports the rest of synthformer's data code: the reader and the writer share these helpers.
 """
 
 from __future__ import annotations

@@ -83,11 +83,11 @@ class _Progress:
 def _encode(tok: Tokenizer, ctx: Context, batch: list[tuple[str, tuple[str, ...]]],
             writers: dict[str, ShardWriter], make: Callable[[str], ShardWriter]) -> None:
     eos = ctx.layout == "documents"
-    columns = [tok.encode_batch([texts[i] for _, texts in batch], add_eos=eos) for i in range(len(ctx.fields))]
-    for row, (split, _) in enumerate(batch):
+    rows = ctx.task.task_type.encode_prepared(tok, [texts for _, texts in batch], len(ctx.fields), eos)
+    for (split, _), ids in zip(batch, rows, strict=True):
         if split not in writers:
             writers[split] = make(split)
-        writers[split].add([column[row] for column in columns])
+        writers[split].add(ids)
 
 
 def process_unit(ctx: Context, unit: Unit, report: Report | None = None) -> dict[str, Any]:

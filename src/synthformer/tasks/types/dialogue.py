@@ -16,6 +16,9 @@ Each response is one example (:class:`~synthformer.data.dialogue.Exchange`): the
 and the ``task.options.history`` turns before the response (default 4; null: all), with speaker separators as
 special tokens (:mod:`synthformer.data.dialogue_dataset`); the target is the response.
 
+``synthformer prepare`` stores each exchange with its unfitted source (separators inline), fitted to ``max_len``
+when read: the in-memory path's examples from memory-mapped shards (:mod:`.dialogue_prepared`).
+
 Metrics: ``loss`` / ``perplexity`` (teacher forcing) and, on decoded responses, ``bleu`` (``bleu_1`` ..
 ``bleu_4``), ``meteor``, ``rouge_l``, ``cider`` (CIDEr-D) and ``distinct`` (``distinct_1``, ``distinct_2``),
 computed as nlg-eval computes them (:mod:`synthformer.tasks.metrics.dialogue`; METEOR needs Java and is skipped
@@ -29,6 +32,7 @@ turns separated by ``__eou__``; the output is the response to the last turn.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -43,6 +47,7 @@ from ..contract import Generated, GenerateOptions, RawData
 from ..metrics.dialogue import DIALOGUE_METRICS, dialogue_scores
 from ..registry import register_task_type
 from ..sources import finish_example_splits, hold_out, read_file_splits
+from .dialogue_prepared import encode_exchanges, prepared_dialogue_dataset, prepared_exchanges
 from .seq2seq import SequenceToSequence
 from .seq2seq_decoding import evaluate_decoded
 
@@ -97,7 +102,8 @@ class DialogueGeneration(SequenceToSequence):
     reads = frozenset({"max_target_len", "test_fraction"})
     option_defaults = {"history": 4}
     decoded_metrics = DIALOGUE_METRICS
-    prepared_layout = None  # sources are built from persona and history with speaker tokens: not prepared yet
+    #: the source with its speaker separators inline, fitted to max_len when read (:mod:`.dialogue_prepared`)
+    prepared_layout = "pairs"
 
     def check_config(self, task: TaskConfig) -> None:
         _history(task)
@@ -135,6 +141,22 @@ class DialogueGeneration(SequenceToSequence):
     def training_texts(self, raw: RawData) -> list[str]:
         return [text for d in raw.splits["train"] for text in (*d.persona, *d.turns)]
 
+    # -- prepared corpora -------------------------------------------------------------------------------
+    def prepared_examples(self, task: TaskConfig, source: str) -> Iterable[tuple[int, tuple[str, ...]]]:
+        return prepared_exchanges(task, source, _history(task))
+
+    def encode_prepared(self, tokenizer: Tokenizer, records: Sequence[tuple[str, ...]], fields: int,
+                        add_eos: bool) -> list[list[list[int]]]:
+        if not isinstance(tokenizer, SentinelTokenizer) or tokenizer.num_sentinels < SPEAKER_TOKENS:
+            raise ConfigError(f"the dialogue type needs a tokenizer with {SPEAKER_TOKENS} speaker separators "
+                              f"(sentinels), got {tokenizer!r}")
+        return encode_exchanges(tokenizer, records)  # type: ignore[arg-type]  # prepared_examples' records
+
+    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
+                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
+        default = self.option_defaults["history"]
+        return prepared_dialogue_dataset(run, corpus, split, tokenizer, _history(run.task), default), None
+
     def finish_tokenizer(self, task: TaskConfig, tokenizer: Tokenizer) -> Tokenizer:
         try:  # the speaker separators: the first sentinels (T5's own with the sentencepiece kind)
             return with_sentinels(tokenizer, SPEAKER_TOKENS)
@@ -159,6 +181,9 @@ class DialogueGeneration(SequenceToSequence):
         wanted = [n for n in names if n in DIALOGUE_METRICS]
 
         def references() -> list[str]:
+            decoded = getattr(dataset, "raw_examples", None)  # a prepared corpus: the stored responses, decoded
+            if decoded is not None:
+                return [decoded[i][1] for i in dataset.indices]
             exchanges = dialogue_exchanges(data.raw.splits[split], _history(run.task))
             return [exchanges[i].response for i in dataset.indices]  # skipped-for-length ones excluded
 
