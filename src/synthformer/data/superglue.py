@@ -203,6 +203,9 @@ def mark_pronoun(text: str, pronoun: str, index: int, where: Where, line: int) -
 
 def _wsc(task: GlueTask, record: Mapping[str, Any], where: Where, line: int,
          train: bool) -> Iterator[TextToTextExample]:
+    if "target" not in record and "span1_text" not in record:
+        raise DataError(where, line, "missing field 'target' (official layout; Hugging Face rows have 'span1_text', "
+                                     f"...) (present: {', '.join(sorted(record))})")
     spans = _typed(record, "target", dict, where, line) if "target" in record else record  # official | HF
     text = text_field(record, "text", where, line)
     referent = text_field(spans, "span1_text", where, line)
