@@ -46,6 +46,7 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -309,8 +310,15 @@ class TextToText(TaskType):
             return prepared_mixture(run, corpus, _trained(names), tokenizer), None
         groups = [(group, name) for name in names for group, _ in self._dev_sets(name)]
 
-        def records(group: str, name: str) -> list[Any]:  # the gold records MultiRC, ReCoRD, WSC, AX-g are scored on
-            return self._load(run.task, name, dict(self._dev_sets(name))[group])
+        def records(group: str, name: str) -> list[Any]:
+            # the gold records MultiRC, ReCoRD, WSC and AX-g are scored on, read again from the file the corpus was
+            # prepared from (the manifest names it; the corpus check refuses a file modified since)
+            files = [s.get("path") for s in corpus.manifest.get("sources", {}).get(f"{split}.{group}", [])]
+            if not files or not files[0]:
+                raise ConfigError(f"task.prepared: {split}.{group} was not prepared from files (Hugging Face?): "
+                                  f"scoring {name} needs its dev records; train on the files or in memory instead")
+            path = Path(files[0])
+            return read_glue_split(name, path.parent.parent, dict(self._dev_sets(name))[group])
 
         return prepared_dev_sets(run, corpus, split, groups, tokenizer, records), None
 
