@@ -31,6 +31,10 @@ def test_superglue_mixture_trains_on_tasks_with_a_training_split(tmp_path: Path)
     assert groups.count("axb") == 2 and groups.count("axg") == 2 and groups.count("wsc") == 4  # every dev example
     record = next(e for e in data.raw.splits["valid"] if e.task == "record")
     assert record.answers == ("Paris",) and record.source.startswith("record query: @placeholder is a city.")
+    # the majority reference: BoolQ, WiC, RTE 50 (ties: the first class); CB (33.3 + 16.7) / 2; MultiRC "True":
+    # F1a 80, EM 2 of 4 questions -> 65; WSC "names no candidate" 50; ReCoRD none, 0; the diagnostics left out
+    run = from_dict(RunConfig, cfg)
+    assert run.task.task_type.baseline(run, data) == ("majority label per task", pytest.approx(290 / 7))
 
 
 def test_glue_and_superglue_in_one_mixture(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from os import PathLike
 from typing import Any
 
 from synthformer.data.errors import DataError
@@ -36,7 +37,7 @@ from synthformer.data.glue_tasks import GlueTask, TextToTextExample
 
 __all__ = ["mark_pronoun", "pair_axg", "read_superglue_records", "text_field"]
 
-Where = Any  # a file path or "benchmark/name[split]"
+Where = str | PathLike[str]  # a file path or "benchmark/name[split]"
 
 
 def text_field(record: Mapping[str, Any], key: str, where: Where, line: int) -> str:
@@ -216,6 +217,7 @@ def _wsc(task: GlueTask, record: Mapping[str, Any], where: Where, line: int,
     if train and not label:  # T5 trains on the correct referents only
         return
     source = f"{task.prefix} {mark_pronoun(text, pronoun, index, where, line)}"
+    # one official referent holds a line break: targets are single lines (decoded answers are written one a line)
     yield TextToTextExample(task.name, source, referent.replace("\n", " "), label, line)
 
 
