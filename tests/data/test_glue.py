@@ -53,7 +53,9 @@ def test_task_names_and_benchmarks() -> None:
     glue = {n for n, t in GLUE_TASKS.items() if t.benchmark == "glue"}
     superglue = {n for n, t in GLUE_TASKS.items() if t.benchmark == "super_glue"}
     assert glue == {"cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli"}
-    assert superglue == {"boolq", "cb", "wic", "copa"}
+    assert superglue == {"boolq", "cb", "wic", "copa", "multirc", "record", "wsc", "super_glue_rte", "axb", "axg"}
+    assert {n for n, t in GLUE_TASKS.items() if t.eval_only} == {"axb", "axg"}
+    assert GLUE_TASKS["record"].labels is None and not GLUE_TASKS["record"].is_regression
     assert GLUE_TASKS["mnli"].dev_splits == ("dev_matched", "dev_mismatched")
     assert GLUE_TASKS["mrpc"].metrics == ("f1", "accuracy")
     assert GLUE_TASKS["cb"].metrics == ("accuracy", "f1_macro")

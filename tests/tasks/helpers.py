@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +182,47 @@ def dialogue_config(tmp: Path, **eval_: Any) -> dict[str, Any]:
         "eval": {"beam": 2, "train_decode_examples": 3, "metrics": ["loss", "bleu", "rouge_l", "cider", "distinct"],
                  **eval_},
     }
+
+
+def _jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def superglue_dir(tmp: Path) -> Path:
+    """Every SuperGLUE task but COPA in the official JSONL layout, a few made-up records each (train and val; AX-b and
+    AX-g one labelled file)."""
+    root = tmp / "superglue"
+    nli = [("A man sleeps.", "A person rests.", "entailment"), ("A dog runs.", "A cat sleeps.", "not_entailment")]
+    passage = {"text": "Ann ran home. Bob stayed.", "questions": [
+        {"question": "Who ran?", "idx": 0, "answers": [{"text": "Ann", "idx": 0, "label": 1},
+                                                       {"text": "Bob", "idx": 1, "label": 0}]},
+        {"question": "Who stayed?", "idx": 1, "answers": [{"text": "Bob", "idx": 2, "label": 1}]}]}
+    record = {"passage": {"text": "Tom met Ann in Paris.\n@highlight\nAnn left", "entities": [
+        {"start": 0, "end": 2}, {"start": 8, "end": 10}, {"start": 15, "end": 19}]},
+        "qas": [{"query": "@placeholder is a city.", "idx": 0, "answers": [{"start": 15, "end": 19, "text": "Paris"}]},
+                {"query": "@placeholder left.", "idx": 1, "answers": [{"start": 8, "end": 10, "text": "Ann"}]}]}
+    wsc = [{"text": "Ann told Bea that she won.", "target": {"span1_index": i, "span1_text": name, "span2_index": 3,
+                                                             "span2_text": "she"}, "label": label}
+           for i, name, label in ((0, "Ann", True), (2, "Bea", False))]
+    for split in ("train", "val"):
+        _jsonl(root / "BoolQ" / f"{split}.jsonl", [{"passage": "The sky is blue.", "question": "is the sky blue",
+                                                     "label": i % 2 == 0, "idx": i} for i in range(4)])
+        _jsonl(root / "CB" / f"{split}.jsonl", [{"premise": p, "hypothesis": h, "label": label, "idx": i}
+                                                 for i, (p, h, label) in enumerate(
+                                                     [(*nli[0][:2], "entailment"), (*nli[1][:2], "contradiction"),
+                                                      ("Kids play.", "Kids play ball.", "neutral")])])
+        _jsonl(root / "WiC" / f"{split}.jsonl", [{"word": "bank", "sentence1": "a river bank", "sentence2": s2,
+                                                  "label": label, "idx": i} for i, (s2, label) in
+                                                 enumerate([("the bank of the river", True), ("a bank loan", False)])])
+        _jsonl(root / "RTE" / f"{split}.jsonl", [{"premise": p, "hypothesis": h, "label": label, "idx": i}
+                                                  for i, (p, h, label) in enumerate(nli * 2)])
+        _jsonl(root / "MultiRC" / f"{split}.jsonl", [{"idx": k, "version": 1.1, "passage": passage} for k in range(2)])
+        _jsonl(root / "ReCoRD" / f"{split}.jsonl", [{**record, "idx": k} for k in range(2)])
+        _jsonl(root / "WSC" / f"{split}.jsonl", [{**row, "idx": i} for i, row in enumerate(wsc * 2)])
+    _jsonl(root / "AX-b" / "AX-b.jsonl", [{"sentence1": p, "sentence2": h, "label": label, "idx": str(i)}
+                                          for i, (p, h, label) in enumerate(nli)])
+    _jsonl(root / "AX-g" / "AX-g.jsonl", [{"premise": f"{who} slept.", "hypothesis": "Someone slept.",
+                                           "label": "entailment", "idx": i, "pair_id": i}
+                                          for i, who in enumerate(["He", "She"])])
+    return root

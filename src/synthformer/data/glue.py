@@ -7,7 +7,9 @@ The tasks, their names and the exact input and target formats are in :mod:`synth
   ``glue/RTE/dev.tsv``, ``glue/MNLI/dev_matched.tsv``. Fields are split on tabs only (no CSV quoting: MRPC and
   MNLI have unbalanced double quotes), a leading UTF-8 byte-order mark is dropped (MRPC), and columns are found
   by header name; CoLA has no header and is read by position (``source, label, original label, sentence``).
-  SuperGLUE: ``<data_dir>/<folder>/{train,val}.jsonl``, one JSON object per line with the official field names.
+  SuperGLUE: ``<data_dir>/<folder>/{train,val}.jsonl``, one JSON object per line with the official field names;
+  the diagnostics have one labelled file, their dev set (``AX-b/AX-b.jsonl``, ``AX-g/AX-g.jsonl``). MultiRC,
+  ReCoRD and WSC records are read by :mod:`synthformer.data.superglue`.
 * :func:`load_hf_glue` reads ``datasets.load_dataset("glue" | "super_glue", <name>)``.
 
 Both check every row: a wrong number of fields, a missing column or field, a label that is no class (or, STS-B, no
@@ -19,12 +21,12 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from synthformer.data.errors import DataError, json_object, read_utf8, split_lines
-from synthformer.data.glue_tasks import GLUE_TASKS, GlueTask, get_glue_task
+from synthformer.data.glue_tasks import GLUE_TASKS, GlueTask, TextToTextExample, get_glue_task
+from synthformer.data.superglue import pair_axg, read_superglue_records, text_field
 
 __all__ = [
     "GLUE_TASKS",
@@ -40,25 +42,6 @@ logger = logging.getLogger(__name__)
 
 _TEST_SPLITS = ("test", "test_matched", "test_mismatched")
 _JSONL_DEV = ("dev", "val", "validation")
-
-
-@dataclass(frozen=True)
-class TextToTextExample:
-    """One example as text in, text out.
-
-    Attributes:
-        task: the task name, e.g. ``"rte"``.
-        source: the T5 input text, e.g. ``"rte sentence1: ... sentence2: ..."``.
-        target: the verbalized label, e.g. ``"not_entailment"``, or ``"3.8"`` for STS-B.
-        label: the gold label: the class index into the task's labels, or the float score (STS-B, not rounded).
-        line: the 1-based line of the file; for Hugging Face rows, the 1-based row number.
-    """
-
-    task: str
-    source: str
-    target: str
-    label: int | float
-    line: int | None
 
 
 def _test_split_error(task: GlueTask, split: str) -> ValueError:
@@ -77,11 +60,14 @@ def glue_split_path(task: str | GlueTask, data_dir: str | Path, split: str) -> P
         raise _test_split_error(task, split)
     folder = Path(data_dir) / task.folder
     if task.benchmark == "super_glue":
+        if split == "train" and task.eval_only:
+            raise ValueError(f"{task.name}: a diagnostic set has no training split (evaluate it with a model "
+                             "trained on RTE-style data); valid: " + ", ".join(_JSONL_DEV))
         if split == "train":
             return folder / "train.jsonl"
         if split in _JSONL_DEV:
-            return folder / "val.jsonl"
-        valid = ("train",) + _JSONL_DEV
+            return folder / f"{task.dev_splits[0]}.jsonl"
+        valid = (() if task.eval_only else ("train",)) + _JSONL_DEV
     else:
         if split == "train":
             return folder / "train.tsv"
@@ -114,11 +100,15 @@ def read_glue_split(task: str | GlueTask, data_dir: str | Path, split: str) -> l
     path = glue_split_path(task, data_dir, split)
     if not path.exists():  # a folder (or unreadable file) in its place: read_utf8 says so
         layout = "<folder>/{train,val}.jsonl" if task.benchmark == "super_glue" else "<folder>/<split>.tsv"
+        layout = f"<folder>/{path.name}" if task.eval_only else layout
         raise DataError(path, None, f"file not found (expected the official {task.benchmark} layout "
                                     f"{Path(data_dir) / layout} with folder {task.folder!r})")
     text = read_utf8(path).removeprefix("\ufeff")
     lines = split_lines(text)
-    if task.benchmark == "super_glue":
+    if task.scoring in ("multirc", "record", "wsc"):
+        records = ((number, json_object(line, path, number)) for number, line in enumerate(lines, start=1))
+        examples = read_superglue_records(task, records, path, split)
+    elif task.benchmark == "super_glue":
         examples = _read_jsonl(task, path, lines)
     else:
         examples = _read_tsv(task, path, lines)
@@ -184,24 +174,21 @@ def _score(value: float, where: str | Path, line: int) -> float:
 
 
 def _read_jsonl(task: GlueTask, path: Path, lines: list[str]) -> list[TextToTextExample]:
-    examples = []
+    examples, hypotheses = [], []
     for number, line in enumerate(lines, start=1):
         record = json_object(line, path, number)
-        values = {key: _field(record, key, path, number) for key in task.inputs}
+        values = _values(task, record, path, number)
         if "label" not in record:
             raise DataError(path, number, "missing field 'label' (test files have no labels)")
         label = _json_label(task, record["label"], path, number)
         examples.append(_example(task, values, label, path, number))
-    return examples
+        hypotheses.append(values.get("hypothesis", ""))
+    return pair_axg(examples, hypotheses, path) if task.scoring == "axg" else examples
 
 
-def _field(record: dict[str, Any], key: str, where: str | Path, line: int) -> str:
-    if key not in record:
-        raise DataError(where, line, f"missing field {key!r} (present: {', '.join(sorted(record))})")
-    value = record[key]
-    if not isinstance(value, str):
-        raise DataError(where, line, f"field {key!r} must be a string, got {type(value).__name__}")
-    return value
+def _values(task: GlueTask, record: Any, where: str | Path, line: int) -> dict[str, str]:
+    """The input texts of a flat record, by input name (read from :attr:`GlueTask.fields`)."""
+    return {key: text_field(record, field, where, line) for key, field in zip(task.inputs, task.fields, strict=True)}
 
 
 def _json_label(task: GlueTask, raw: Any, where: str | Path, line: int) -> int | float:
@@ -232,6 +219,10 @@ def _example(task: GlueTask, values: dict[str, str], label: int | float, where: 
 
 
 def _hf_split(task: GlueTask, split: str) -> str:
+    if task.eval_only:  # the diagnostics' labelled rows are Hugging Face's "test" split
+        if split == "train":
+            raise ValueError(f"{task.name}: a diagnostic set has no training split; use 'dev'")
+        return "test" if split in _JSONL_DEV + ("test",) else split
     if split in _TEST_SPLITS:
         raise _test_split_error(task, split)
     if task.name == "mnli" and split in ("dev", "dev_matched", "validation"):
@@ -278,9 +269,15 @@ def load_hf_glue(task: str | GlueTask, split: str, *, path: str | None = None,
     logger.info("loading Hugging Face data set %s/%s, split %s", dataset_path, task.hub_name, hf_split)
     rows = datasets.load_dataset(dataset_path, task.hub_name, split=hf_split, **load_kwargs)
     where = f"{dataset_path}/{task.hub_name}[{hf_split}]"
-    examples = []
+    if task.scoring in ("multirc", "record", "wsc"):
+        examples = read_superglue_records(task, enumerate(rows, start=1), where, split)
+        if not examples:
+            raise DataError(where, None, "no examples in the split")
+        return examples
+    examples, hypotheses = [], []
     for number, record in enumerate(rows, start=1):
-        values = {key: _field(record, key, where, number) for key in task.inputs}
+        values = _values(task, record, where, number)
+        hypotheses.append(values.get("hypothesis", ""))
         if "label" not in record:
             raise DataError(where, number, "missing field 'label'")
         raw = record["label"]
@@ -290,4 +287,4 @@ def load_hf_glue(task: str | GlueTask, split: str, *, path: str | None = None,
         examples.append(_example(task, values, _json_label(task, raw, where, number), where, number))
     if not examples:
         raise DataError(where, None, "no examples in the split")
-    return examples
+    return pair_axg(examples, hypotheses, where) if task.scoring == "axg" else examples

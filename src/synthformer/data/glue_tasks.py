@@ -1,9 +1,11 @@
 """The GLUE and SuperGLUE tasks as text-to-text problems, in the format of T5 (Raffel et al. 2020).
 
 Each task is a :class:`GlueTask` in :data:`GLUE_TASKS`, keyed by its name. The names are T5's task prefixes:
-GLUE ``cola sst2 mrpc qqp stsb mnli qnli rte wnli`` and SuperGLUE ``boolq cb wic copa``. They are all distinct, so
-the SuperGLUE ones carry no prefix; :attr:`GlueTask.benchmark` tells the two benchmarks apart. SuperGLUE's RTE is
-GLUE's RTE data and is not listed twice.
+GLUE ``cola sst2 mrpc qqp stsb mnli qnli rte wnli`` and SuperGLUE ``boolq cb wic copa multirc record wsc``, plus
+three SuperGLUE tasks cast as RTE (T5's ``glue_utils``): ``super_glue_rte`` (SuperGLUE's copy of RTE, its JSONL
+files and field names), and the diagnostics ``axb`` and ``axg`` (eval-only: no training split; they are scored from a
+model trained on RTE-style data). Their input prefix (:attr:`GlueTask.prefix`) is ``rte``, as in T5.
+:attr:`GlueTask.benchmark` tells the two benchmarks apart.
 
 Input text (``source``) is the task name followed by ``key: value`` for each input field, in this order, joined
 with single spaces; the values are the data set's text as it is (not stripped)::
@@ -21,14 +23,18 @@ with single spaces; the values are the data set's text as it is (not stripped)::
     cb      "cb hypothesis: {hypothesis} premise: {premise}"
     wic     "wic sentence1: {sentence1} sentence2: {sentence2} word: {word}"
     copa    "copa choice1: {choice1} choice2: {choice2} premise: {premise} question: {question}"
+    super_glue_rte, axg  "rte hypothesis: {hypothesis} premise: {premise}"
+    axb     "rte hypothesis: {sentence2} premise: {sentence1}"
 
-(COPA's ``question`` is ``cause`` or ``effect``.) Targets are the class names, in class-index order:
+(COPA's ``question`` is ``cause`` or ``effect``.) MultiRC, ReCoRD and WSC have nested records and formats of their
+own (:mod:`synthformer.data.superglue`). Targets are the class names, in class-index order:
 
     cola  unacceptable acceptable          sst2  negative positive
     mrpc  not_equivalent equivalent        qqp   not_duplicate duplicate
     mnli  entailment neutral contradiction qnli, rte  entailment not_entailment
     wnli  not_entailment entailment        boolq, wic  False True
     cb    entailment contradiction neutral copa  choice1 choice2
+    multirc  False True                    super_glue_rte, axb, axg  entailment not_entailment
 
 These orders are those of the GLUE files and of the Hugging Face ``glue`` / ``super_glue`` data sets, so a label
 integer there is the class index here. STS-B is a regression: its target is the score rounded to the nearest 0.2
@@ -42,10 +48,12 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["GLUE_TASKS", "GlueTask", "get_glue_task"]
+__all__ = ["GLUE_TASKS", "GlueTask", "TextToTextExample", "get_glue_task"]
 
 #: How the label column of a GLUE TSV file is written.
 _TSV_LABEL_KINDS = ("index", "name", "score")
+#: How a task's predictions are scored (see :attr:`GlueTask.scoring`).
+_SCORINGS = ("labels", "multirc", "record", "wsc", "axg")
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,13 @@ class GlueTask:
             name) or ``"score"`` (a float).
         header: whether the TSV files start with a header line.
         hub_name: the configuration name on the Hugging Face hub (``load_dataset(benchmark, hub_name)``).
+        prefix: the first word of the input text (T5's benchmark name); the task name when empty.
+        fields: for each input, the JSONL / Hugging Face field holding it (AX-b's ``sentence2`` for ``hypothesis``);
+            the input names when empty.
+        eval_only: a diagnostic with no training split (AX-b, AX-g): its one labelled file is its dev set.
+        scoring: ``"labels"`` (the class or score of the target, :func:`~synthformer.tasks.metrics.glue.
+            score_predictions`), or the task whose own scoring applies (``"multirc"``, ``"record"``, ``"wsc"``,
+            ``"axg"``: :mod:`synthformer.tasks.metrics.superglue`), which needs more than the target text.
     """
 
     name: str
@@ -80,19 +95,34 @@ class GlueTask:
     tsv_label: str = "name"
     header: bool = True
     hub_name: str = ""
+    prefix: str = ""
+    fields: tuple[str, ...] = ()
+    eval_only: bool = False
+    scoring: str = "labels"
 
     def __post_init__(self) -> None:
         if self.tsv_label not in _TSV_LABEL_KINDS:
             raise ValueError(f"{self.name}: tsv_label must be one of {_TSV_LABEL_KINDS}, got {self.tsv_label!r}")
         if self.tsv_columns and len(self.tsv_columns) != len(self.inputs) + 1:
             raise ValueError(f"{self.name}: tsv_columns needs one column per input and the label column")
-        if not self.hub_name:
-            object.__setattr__(self, "hub_name", self.name)
+        if self.scoring not in _SCORINGS:
+            raise ValueError(f"{self.name}: scoring must be one of {_SCORINGS}, got {self.scoring!r}")
+        if self.fields and len(self.fields) != len(self.inputs):
+            raise ValueError(f"{self.name}: fields needs one field name per input")
+        for key, default in (("hub_name", self.name), ("prefix", self.name), ("fields", self.inputs)):
+            if not getattr(self, key):
+                object.__setattr__(self, key, default)
 
     @property
     def is_regression(self) -> bool:
         """True for STS-B, whose label is a float score rather than a class."""
-        return self.labels is None
+        return self.labels is None and self.scoring == "labels"
+
+    @property
+    def scored_with_records(self) -> bool:
+        """True when scoring needs more than the target text: MultiRC's question groups, AX-g's pairs, WSC's
+        label, ReCoRD's gold answers."""
+        return self.scoring != "labels"
 
     def verbalize(self, label: int | float) -> str:
         """The target text of ``label``: the class name of a class index, or (STS-B) the rounded score.
@@ -112,12 +142,37 @@ class GlueTask:
         Raises:
             KeyError: a field of :attr:`inputs` is missing from ``fields``.
         """
-        parts = [self.name]
+        parts = [self.prefix]
         for key in self.inputs:
             if key not in fields:
                 raise KeyError(f"{self.name}: missing input field {key!r} (needs {', '.join(self.inputs)})")
             parts.append(f"{key}: {fields[key]}")
         return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class TextToTextExample:
+    """One example as text in, text out.
+
+    Attributes:
+        task: the task name, e.g. ``"rte"``.
+        source: the T5 input text, e.g. ``"rte sentence1: ... sentence2: ..."``.
+        target: the verbalized label, e.g. ``"not_entailment"``, or ``"3.8"`` for STS-B.
+        label: the gold label: the class index into the task's labels, or the float score (STS-B, not rounded).
+        line: the 1-based line of the file; for Hugging Face rows, the 1-based row number.
+        group: what the task scores together: MultiRC's ``"<paragraph>-<question>"`` (one example per answer
+            option), ReCoRD's ``"<passage>-<query>"``, AX-g's ``"pair<k>"`` (a premise and its gender-swapped twin);
+            None for the other tasks.
+        answers: ReCoRD's gold answers (every one counts as correct); empty for the other tasks.
+    """
+
+    task: str
+    source: str
+    target: str
+    label: int | float
+    line: int | None
+    group: str | None = None
+    answers: tuple[str, ...] = ()
 
 
 _ENTAIL2 = ("entailment", "not_entailment")
@@ -151,6 +206,21 @@ _TASKS = (
     GlueTask("wic", "super_glue", "WiC", _BOOL, ("accuracy",), ("val",), ("sentence1", "sentence2", "word")),
     GlueTask("copa", "super_glue", "COPA", ("choice1", "choice2"), ("accuracy",), ("val",),
              ("choice1", "choice2", "premise", "question")),
+    # one example per answer option, scored per question group (F1 over all answers, exact match per question)
+    GlueTask("multirc", "super_glue", "MultiRC", _BOOL, ("f1a", "exact_match"), ("val",),
+             ("question", "answer", "paragraph"), scoring="multirc"),
+    # the target is an entity (one example per gold answer in training), scored max over the gold answers
+    GlueTask("record", "super_glue", "ReCoRD", None, ("f1", "exact_match"), ("val",),
+             ("query", "entities", "passage"), scoring="record"),
+    # T5's wsc_simple: the target is the referent's text; labels say whether the candidate is the referent
+    GlueTask("wsc", "super_glue", "WSC", _BOOL, ("accuracy",), ("val",), ("text",), hub_name="wsc.fixed",
+             prefix="wsc:", scoring="wsc"),
+    GlueTask("super_glue_rte", "super_glue", "RTE", _ENTAIL2, ("accuracy",), ("val",), ("hypothesis", "premise"),
+             hub_name="rte", prefix="rte"),
+    GlueTask("axb", "super_glue", "AX-b", _ENTAIL2, ("matthews_corrcoef",), ("AX-b",), ("hypothesis", "premise"),
+             prefix="rte", fields=("sentence2", "sentence1"), eval_only=True),
+    GlueTask("axg", "super_glue", "AX-g", _ENTAIL2, ("accuracy", "gender_parity"), ("AX-g",),
+             ("hypothesis", "premise"), prefix="rte", eval_only=True, scoring="axg"),
 )
 
 #: Every task by name (see the module docstring for the names and formats).

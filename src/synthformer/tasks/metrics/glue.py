@@ -16,12 +16,16 @@ class ``(gold + 1) % n_classes``, which differs from the gold one, before the me
 that does not parse, or is not finite, is invalid and becomes ``-1.0`` (T5's ``string_to_float`` default).
 
 A correlation is undefined when either side is constant (SciPy returns NaN): that metric is then 0.0 and a
-warning is logged. Each task's single number (:attr:`TaskScore.score`) is the mean of its metrics: CoLA its MCC,
-MRPC and QQP mean(F1, accuracy), STS-B mean(Pearson, Spearman), CB mean(accuracy, macro F1), the others accuracy.
+warning is logged. MultiRC, ReCoRD, WSC and AX-g are scored by :mod:`synthformer.tasks.metrics.superglue` (grouped
+exact match and F1 over all answers, SQuAD EM/F1 max over the gold answers, T5's referent match, gender parity);
+AX-b by its Matthews correlation as above. Each task's single number (:attr:`TaskScore.score`) is the mean of its
+metrics: CoLA its MCC, MRPC and QQP mean(F1, accuracy), STS-B mean(Pearson, Spearman), CB mean(accuracy, macro
+F1), MultiRC mean(F1a, EM), ReCoRD mean(F1, EM), the others accuracy.
 
-:func:`glue_average` follows the GLUE leaderboard (and T5): the mean over tasks of the task scores, where the
-scores of one task given under several keys (MNLI matched and mismatched) are first averaged into one, so MNLI
-counts once.
+:func:`glue_average` follows the GLUE and SuperGLUE leaderboards (and T5): the mean over tasks of the task scores,
+where the scores of one task given under several keys (MNLI matched and mismatched) are first averaged into one, so
+MNLI counts once. WNLI and the diagnostics AX-b and AX-g are not part of it; :func:`missing_tasks` names the
+benchmark's tasks that had no score.
 """
 
 from __future__ import annotations
@@ -33,10 +37,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from synthformer.data.glue import GlueTask, TextToTextExample, get_glue_task
+from synthformer.data.glue import GLUE_TASKS, GlueTask, TextToTextExample, get_glue_task
 from synthformer.train import ConfigError
 
-__all__ = ["INVALID_SCORE", "TaskScore", "glue_average", "glue_task_from_config", "score_predictions"]
+from .superglue import score_with_records
+
+__all__ = ["INVALID_SCORE", "TaskScore", "average_tasks", "glue_average", "glue_task_from_config", "missing_tasks",
+           "score_predictions"]
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +150,9 @@ def score_predictions(task: str | GlueTask, predictions: Sequence[str],
     from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
     metrics: dict[str, float] = {}
-    if task.labels is None:
+    if task.scored_with_records:
+        metrics, invalid = score_with_records(task, predictions, examples)
+    elif task.labels is None:
         gold_scores = [float(e.label) for e in examples]
         values, invalid = _score_predictions(predictions)
         functions = {"pearson": pearsonr, "spearman": spearmanr}
@@ -162,7 +171,7 @@ def score_predictions(task: str | GlueTask, predictions: Sequence[str],
         for name in task.metrics:
             metrics[name] = 100.0 * float(found[name]())
     if invalid:
-        logger.warning("%s: %d of %d predictions are no valid label; counted as wrong", task.name, invalid,
+        logger.warning("%s: %d of %d predictions are no valid answer; counted as wrong", task.name, invalid,
                        len(examples))
     score = sum(metrics.values()) / len(metrics)
     return TaskScore(task.name, metrics, score, invalid, len(examples))
@@ -188,6 +197,9 @@ def glue_average(scores: Mapping[str, TaskScore], benchmark: str = "glue") -> fl
         if task.name == "wnli":  # T5 leaves WNLI out of its GLUE average (its dev set is adversarial)
             logger.info("%s average: leaving out %s (WNLI, as T5 does)", benchmark, key)
             continue
+        if task.eval_only:  # the diagnostics are reported beside the SuperGLUE score, not in it
+            logger.info("%s average: leaving out the diagnostic %s", benchmark, key)
+            continue
         if task.benchmark != benchmark:
             logger.info("%s average: leaving out %s (task %s of %s)", benchmark, key, task.name, task.benchmark)
             continue
@@ -198,10 +210,28 @@ def glue_average(scores: Mapping[str, TaskScore], benchmark: str = "glue") -> fl
     return sum(per_task) / len(per_task)
 
 
+def average_tasks(benchmark: str) -> list[str]:
+    """The tasks of ``benchmark``'s average: GLUE without WNLI; SuperGLUE's eight (BoolQ, CB, COPA, MultiRC,
+    ReCoRD, RTE, WiC, WSC) without the diagnostics."""
+    return [t.name for t in GLUE_TASKS.values()
+            if t.benchmark == benchmark and t.name != "wnli" and not t.eval_only]
+
+
+def missing_tasks(scores: Mapping[str, TaskScore], benchmark: str) -> list[str]:
+    """The tasks of ``benchmark``'s average (:func:`average_tasks`) that have no score in ``scores``."""
+    present = {score.task for score in scores.values()}
+    return [name for name in average_tasks(benchmark) if name not in present]
+
+
 def majority_prediction(task: str | GlueTask, train: Sequence[TextToTextExample]) -> str:
     """The model-free reference answer of a task: its most frequent training target (ties: the first label in
-    class order), or for a regression task (STS-B) the mean training score, verbalized."""
+    class order), or for a regression task (STS-B) the mean training score, verbalized. WSC's is an answer that
+    names no candidate (every example judged "not the referent"); ReCoRD has none (the empty answer, scored 0)."""
     task = get_glue_task(task)
+    if task.scoring == "wsc":
+        return "<none>"
+    if task.scoring == "record":
+        return ""
     if not train:
         raise ValueError(f"{task.name}: no training examples for a majority prediction")
     if task.labels is None:

@@ -27,8 +27,16 @@ STS-B correlations are computed against the unrounded gold scores (GLUE's offici
 rounded targets). During training at most ``eval.train_decode_examples`` examples per dev set are decoded (0: only
 the loss).
 
+SuperGLUE: the tasks ``boolq cb copa multirc record super_glue_rte wic wsc`` (``super_glue_rte`` is SuperGLUE's
+RTE, from ``RTE/*.jsonl``) and the diagnostics ``axb`` and ``axg``, which have no training split: they are only
+evaluated (cast as RTE, so a model trained on ``super_glue_rte`` or ``rte`` answers them) and stay out of the
+average. ``super_glue_average`` is the mean over the SuperGLUE tasks present (CB, MultiRC and ReCoRD as the mean of
+their two metrics), and ``super_glue_missing`` names the ones of the eight that were not evaluated (``none``).
+GLUE and SuperGLUE in one mixture: ``train`` is the GLUE folder and ``options.super_glue_dir`` the SuperGLUE one.
+
 Options (``task.options``): ``tasks`` (default ``[rte, mrpc, cola, stsb, sst2]``: the GLUE tasks with training data
-in the shared folder), ``mixing_cap`` (65536, T5's ``K = 2^16``).
+in the shared folder), ``mixing_cap`` (65536, T5's ``K = 2^16``), ``super_glue_dir`` (where the SuperGLUE tasks are
+read from when it is not ``train``; default: ``train``).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,7 +59,14 @@ from synthformer.data.mixture import MixtureDataset, MixtureSchedule, mixing_rat
 from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType
-from ..metrics.glue import TaskScore, glue_average, glue_task_from_config, majority_prediction, score_predictions
+from ..metrics.glue import (
+    TaskScore,
+    glue_average,
+    glue_task_from_config,
+    majority_prediction,
+    missing_tasks,
+    score_predictions,
+)
 from ..metrics.likelihood import likelihood_metrics
 from ..registry import get_task_type, register_task_type
 from ..sources import subset
@@ -85,6 +101,11 @@ def _tasks(task: TaskConfig) -> list[str]:
     return names
 
 
+def _trained(tasks: list[str]) -> list[str]:
+    """The tasks with a training split (all but the diagnostics AX-b and AX-g)."""
+    return [t for t in tasks if not glue_task_from_config(t).eval_only]
+
+
 def _benchmarks(tasks: list[str]) -> list[str]:
     """The benchmarks (``glue``, ``super_glue``) the tasks belong to, GLUE first."""
     found = {glue_task_from_config(t).benchmark for t in tasks}
@@ -113,8 +134,13 @@ def majority_scores(train: list[Any], valid: list[Any], groups: list[str]) -> di
         by_group.setdefault(group, []).append(example)
     out = {}
     for group, examples in by_group.items():
-        task = examples[0].task
-        answer = majority_prediction(task, [e for e in train if e.task == task])
+        task = glue_task_from_config(examples[0].task)
+        # a diagnostic answers with the majority label of the training tasks it is cast as (RTE)
+        pool = [e for e in train if e.task == task.name or (task.eval_only and
+                                                            glue_task_from_config(e.task).prefix == task.prefix)]
+        if not pool and task.eval_only:
+            continue
+        answer = majority_prediction(task, pool)
         out[group] = score_predictions(task, [answer] * len(examples), examples)
     return out
 
@@ -130,12 +156,24 @@ class TextToText(TaskType):
     default_tokenizer = "bpe"
     reads = frozenset({"max_target_len"})
     derived_model_fields = {"tgt_vocab_size": "source and target share one tokenizer"}
-    option_defaults = {"tasks": ["rte", "mrpc", "cola", "stsb", "sst2"], "mixing_cap": 65536}
+    option_defaults = {"tasks": ["rte", "mrpc", "cola", "stsb", "sst2"], "mixing_cap": 65536, "super_glue_dir": None}
     prepared_layout = "pairs"
 
     def check_config(self, task: TaskConfig) -> None:
-        for name in _tasks(task):
+        names = _tasks(task)
+        for name in names:
             glue_task_from_config(name)  # unknown names: a ConfigError naming the valid ones
+        if not _trained(names):
+            raise ConfigError(f"task.options.tasks: {', '.join(names)} have no training split (diagnostics); add "
+                              "a task to train on, e.g. super_glue_rte")
+        if len(_trained(names)) < len(names) and not any(glue_task_from_config(n).prefix == "rte" for n in
+                                                         _trained(names)):
+            logger.warning("task.options.tasks: axb / axg are cast as RTE, but no RTE task (rte, super_glue_rte) is "
+                           "trained: their answers will be guesses")
+        super_dir = task.task_options["super_glue_dir"]
+        if super_dir is not None and (not isinstance(super_dir, str) or task.hf_name is not None):
+            raise ConfigError(f"task.options.super_glue_dir: expected the path of the SuperGLUE folder (with 'train' "
+                              f"files, not hf_name), got {super_dir!r}")
         cap = task.task_options["mixing_cap"]
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
             raise ConfigError(f"task.options.mixing_cap: expected a positive integer, got {cap!r}")
@@ -161,11 +199,19 @@ class TextToText(TaskType):
 
     # -- data -------------------------------------------------------------------------------------------
     @staticmethod
-    def _load(task: TaskConfig, name: str, split: str) -> list[Any]:
+    def _data_dir(task: TaskConfig, name: str) -> str:
+        """The folder a task is read from: ``train``, or ``options.super_glue_dir`` for a SuperGLUE task."""
+        super_dir = task.task_options["super_glue_dir"]
+        if super_dir is not None and glue_task_from_config(name).benchmark == "super_glue":
+            return str(super_dir)
+        assert task.train is not None
+        return task.train
+
+    @classmethod
+    def _load(cls, task: TaskConfig, name: str, split: str) -> list[Any]:
         if task.hf_name is not None:
             return load_hf_glue(name, split, **task.hf_options)
-        assert task.train is not None
-        return read_glue_split(name, task.train, split)
+        return read_glue_split(name, cls._data_dir(task, name), split)
 
     @staticmethod
     def _dev_sets(name: str) -> list[tuple[str, str]]:
@@ -179,7 +225,8 @@ class TextToText(TaskType):
         train: dict[str, list[Any]] = {}
         valid: dict[str, list[Any]] = {}  # by dev set
         for name in _tasks(task):
-            train[name] = self._load(task, name, "train")
+            if not glue_task_from_config(name).eval_only:
+                train[name] = self._load(task, name, "train")
             for group, split in self._dev_sets(name):
                 valid[group] = self._load(task, name, split)
         return RawData(self.name, {"train": train, "valid": valid})
@@ -190,10 +237,10 @@ class TextToText(TaskType):
         def files(name: str, split: str) -> list[str]:  # the files read (fingerprinted in the manifest)
             if task.hf_name is not None or task.train is None:
                 return []
-            return [str(glue_split_path(glue_task_from_config(name), task.train, split))]
+            return [str(glue_split_path(glue_task_from_config(name), self._data_dir(task, name), split))]
 
         out: dict[str, list[tuple[str, list[str]]]] = {}
-        for name in _tasks(task):
+        for name in _trained(_tasks(task)):
             out[f"train.{name}"] = [(f"{name}:train", files(name, "train"))]
         for name in _tasks(task):
             for group, split in self._dev_sets(name):
@@ -260,9 +307,20 @@ class TextToText(TaskType):
 
         names = _tasks(run.task)
         if split == "train":
-            return prepared_mixture(run, corpus, names, tokenizer), None
+            return prepared_mixture(run, corpus, _trained(names), tokenizer), None
         groups = [(group, name) for name in names for group, _ in self._dev_sets(name)]
-        return prepared_dev_sets(run, corpus, split, groups, tokenizer), None
+
+        def records(group: str, name: str) -> list[Any]:
+            # the gold records MultiRC, ReCoRD, WSC and AX-g are scored on, read again from the file the corpus was
+            # prepared from (the manifest names it; the corpus check refuses a file modified since)
+            files = [s.get("path") for s in corpus.manifest.get("sources", {}).get(f"{split}.{group}", [])]
+            if not files or not files[0]:
+                raise ConfigError(f"task.prepared: {split}.{group} was not prepared from files (Hugging Face?): "
+                                  f"scoring {name} needs its dev records; train on the files or in memory instead")
+            path = Path(files[0])
+            return read_glue_split(name, path.parent.parent, dict(self._dev_sets(name))[group])
+
+        return prepared_dev_sets(run, corpus, split, groups, tokenizer, records), None
 
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
@@ -312,6 +370,12 @@ class TextToText(TaskType):
             out[f"{name}_invalid"] = score.invalid
         for benchmark in _benchmarks([s.task for s in scores.values()]):
             out[f"{benchmark}_average"] = glue_average(scores, benchmark)
+            if benchmark == "super_glue":  # the average is over the tasks present: say which of the eight are not
+                missing = missing_tasks(scores, benchmark)
+                out["super_glue_missing"] = ", ".join(missing) or "none"
+                if missing:
+                    logger.info("super_glue_average over %d of 8 tasks; missing: %s", 8 - len(missing),
+                                ", ".join(missing))
         invalid = Counter({name: s.invalid for name, s in scores.items() if s.invalid})
         if invalid:
             logger.info("predictions that are no valid label (counted wrong): %s",

@@ -4,11 +4,14 @@
 The gold labels GLUE scoring needs come from the stored targets (the verbalized labels, decoded): the class index of
 the label text, and for STS-B the target's score, which the verbalizer rounded to 0.2 (T5 scored STS-B against
 these rounded targets too; the in-memory path scores against the unrounded gold scores). Only the dev sets get one
-Python object per example (they are small); the training split holds nothing per example.
+Python object per example (they are small); the training split holds nothing per example. MultiRC, ReCoRD, WSC and
+AX-g are scored on more than their targets (groups, gold answers, labels): their dev sets are read again from the
+task's source, which must still hold what was prepared.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -55,21 +58,32 @@ def prepared_mixture(run: RunConfig, corpus: Any, tasks: list[str], tokenizer: T
 
 
 def prepared_dev_sets(run: RunConfig, corpus: Any, split: str, groups: list[tuple[str, str]],
-                      tokenizer: Tokenizer) -> PairsDataset:
+                      tokenizer: Tokenizer, records: Callable[[str, str], list[Any]]) -> PairsDataset:
     """The dev sets ``groups`` (``(group, task)``) of ``split``, with ``raw_examples`` and ``groups`` (one per stored
-    example) for GLUE scoring."""
+    example) for GLUE scoring. ``records(group, task)`` reads a dev set again from its source, for the tasks whose
+    scoring needs more than the stored target (MultiRC's question groups, ReCoRD's answers, WSC's labels, AX-g's
+    pairs); their sources must be the stored ones."""
     dataset = _pairs(run, [corpus.split(f"{split}.{group}") for group, _ in groups], tokenizer)
     examples, names = [], []
     for k, (group, name) in enumerate(groups):
         glue_task = glue_task_from_config(name)
-        for position in range(int(dataset.starts[k]), int(dataset.starts[k + 1])):
+        start, stop = int(dataset.starts[k]), int(dataset.starts[k + 1])
+        if glue_task.scored_with_records:
+            gold = records(group, name)
+            if len(gold) != stop - start:
+                raise ConfigError(f"task.prepared: {split}.{group} holds {stop - start} examples, its source "
+                                  f"{len(gold)}: the data changed since it was prepared; prepare the corpus again")
+            examples.extend(gold)
+            names.extend([group] * len(gold))
+            continue
+        for position in range(start, stop):
             source, target = (tokenizer.decode(ids.tolist()).strip() for ids in dataset.texts(position))
             if glue_task.labels is None:
                 label: int | float = float(target)
             elif target in glue_task.labels:
                 label = glue_task.labels.index(target)
             else:
-                raise ConfigError(f"task.prepared: {split}.{group} example {position - int(dataset.starts[k])}: "
+                raise ConfigError(f"task.prepared: {split}.{group} example {position - start}: "
                                   f"target {target!r} is no label of {name}; prepare the corpus again")
             examples.append(TextToTextExample(name, source, target, label, None))
             names.append(group)
