@@ -201,7 +201,8 @@ def goals(results: dict[str, dict[str, Any]], small: str, big: str) -> list[tupl
     share = loader.get("data_wait_share")
     measured = "not measured" if share is None else f"{100 * share:.3g}%"
     rows.append(("share of step time waiting for data <= 2%",
-                 f"{measured} (next(stream) timed in a trainer-like loop: the trainer does not expose it)",
+                 f"{measured} with train.num_workers {loader.get('num_workers')} (next(stream) timed in a "
+                 "trainer-like loop: the trainer does not expose it)",
                  None if share is None else share <= 0.02))
     prep = results.get(f"prepare@{small}", {})
     ceil = results.get(f"encode_ceiling@{small}", {})

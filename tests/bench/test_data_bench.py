@@ -109,7 +109,7 @@ def test_records_and_goal_verdicts(tmp_path: Path) -> None:
     assert "below the in-memory path at 0.5G (measured 1.05 GB vs 16.1 GB; in-memory exceeded the cap" in text
     assert "<= 10 s (measured 4.0 s): holds" in text
     assert "(measured loader 50.0 examples/s, trainer 10.0 examples/s: 5.0x): does not hold" in text
-    assert "(measured 3% (next(stream) timed" in text and "does not hold" in text
+    assert "(measured 3% with train.num_workers None (next(stream) timed" in text and "does not hold" in text
     # a second sitting with the same record reuses the recorded rows instead of measuring them again
     again = bench_data.Bench(args)
     assert again.reuse("loader@5G") and again.results["loader@5G"]["loader_examples_per_s"] == 50.0
