@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -19,6 +20,7 @@ __all__ = [
     "check_at_least",
     "configure_logging",
     "format_metrics",
+    "import_hf",
     "is_user_error",
     "oversubscription_warning",
     "split_overrides",
@@ -132,6 +134,16 @@ def warn_if_busy() -> None:
     warning = oversubscription_warning(torch.get_num_threads(), os.getloadavg()[0], _cores())
     if warning:
         logger.warning(warning)
+
+
+def import_hf(verb: str, module: str, name: str) -> Any:
+    """``module.name`` of synthformer's Hugging Face integration, or an ImportError saying which extra ``verb``
+    needs (``synthformer[hf]``) when transformers or another of its packages is missing."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as err:
+        raise ImportError(f"synthformer {verb} needs the hf extra ({err}); install it with "
+                          f"pip install 'synthformer[hf]'") from None
 
 
 def split_overrides(values: list[str]) -> tuple[list[str], list[str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from ._common import HelpFormatter, add_common_options
+from ._common import HelpFormatter, add_common_options, import_hf
 
 __all__ = ["register", "run"]
 
@@ -46,11 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Convert and print where the run directory is."""
-    try:
-        from synthformer.hf.t5_run import convert_t5
-    except ImportError as err:
-        raise ImportError(f"synthformer convert needs the hf extra ({err}); install it with "
-                          f"pip install 'synthformer[hf]'") from None
+    convert_t5 = import_hf("convert", "synthformer.hf.t5_run", "convert_t5")
     out = convert_t5(args.folder, args.run_dir, args.config, overrides=args.overrides, tokenizer=args.tokenizer,
                      overwrite=args.overwrite)
     print(f"converted {args.folder} into the run directory {out}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from ._common import HelpFormatter, add_common_options
+from ._common import HelpFormatter, add_common_options, import_hf
 
 __all__ = ["register", "run"]
 
@@ -40,11 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Export and print where the folder is."""
-    try:
-        from synthformer.hf.export import export_run
-    except ImportError as err:
-        raise ImportError(f"synthformer export needs the hf extra ({err}); install it with "
-                          f"pip install 'synthformer[hf]'") from None
+    export_run = import_hf("export", "synthformer.hf.export", "export_run")
     out = export_run(args.run_dir, args.out_dir, overwrite=args.overwrite)
     print(f"exported {args.run_dir} to {out}")
     return 0
