@@ -188,8 +188,23 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def _final_weights(run: Path) -> dict[str, torch.Tensor]:
+def final_weights(run: Path) -> dict[str, torch.Tensor]:
     return load_file(str(latest_checkpoint(run) / "model.safetensors"))
+
+
+def disk_full_at_second_save(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """Make the second ``save_model`` of the test fail as a full disk does (ENOSPC); returns the real function,
+    to be put back before resuming."""
+    real, calls = ckpt_mod.save_model, []
+
+    def full_at_second_save(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(ckpt_mod, "save_model", full_at_second_save)
+    return real
 
 
 @pytest.fixture(scope="module")
@@ -202,14 +217,14 @@ def uninterrupted(tmp_path_factory) -> tuple[Path, dict[str, torch.Tensor]]:
         assert main(["train", str(cfg), "--run-dir", str(tmp / "whole"), "--no-progress", "-q"]) == 0
     finally:
         torch.set_num_threads(threads)
-    return cfg, _final_weights(tmp / "whole")
+    return cfg, final_weights(tmp / "whole")
 
 
 def _resume_and_compare(cfg: Path, run: Path, expected: dict[str, torch.Tensor], capsys) -> None:
     assert latest_checkpoint(run).name == "step_000002"  # the step-4 checkpoint never became visible
     assert main(["train", str(cfg), "--run-dir", str(run), "--resume", "--no-progress", "-q"]) == 0
     capsys.readouterr()
-    got = _final_weights(run)
+    got = final_weights(run)
     assert latest_checkpoint(run).name == "step_000006"
     assert got.keys() == expected.keys() and all(torch.equal(got[k], expected[k]) for k in got)
     lines = (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
@@ -219,15 +234,7 @@ def _resume_and_compare(cfg: Path, run: Path, expected: dict[str, torch.Tensor],
 def test_full_disk_during_a_training_checkpoint_fails_in_one_line_and_resumes_bit_identical(
         uninterrupted, tmp_path: Path, capsys, monkeypatch) -> None:
     cfg, expected = uninterrupted
-    real, calls = ckpt_mod.save_model, []
-
-    def full_at_second_save(*args: Any, **kwargs: Any) -> None:
-        calls.append(1)
-        if len(calls) == 2:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        real(*args, **kwargs)
-
-    monkeypatch.setattr(ckpt_mod, "save_model", full_at_second_save)
+    real = disk_full_at_second_save(monkeypatch)
     run = tmp_path / "run"
     assert main(["train", str(cfg), "--run-dir", str(run), "--no-progress", "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

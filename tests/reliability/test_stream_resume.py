@@ -7,18 +7,16 @@ change."""
 
 from __future__ import annotations
 
-import errno
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
 from synthformer.tasks import RunConfig, train_run
 from synthformer.train import checkpoint as ckpt_mod
 from synthformer.train import from_dict, latest_checkpoint
+from tests.reliability.test_faults import disk_full_at_second_save, final_weights
 from tests.tasks.helpers import t2t_config
 from tests.tasks.test_prepared_training import make_corpus, make_t2t_corpus, prepared_config
 
@@ -43,31 +41,19 @@ def _config(kind: str, tmp: Path) -> dict[str, Any]:
     return cfg
 
 
-def _weights(run: Path) -> dict[str, torch.Tensor]:
-    return load_file(str(latest_checkpoint(run) / "model.safetensors"))
-
-
 @pytest.mark.parametrize("kind", ["lm", "span_corruption", "text_to_text", "text_to_text-prepared"])
 def test_a_streamed_run_cut_mid_epoch_resumes_bit_identical(kind: str, tmp_path: Path, monkeypatch) -> None:
     run = from_dict(RunConfig, _config(kind, tmp_path))
     train_set_len = []
     train_run(run, tmp_path / "whole", on_trainer=lambda t: train_set_len.append(t._stream.batches_per_epoch))
     assert train_set_len == [4]  # the layout the docstring promises
-    expected = _weights(tmp_path / "whole")
+    expected = final_weights(tmp_path / "whole")
 
-    real, calls = ckpt_mod.save_model, []
-
-    def full_at_second_save(*args: Any, **kwargs: Any) -> None:
-        calls.append(1)
-        if len(calls) == 2:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        real(*args, **kwargs)
-
-    monkeypatch.setattr(ckpt_mod, "save_model", full_at_second_save)
+    real = disk_full_at_second_save(monkeypatch)
     with pytest.raises(OSError, match="No space left"):
         train_run(run, tmp_path / "cut")
     monkeypatch.setattr(ckpt_mod, "save_model", real)
     assert latest_checkpoint(tmp_path / "cut").name == "step_000005"
     train_run(run, tmp_path / "cut", resume=True)
-    got = _weights(tmp_path / "cut")
+    got = final_weights(tmp_path / "cut")
     assert got.keys() == expected.keys() and all(torch.equal(got[k], expected[k]) for k in got)
