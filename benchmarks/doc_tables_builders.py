@@ -102,9 +102,7 @@ def data_goals_table() -> str:
     small, big = bench_data.parse_args(["--all"]).sizes
     lines = ["| goal (issue 32) | measured | result |", "|---|---|---|"]
     for goal, measured, ok in bench_data.goals(found, small, big):
-        verdict = "reported (no threshold)" if ok is None and goal.startswith("prepare") else (
-            "not measured" if ok is None else "holds" if ok else "does not hold")
-        lines.append(f"| {goal} | {measured} | {verdict} |")
+        lines.append(f"| {goal} | {measured} | {bench_data.verdict(goal, ok)} |")
     entries = list(found.values())
     return "\n".join([*lines, "", provenance(entries, str(path.relative_to(ROOT)))])
 
