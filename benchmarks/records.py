@@ -55,13 +55,14 @@ def commit() -> str:
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        # a copy of the checkout without its .git (e.g. sent to a GPU machine) names its commit in the environment
+        return os.environ.get("SYNTHFORMER_COMMIT", "unknown")
     return head + ("-dirty" if dirty else "")
 
 
 def machine() -> str:
     """CPU model (from /proc/cpuinfo where there is one), core count and torch's CPU capability, e.g. ``AMD EPYC,
-    2 CPUs, torch CPU capability AVX2``."""
+    2 CPUs, torch CPU capability AVX2``, and the GPU where torch sees one."""
     name = platform.processor() or platform.machine()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
@@ -73,11 +74,12 @@ def machine() -> str:
     # say "AMD EPYC" measured 2.6x apart at L=256 because one lacked AVX-512 (2026-11-26)
     try:
         import torch
-
-        capability = f", torch CPU capability {torch.backends.cpu.get_cpu_capability()}"
-    except (ImportError, AttributeError):
-        capability = ""
-    return f"{name}, {os.cpu_count()} CPUs{capability}"
+    except ImportError:
+        return f"{name}, {os.cpu_count()} CPUs"
+    get_capability = getattr(torch.backends.cpu, "get_cpu_capability", None)
+    capability = f", torch CPU capability {get_capability()}" if get_capability else ""
+    gpu = f", GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""  # runs trained on a GPU
+    return f"{name}, {os.cpu_count()} CPUs{capability}{gpu}"
 
 
 def load() -> float:

@@ -14,6 +14,9 @@ checkpoints is continued with ``--resume`` (``compare`` cannot resume: an unreco
     python benchmarks/results_runs.py --table imdb                               # V R FR FR+V Linformer, ~6-10 min each
     python benchmarks/results_runs.py --table shakespeare                        # 5 runs, 12-21 min each
     python benchmarks/results_runs.py --table multi30k                           # 3 runs, 30-50 min each
+    python benchmarks/results_runs.py --table t5arch_pretrain                    # T5's architecture (issue 28)
+    python benchmarks/results_runs.py --table t5arch_glue                        # from t5arch_pretrain's runs
+    python benchmarks/results_runs.py --table t5arch_superglue                   # likewise (issue 29)
     python benchmarks/results_runs.py --table imdb --rows V R --runs /tmp/runs   # some rows, elsewhere
     python benchmarks/results_runs.py --table imdb --steps 4 --record /tmp/x.jsonl   # a smoke run
     python benchmarks/results_runs.py --table compare --rerun    # re-measure recorded rows (a quiet machine)
@@ -68,6 +71,16 @@ def _mt(kind: str) -> Row:
     return _train_row("configs/mt_multi30k_de_en.yaml", *kinds)
 
 
+_T5_KINDS = ("V", "R", "D", "R+V", "D+V")
+_T5_PRE = "configs/t5arch_cpu_pretrain_imdb.yaml"
+
+
+def _t5_finetune(config: str, kind: str, pretrained: str) -> Row:
+    """Finetuning from the ``t5arch_pretrain`` row ``pretrained`` (``{runs}``: the sitting's runs folder)."""
+    return _train_row(config, f"model.encoder_kind={kind}", f"init_from={{runs}}/t5arch_pretrain/{pretrained}",
+                      split="valid")
+
+
 TABLES: dict[str, dict[str, Row]] = {
     "compare": {k: Row(compare_kind=k) for k in ("V", "R", "D", "R+V")},
     "listops": {k: Row(compare_kind=k, compare_task="listops") for k in ("V", "R", "D", "R+V")},
@@ -79,6 +92,14 @@ TABLES: dict[str, dict[str, Row]] = {
     },
     "shakespeare": {"V": _shk("V"), "R": _shk("R"), "D": _shk("D"), "R+V": _shk("R+V"), "R+V@1600": _shk("R+V", 1600)},
     "multi30k": {k: _mt(k) for k in ("V", "R", "D")},
+    # issue 28: T5's own architecture; "transformer-V" is the earlier setting (configs/t5_cpu_*), for comparison
+    "t5arch_pretrain": {**{k: _train_row(_T5_PRE, f"model.encoder_kind={k}", split="valid") for k in _T5_KINDS},
+                        "transformer-V": _train_row("configs/t5_cpu_pretrain_imdb.yaml", split="valid")},
+    "t5arch_glue": {**{k: _t5_finetune("configs/t5arch_cpu_glue.yaml", k, k) for k in ("V", "R+V", "D+V")},
+                    "R+V-grown": _t5_finetune("configs/t5arch_cpu_glue.yaml", "R+V", "V"),  # V's weights, new R
+                    "transformer-V": _t5_finetune("configs/t5_cpu_glue.yaml", "V", "transformer-V")},
+    # issue 29
+    "t5arch_superglue": {k: _t5_finetune("configs/t5arch_cpu_superglue.yaml", k, k) for k in _T5_KINDS},
 }
 
 
@@ -145,7 +166,12 @@ def _parameters(log: Path) -> int | None:
 
 def _run_train(row: Row, run_dir: Path, s: Sitting) -> tuple[dict[str, Any], list[str]]:
     log = run_dir.parent / f"{run_dir.name}.log"
-    train = ["train", row.config, *row.overrides, *s.extra, "--run-dir", str(run_dir)]
+    overrides = [o.replace("{runs}", str(s.runs)) for o in row.overrides]
+    for o in overrides:  # a finetuning row needs its pretraining row's run first
+        if o.startswith("init_from=") and not Path(o.split("=", 1)[1]).is_dir():
+            raise SystemExit(f"{o} does not exist yet: run the pretraining table's row first (--table "
+                             f"{Path(o.split('=', 1)[1]).parent.name} --runs {s.runs})")
+    train = ["train", row.config, *overrides, *s.extra, "--run-dir", str(run_dir)]
     # a row killed after a checkpoint continues; one killed before its first save (the directory holds only its
     # config and metrics: this runner made it, for a row not recorded yet) starts over
     resume = ["--resume"] if (run_dir / "checkpoints").is_dir() else ["--overwrite"] if run_dir.exists() else []
@@ -197,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None, help="torch threads (and OMP_NUM_THREADS) for every run")
     p.add_argument("--shared-cpu", action="store_true", help="record that other work shared the CPU meanwhile")
     p.add_argument("--steps", type=int, default=None, help="override train.steps (smoke runs)")
+    p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="more config overrides for every training row (smoke runs: e.g. task.train_limit=20000)")
     p.add_argument("--rerun", action="store_true",
                    help="also run rows already recorded (e.g. on a quiet machine); the new entries supersede the old")
     args = p.parse_args(argv)
@@ -206,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown rows {unknown} of {args.table}; known: {list(TABLES[args.table])}")
     extra = [] if args.steps is None else [f"train.steps={args.steps}", f"train.eval_every={args.steps}",
                                            f"train.save_every={args.steps}"]
+    extra += args.set
     sitting = Sitting(args.runs.resolve(), args.record or RESULTS / f"{args.table}.jsonl", args.threads,
                       args.shared_cpu, extra, args.rerun)
     for name in rows:
