@@ -77,21 +77,29 @@ def finetune_table(runs: list[Path], majority: Path | None = None) -> str:
         invalid = sum(int(m.get(f"{task}_invalid", 0)) for task, _, _ in present)
         lines.append(f"| {kind} | {init} | {m['glue_average']:.1f} | " + " | ".join(cells) + f" | {invalid} |")
     if majority is not None:
-        lines.append(majority_row(majority, [c[0] for c in present], present))
+        lines.append(majority_row(majority, present))
     return "\n".join(lines)
 
 
-def majority_row(glue_dir: Path, tasks: list[str], columns: list[tuple[str, list[str], str]]) -> str:
-    """The table row of the majority-label reference (each task's most frequent training label on its dev set)."""
+def majority_cells(glue_dir: Path, columns: list[tuple[str, list[str], str]]) -> tuple[float, list[str]]:
+    """The majority-label reference (each task's most frequent training label, on its dev set): the GLUE average
+    and one ``a/b`` cell per column."""
     from synthformer.data.glue import read_glue_split
     from synthformer.tasks.metrics.glue import glue_average
     from synthformer.tasks.types.text_to_text import majority_scores
 
+    tasks = [c[0] for c in columns]
     train = [e for t in tasks for e in read_glue_split(t, glue_dir, "train")]
     valid = {t: read_glue_split(t, glue_dir, "dev") for t in tasks}
     scores = majority_scores(train, [e for v in valid.values() for e in v], [t for t, v in valid.items() for _ in v])
     cells = ["/".join(f"{scores[task].metrics[metric]:.1f}" for metric in metrics) for task, metrics, _ in columns]
-    return f"| majority label | - | {glue_average(scores):.1f} | " + " | ".join(cells) + " | 0 |"
+    return glue_average(scores), cells
+
+
+def majority_row(glue_dir: Path, columns: list[tuple[str, list[str], str]]) -> str:
+    """The table row of the majority-label reference."""
+    average, cells = majority_cells(glue_dir, columns)
+    return f"| majority label | - | {average:.1f} | " + " | ".join(cells) + " | 0 |"
 
 
 def main() -> None:

@@ -1,0 +1,81 @@
+"""The T5-setting tables of docs/results.md (the paper's Tables 4 and 5, issue 28) from their records.
+
+``benchmarks/results/t5arch_pretrain.jsonl`` and ``t5arch_glue.jsonl`` are written by
+``python benchmarks/results_runs.py --table t5arch_pretrain`` (then ``--table t5arch_glue``): one entry per
+finished row, with the validation metrics of ``synthformer eval`` under ``valid``. The GLUE table ends with the
+majority-label reference, computed from the shared GLUE files by ``benchmarks/t5_tables.py``'s rule.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from records import RESULTS, ROOT, latest  # noqa: E402 - the sibling module
+
+PRETRAIN_ROWS = {"V": "T5 (V)", "R": "Syn (R)", "D": "Syn (D)", "R+V": "Syn (R+V)", "D+V": "Syn (D+V)",
+                 "transformer-V": "Transformer (V), the earlier setting"}
+GLUE_ROWS = {"V": "T5 (V)", "R+V": "Syn (R+V)", "D+V": "Syn (D+V)",
+             "R+V-grown": "Syn (R+V) grown from T5 (V)", "transformer-V": "Transformer (V), the earlier setting"}
+GLUE_DIR = ROOT.parent / "shared" / "data" / "glue"
+
+
+def _entries(table: str, order: dict[str, str]) -> tuple[list[dict[str, Any]], str]:
+    path = RESULTS / f"{table}.jsonl"
+    found = latest(path, table)
+    return [found[r] for r in order if r in found], str(path.relative_to(ROOT))
+
+
+def _provenance(entries: list[dict[str, Any]], record: str) -> str:
+    from doc_tables_builders import provenance  # the shared provenance line (imported late: that module imports us)
+
+    return provenance(entries, record)
+
+
+def _minutes(entry: dict[str, Any]) -> str:
+    return f"{entry['train_s'] / 60:.1f} min"
+
+
+def t5_pretrain_table() -> str:
+    """Span-corruption pretraining: validation log perplexity (nats per target token), the measured corruption,
+    steps/s over the training time without periodic validation."""
+    entries, record = _entries("t5arch_pretrain", PRETRAIN_ROWS)
+    if not entries:
+        return "(no recorded row yet: `python benchmarks/results_runs.py --table t5arch_pretrain`)"
+    lines = ["| encoder | params | valid log PPL | noise density | mean span | steps | steps/s | training time |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for e in entries:
+        v = e["valid"]
+        lines.append(f"| {PRETRAIN_ROWS[e['row']]} | {e['parameters']:,} | {v['log_perplexity']:.3f} | "
+                     f"{v['noise_density']:.4f} | {v['mean_span_length']:.3f} | {e['steps']} | "
+                     f"{e['steps'] / e['train_s']:.2f} | {_minutes(e)} |")
+    return "\n".join([*lines, "", _provenance(entries, record)])
+
+
+def t5_glue_table() -> str:
+    """GLUE dev scores of every finetuning row (greedy decoding of every dev example), the GLUE average, the
+    invalid predictions, and the majority-label reference."""
+    from t5_tables import _COLUMNS, majority_cells  # Table 5's columns and the majority rule, shared with that script
+
+    entries, record = _entries("t5arch_glue", GLUE_ROWS)
+    if not entries:
+        return "(no recorded row yet: `python benchmarks/results_runs.py --table t5arch_glue`)"
+    present = [c for c in _COLUMNS if any(f"{c[0]}_{c[1][0]}" in e["valid"] for e in entries)]
+    lines = ["| model | GLUE avg | " + " | ".join(c[2] for c in present) + " | invalid | training time |",
+             "|---|---:|" + "---:|" * len(present) + "---:|---:|"]
+    for e in entries:
+        m = e["valid"]
+        cells = ["/".join(f"{m[f'{task}_{metric}']:.1f}" for metric in metrics) for task, metrics, _ in present]
+        invalid = sum(int(m.get(f"{task}_invalid", 0)) for task, _, _ in present)
+        lines.append(f"| {GLUE_ROWS[e['row']]} | {m['glue_average']:.1f} | " + " | ".join(cells)
+                     + f" | {invalid} | {_minutes(e)} |")
+    if GLUE_DIR.is_dir():
+        average, cells = majority_cells(GLUE_DIR, present)
+        lines.append(f"| majority label | {average:.1f} | " + " | ".join(cells) + " | 0 | - |")
+    return "\n".join([*lines, "", _provenance(entries, record)])
+
+
+T5_BUILDERS: dict[str, Callable[[], str]] = {"t5arch-pretrain": t5_pretrain_table, "t5arch-glue": t5_glue_table}
