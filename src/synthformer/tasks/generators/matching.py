@@ -21,15 +21,15 @@ Options: ``num_train``, ``num_valid``, ``num_test`` (examples), ``seed`` (split 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from synthformer.data import FixedVocabTokenizer
 from synthformer.train import ConfigError
 
-from ..contract import Generator, RawData
 from ..registry import register_generator
-from .probe_common import check_int, derived, make_splits
+from .probe_common import ProbeGenerator, check_int, derived
 
 if TYPE_CHECKING:
     from ..run.task_config import TaskConfig
@@ -96,33 +96,27 @@ def generate_pairs(n: int, *, vocab: int, length: int, num_replaced: int, seed: 
 
 
 @register_generator
-class MatchingGenerator(Generator):
+class MatchingGenerator(ProbeGenerator):
     """``matching:pair`` and ``matching:control`` (see the module docstring for the task and its options)."""
 
     name = "matching"
-    task_type = "classification"
     arguments = ("pair", "control")
     option_defaults: dict[str, Any] = dict(num_train=10000, num_valid=500, num_test=500, seed=0, vocab=MAX_SYMBOLS,
                                            length=None, num_replaced=1)
-    fixed_vocabulary = True
-    tokenizer_kind = "fixed"
 
-    def load(self, task: TaskConfig) -> RawData:
-        opts = self.options(task)
+    def examples(self, task: TaskConfig, opts: dict[str, Any]) -> tuple[Callable[[int, int], list[PairExample]],
+                                                                         Callable[[PairExample], str], list[str]]:
         spec = str(task.generator)
-        for key in ("num_train", "num_valid", "num_test", "seed"):
-            check_int(spec, key, opts[key], 0)
         vocab = check_int(spec, "vocab", opts["vocab"], 2, MAX_SYMBOLS)
         length = derived(spec, "length", opts["length"], task.max_len, lambda m: (m - 1) // 2)
         replaced = check_int(spec, "num_replaced", opts["num_replaced"], 1, length)
-        label = control_label if task.generator_arg == "control" else pair_label
 
-        def make(n: int, seed: int) -> list[tuple[str, str]]:
-            pairs = generate_pairs(n, vocab=vocab, length=length, num_replaced=replaced, seed=seed)
-            return [(ex.text, label(ex)) for ex in pairs]
+        def make(n: int, seed: int) -> list[PairExample]:
+            return generate_pairs(n, vocab=vocab, length=length, num_replaced=replaced, seed=seed)
 
-        labels = ["high", "low"] if task.generator_arg == "control" else ["match", "mismatch"]
-        return RawData("classification", make_splits(opts, make), label_set=labels)
+        if task.generator_arg == "control":
+            return make, control_label, ["high", "low"]
+        return make, pair_label, ["match", "mismatch"]
 
     def tokenizer(self) -> FixedVocabTokenizer:
         return FixedVocabTokenizer([*map(symbol, range(MAX_SYMBOLS)), SEPARATOR])

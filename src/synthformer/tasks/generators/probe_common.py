@@ -1,14 +1,19 @@
-"""What the matching probes (:mod:`.matching`, :mod:`.recall`) share: split sizes and seeds, lengths derived from
-``task.max_len``, and the check of an integer option."""
+"""What the matching probes (:mod:`.matching`, :mod:`.recall`) share: their base class (split sizes and seeds,
+the labelled splits), lengths derived from ``task.max_len``, and the check of an integer option."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from synthformer.train import ConfigError
 
-__all__ = ["SPLITS", "check_int", "derived", "make_splits"]
+from ..contract import Generator, RawData
+
+if TYPE_CHECKING:
+    from ..run.task_config import TaskConfig
+
+__all__ = ["SPLITS", "ProbeGenerator", "check_int", "derived"]
 
 #: The splits a probe generator makes, in seed order (split k uses ``seed + k``).
 SPLITS: tuple[str, ...] = ("train", "valid", "test")
@@ -34,9 +39,26 @@ def derived(generator: str, name: str, value: Any, max_len: int, fill: Callable[
     return check_int(generator, name, value, 1)
 
 
-def make_splits(opts: Mapping[str, Any], make: Callable[[int, int], list[tuple[str, str]]]) -> dict[str, Any]:
-    """``{split: make(n, seed + k)}`` for each split k with ``num_<split>`` > 0 (the seed offset keeps the
-    splits different draws)."""
-    seed = int(opts["seed"])
-    return {name: make(int(opts[f"num_{name}"]), seed + offset)
-            for offset, name in enumerate(SPLITS) if opts[f"num_{name}"]}
+class ProbeGenerator(Generator):
+    """A classification probe with a fixed vocabulary: options ``num_train``, ``num_valid``, ``num_test``, ``seed``
+    (split k uses ``seed + k``, so the splits are different draws) besides the subclass's own, which
+    :meth:`examples` reads."""
+
+    task_type = "classification"
+    fixed_vocabulary = True
+    tokenizer_kind = "fixed"
+
+    def examples(self, task: TaskConfig, opts: dict[str, Any]) -> tuple[Callable[[int, int], Sequence[Any]],
+                                                                         Callable[[Any], str], list[str]]:
+        """``(make, label, classes)``: ``make(n, seed)`` draws n inputs (each with a ``text``), ``label`` names an
+        input's class, ``classes`` lists them all (checking the subclass's options on the way)."""
+        raise NotImplementedError
+
+    def load(self, task: TaskConfig) -> RawData:
+        opts = self.options(task)
+        for key in ("num_train", "num_valid", "num_test", "seed"):
+            check_int(str(task.generator), key, opts[key], 0)
+        make, label, classes = self.examples(task, opts)
+        splits = {name: [(ex.text, label(ex)) for ex in make(opts[f"num_{name}"], opts["seed"] + offset)]
+                  for offset, name in enumerate(SPLITS) if opts[f"num_{name}"]}
+        return RawData("classification", splits, label_set=classes)

@@ -25,15 +25,15 @@ Options: ``num_train``, ``num_valid``, ``num_test`` (examples, i.e. queries), ``
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from synthformer.data import FixedVocabTokenizer
 from synthformer.train import ConfigError
 
-from ..contract import Generator, RawData
 from ..registry import register_generator
-from .probe_common import check_int, derived, make_splits
+from .probe_common import ProbeGenerator, check_int, derived
 
 if TYPE_CHECKING:
     from ..run.task_config import TaskConfig
@@ -93,34 +93,28 @@ def generate_recall(n: int, *, num_keys: int, num_values: int, num_pairs: int, q
 
 
 @register_generator
-class RecallGenerator(Generator):
+class RecallGenerator(ProbeGenerator):
     """``mqar:recall`` and ``mqar:control`` (see the module docstring for the task and its options)."""
 
     name = "mqar"
-    task_type = "classification"
     arguments = ("recall", "control")
     option_defaults: dict[str, Any] = dict(num_train=10000, num_valid=500, num_test=500, seed=0, num_keys=MAX_KEYS,
                                            num_values=16, num_pairs=None, queries=4)
-    fixed_vocabulary = True
-    tokenizer_kind = "fixed"
 
-    def load(self, task: TaskConfig) -> RawData:
-        opts = self.options(task)
+    def examples(self, task: TaskConfig, opts: dict[str, Any]) -> tuple[Callable[[int, int], list[RecallExample]],
+                                                                         Callable[[RecallExample], str], list[str]]:
         spec = str(task.generator)
-        for key in ("num_train", "num_valid", "num_test", "seed"):
-            check_int(spec, key, opts[key], 0)
         num_keys = check_int(spec, "num_keys", opts["num_keys"], 1, MAX_KEYS)
         num_values = check_int(spec, "num_values", opts["num_values"], 2, MAX_VALUES)
         num_pairs = derived(spec, "num_pairs", opts["num_pairs"], task.max_len, lambda m: (m - 2) // 2)
         queries = check_int(spec, "queries", opts["queries"], 1)
+
+        def make(n: int, seed: int) -> list[RecallExample]:
+            return generate_recall(n, num_keys=num_keys, num_values=num_values, num_pairs=num_pairs,
+                                   queries=queries, seed=seed)
+
         label = control_value if task.generator_arg == "control" else recalled_value
-
-        def make(n: int, seed: int) -> list[tuple[str, str]]:
-            examples = generate_recall(n, num_keys=num_keys, num_values=num_values, num_pairs=num_pairs,
-                                       queries=queries, seed=seed)
-            return [(ex.text, label(ex)) for ex in examples]
-
-        return RawData("classification", make_splits(opts, make), label_set=[f"v{i}" for i in range(num_values)])
+        return make, label, [f"v{i}" for i in range(num_values)]
 
     def tokenizer(self) -> FixedVocabTokenizer:
         keys = [f"k{i}" for i in range(MAX_KEYS)]
