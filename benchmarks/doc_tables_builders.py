@@ -134,17 +134,21 @@ def study_table(name: str) -> str:
 
 def probe_table(task: str) -> str:
     """Issue 34's study of one matching probe from ``probe.jsonl`` (``benchmarks/probe_study.py record``): the
-    study's own table of the runs finished when it was recorded, how many those are, and the provenance."""
+    study module's table over both lengths (one study each; a row's label names its length), the runs finished
+    when each was recorded, and the provenance."""
     from synthformer.study import StudyTable
     from synthformer.study.table import format_markdown
 
     path = RESULTS / "probe.jsonl"
-    entry = latest(path, "probe").get(task)
-    if entry is None:
+    found = latest(path, "probe")
+    entries = [found[key] for key in sorted((k for k in found if found[k].get("task") == task),
+                                            key=lambda k: found[k]["length"])]
+    if not entries:
         return f"(no recorded row yet: `python benchmarks/probe_study.py record --tasks {task}`)"
-    done = f"{entry['runs_done']} of the study's {entry['runs_total']} runs finished when it was recorded. "
-    return (format_markdown(StudyTable(entry["metric"], _variant_rows(entry["rows"]))) + "\n\n" + done
-            + provenance([entry], str(path.relative_to(ROOT))))
+    rows = [{**r, "label": f"{r['label']}, max_len={e['length']}"} for e in entries for r in e["rows"]]
+    done = "; ".join(f"max_len {e['length']}: {e['runs_done']} of {e['runs_total']}" for e in entries)
+    return (format_markdown(StudyTable(entries[0]["metric"], _variant_rows(rows))) + "\n\n"
+            + f"Runs finished when recorded: {done}. " + provenance(entries, str(path.relative_to(ROOT))))
 
 
 def table3_results() -> str:
