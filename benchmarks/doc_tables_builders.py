@@ -108,22 +108,48 @@ def data_goals_table() -> str:
     return "\n".join([*lines, "", provenance(entries, str(path.relative_to(ROOT)))])
 
 
+def _variant_rows(rows: list[dict[str, Any]]) -> list[Any]:
+    """A study's ``results.json`` rows as :class:`~synthformer.study.VariantRow` (a null p-value reads "n/a")."""
+    from synthformer.study import VariantRow
+
+    fields = VariantRow.__dataclass_fields__
+    return [VariantRow(**{k: v for k, v in r.items() if k in fields}) for r in rows]
+
+
 def study_table(name: str) -> str:
     """A study's table exactly as ``synthformer study`` writes it (``results.md``), rebuilt from its
     ``results.json``, and the provenance from ``provenance.json`` beside it."""
-    from synthformer.study import StudyTable, VariantRow
+    from synthformer.study import StudyTable
     from synthformer.study.table import format_markdown
 
     folder = FIGURES / f"study-{name}"
     data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    fields = VariantRow.__dataclass_fields__
-    rows = [VariantRow(**{k: v for k, v in r.items() if k in fields}) for r in data["rows"]]  # null p: "n/a"
+    rows = _variant_rows(data["rows"])
     meta = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
     note = (f"Record: `docs/figures/study-{name}/results.json` (run {meta['date']}, results committed "
             f"{meta['results_committed']} in {meta['commit'].split()[0]}, the run's own commit unrecorded; "
             f"{meta['machine']}; {meta['threads']} thread per process, "
             f"{'CPU shared with other work' if meta['shared_cpu'] else 'nothing else running'}).")
     return format_markdown(StudyTable(data["metric"], rows)) + "\n\n" + note
+
+
+def probe_table(task: str) -> str:
+    """Issue 34's study of one matching probe from ``probe.jsonl`` (``benchmarks/probe_study.py record``): the
+    study module's table over both lengths (one study each; a row's label names its length), the runs finished
+    when each was recorded, and the provenance."""
+    from synthformer.study import StudyTable
+    from synthformer.study.table import format_markdown
+
+    path = RESULTS / "probe.jsonl"
+    found = latest(path, "probe")
+    entries = [found[key] for key in sorted((k for k in found if found[k].get("task") == task),
+                                            key=lambda k: found[k]["length"])]
+    if not entries:
+        return f"(no recorded row yet: `python benchmarks/probe_study.py record --tasks {task}`)"
+    rows = [{**r, "label": f"{r['label']}, max_len={e['length']}"} for e in entries for r in e["rows"]]
+    done = "; ".join(f"max_len {e['length']}: {e['runs_done']} of {e['runs_total']}" for e in entries)
+    return (format_markdown(StudyTable(entries[0]["metric"], _variant_rows(rows))) + "\n\n"
+            + f"Runs finished when recorded: {done}. " + provenance(entries, str(path.relative_to(ROOT))))
 
 
 def table3_results() -> str:
@@ -153,6 +179,9 @@ BUILDERS: dict[str, Callable[[], str]] = {
     "study-shk": lambda: study_table("shk"),
     "study-t8": lambda: study_table("t8"),
     "study-t9": lambda: study_table("t9"),
+    "probe-pair": lambda: probe_table("pair"),
+    "probe-control": lambda: probe_table("control"),
+    "probe-mqar": lambda: probe_table("mqar"),
     "table3": table3_results,
     "table3-times": table3_times,
     **BENCH_BUILDERS,

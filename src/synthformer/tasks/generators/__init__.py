@@ -4,7 +4,17 @@
 from .pystdlib import PyStdlibGenerator, load_pystdlib, stdlib_source_files
 from .listops import ListOpsGenerator
 from .algorithmic import AlgorithmicGenerator
+from .matching import MatchingGenerator
+from .recall import RecallGenerator
 
 # isort: on
 
-__all__ = ["AlgorithmicGenerator", "ListOpsGenerator", "PyStdlibGenerator", "load_pystdlib", "stdlib_source_files"]
+__all__ = [
+    "AlgorithmicGenerator",
+    "ListOpsGenerator",
+    "MatchingGenerator",
+    "PyStdlibGenerator",
+    "RecallGenerator",
+    "load_pystdlib",
+    "stdlib_source_files",
+]
