@@ -4,7 +4,9 @@
 from .pystdlib import PyStdlibGenerator, load_pystdlib, stdlib_source_files
 from .listops import ListOpsGenerator
 from .algorithmic import AlgorithmicGenerator
+from .pathfinder import PathfinderGenerator
 
 # isort: on
 
-__all__ = ["AlgorithmicGenerator", "ListOpsGenerator", "PyStdlibGenerator", "load_pystdlib", "stdlib_source_files"]
+__all__ = ["AlgorithmicGenerator", "ListOpsGenerator", "PathfinderGenerator", "PyStdlibGenerator", "load_pystdlib",
+           "stdlib_source_files"]
