@@ -131,6 +131,11 @@ class Classification(TaskType):
     #: Where a record holds its label (``(text, label)`` here; a subclass may read other records).
     label_index: int = 1
 
+    def check_config(self, task: TaskConfig) -> None:
+        if task.format == "cifar10" and task.tokenizer_kind != "byte":
+            raise ConfigError(f"tokenizer: the cifar10 format gives one byte per pixel, read by the byte tokenizer; "
+                              f"set tokenizer: byte, got {task.tokenizer_kind!r}")
+
     def infer_format(self, path: str) -> str:
         from pathlib import Path
 
