@@ -131,12 +131,21 @@ class TransformerClassifier(nn.Module):
         self, input_ids: Tensor, padding_mask: Tensor | None = None, labels: Tensor | None = None
     ) -> dict[str, Tensor]:
         """Class logits (and the loss with ``labels``); see the class docstring."""
+        logits = self.head(self.dropout(self.encode(input_ids, padding_mask)))  # (B, d) -> (B, C)
+        return self.outputs(logits, labels)
+
+    def encode(self, input_ids: Tensor, padding_mask: Tensor | None = None) -> Tensor:
+        """The pooled encoding of each row: (B, L) -> (B, d)."""
         if padding_mask is None:
             padding_mask = input_ids == self.config.pad_id
         if not any_true(padding_mask):  # (True on meta: shape-only runs keep the mask)
             padding_mask = None  # nothing to mask: lets the mixers take their unmasked fast paths
         h = self.encoder(self.embed(input_ids), padding_mask=padding_mask)  # (B, L, d)
-        logits = self.head(self.dropout(pool(h, padding_mask, self.config.pooling)))  # (B, d) -> (B, C)
+        return pool(h, padding_mask, self.config.pooling)
+
+    @staticmethod
+    def outputs(logits: Tensor, labels: Tensor | None) -> dict[str, Tensor]:
+        """``{"logits": (B, C)}``, with the plain cross-entropy ``"loss"`` when ``labels`` (B,) are given."""
         out = {"logits": logits}
         if labels is not None:
             out["loss"] = classification_loss(logits, labels)

@@ -14,16 +14,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from synthformer.attention.masking import any_true
-
-from .classifier import ClassifierConfig, classifier_head, pool
+from .classifier import ClassifierConfig, TransformerClassifier, classifier_head
 from .config import choice
-from .layers import Embeddings
-from .losses import classification_loss
 from .registry import MixerFactory, register_arch
-from .stacks import Encoder
 
 __all__ = ["INTERACTIONS", "DualEncoderClassifier", "DualEncoderConfig", "build_dual_encoder"]
 
@@ -52,8 +47,9 @@ class DualEncoderConfig(ClassifierConfig):
         choice("interaction", self.interaction, tuple(INTERACTIONS))
 
 
-class DualEncoderClassifier(nn.Module):
-    """Two texts -> class logits through one shared encoder (see the module docstring).
+class DualEncoderClassifier(TransformerClassifier):
+    """Two texts -> class logits through one shared encoder (see the module docstring); the embeddings, encoder
+    and pooling (:meth:`encode`) are the text classifier's, the head sees the combined pair.
 
     Batch contract: ``forward(input_ids_1 (B, L1), input_ids_2 (B, L2), padding_mask_1 (B, L1) bool | None,
     padding_mask_2 (B, L2) bool | None, labels (B,) | None)`` returns ``{"logits": (B, C), "loss": scalar}``.
@@ -61,39 +57,24 @@ class DualEncoderClassifier(nn.Module):
     """
 
     def __init__(self, config: DualEncoderConfig, mixer_factory: MixerFactory | None = None) -> None:
-        super().__init__()
         if not isinstance(config, DualEncoderConfig):
             raise ValueError(f"DualEncoderClassifier needs a DualEncoderConfig (arch='dual_encoder'), got "
                              f"arch={config.arch!r}")
-        self.config = config
-        self.embed = Embeddings(config.vocab_size, config.d_model, config.max_len, config.positions, config.dropout)
-        self.encoder = Encoder(config, mixer_factory)
-        self.dropout = nn.Dropout(config.dropout)
+        super().__init__(config, mixer_factory)
         width = config.head_width
         hidden = [width, max(width // 2, 1)] if config.head == "mlp" else []
         self.head = classifier_head(INTERACTIONS[config.interaction] * config.d_model, hidden,
                                     int(config.num_classes))
 
-    def encode(self, input_ids: Tensor, padding_mask: Tensor | None = None) -> Tensor:
-        """One text per row -> its pooled vector: (B, L) -> (B, d)."""
-        if padding_mask is None:
-            padding_mask = input_ids == self.config.pad_id
-        if not any_true(padding_mask):
-            padding_mask = None  # nothing to mask: the mixers' unmasked fast paths
-        h = self.encoder(self.embed(input_ids), padding_mask=padding_mask)  # (B, L, d)
-        return pool(h, padding_mask, self.config.pooling)
-
-    def forward(self, input_ids_1: Tensor, input_ids_2: Tensor, padding_mask_1: Tensor | None = None,
-                padding_mask_2: Tensor | None = None, labels: Tensor | None = None) -> dict[str, Tensor]:
+    def forward(self, input_ids_1: Tensor, input_ids_2: Tensor,  # type: ignore[override]
+                padding_mask_1: Tensor | None = None, padding_mask_2: Tensor | None = None,
+                labels: Tensor | None = None) -> dict[str, Tensor]:
         """Class logits (and the loss with ``labels``); see the class docstring."""
         u = self.encode(input_ids_1, padding_mask_1)  # (B, d)
         v = self.encode(input_ids_2, padding_mask_2)  # (B, d)
         parts = [u, v, u * v, u - v] if self.config.interaction == "nli" else [u, v]
         logits = self.head(self.dropout(torch.cat(parts, dim=-1)))  # (B, k d) -> (B, C)
-        out = {"logits": logits}
-        if labels is not None:
-            out["loss"] = classification_loss(logits, labels)
-        return out
+        return self.outputs(logits, labels)
 
 
 @register_arch(DualEncoderConfig)
