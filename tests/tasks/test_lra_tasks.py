@@ -14,8 +14,10 @@ import pytest
 import yaml
 
 from synthformer.cli.main import main
+from synthformer.data import load_tokenizer
 from synthformer.tasks import load_run_config
 from synthformer.tasks.generators import listops as listops_generator
+from synthformer.train.rundir import RunDir
 
 from .helpers import write_yaml
 
@@ -101,7 +103,7 @@ def test_text_trains_on_bytes(tmp_path: Path, capsys) -> None:
                      test=str(tmp_path / "test.jsonl"), max_len=33)
     report = train_eval_generate(capsys, config, tmp_path / "run", "great movie")
     assert metrics_of(report)["examples"] == 24
-    assert json.loads((tmp_path / "run" / "tokenizer.json").read_text(encoding="utf-8"))["kind"] == "byte"
+    assert load_tokenizer(RunDir(tmp_path / "run").tokenizer_path).kind == "byte"
 
 
 def test_retrieval_trains_a_dual_encoder(tmp_path: Path, capsys) -> None:
