@@ -18,7 +18,7 @@ TINY = dict(d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=24, dropout=0.0,
 def tiny_config(arch: str, **overrides) -> ModelConfig:
     """A model small enough to train for a few steps in well under a second."""
     base = dict(TINY, arch=arch)
-    if arch == "classifier":
+    if arch in ("classifier", "dual_encoder"):
         base["num_classes"] = 2
     base.update(overrides)
     return ModelConfig.from_dict(base)  # the arch picks the config class
@@ -61,7 +61,15 @@ def cls_batch(g: torch.Generator, batch: int = 16, length: int = 10, vocab: int 
     return {"input_ids": ids.masked_fill(pad, PAD), "padding_mask": pad, "labels": labels}
 
 
-BATCHES = {"lm": lm_batch, "seq2seq": copy_batch, "classifier": cls_batch}
+def pair_batch(g: torch.Generator, batch: int = 16, length: int = 10, vocab: int = 16) -> dict[str, torch.Tensor]:
+    """Two texts per example (the dual encoder's batch): label 1 iff token FIRST_TOKEN occurs in either."""
+    first, second = cls_batch(g, batch, length, vocab), cls_batch(g, batch, length, vocab)
+    return {"input_ids_1": first["input_ids"], "padding_mask_1": first["padding_mask"],
+            "input_ids_2": second["input_ids"], "padding_mask_2": second["padding_mask"],
+            "labels": first["labels"] | second["labels"]}
+
+
+BATCHES = {"lm": lm_batch, "seq2seq": copy_batch, "classifier": cls_batch, "dual_encoder": pair_batch}
 
 
 def train(model: nn.Module, arch: str, steps: int = 30, lr: float = 3e-3, seed: int = 0) -> list[float]:

@@ -1,9 +1,9 @@
 """Data for synthformer: tokenizers, readers, generated tasks, and torch datasets with the model batches.
 
 Flow: read text (``read_*`` / ``load_hf_*``) or generate it (``generate_listops``,
-``generate_algorithmic``) -> build a tokenizer on the training split (``build_tokenizer``) -> wrap in a
-dataset (``LMBlockDataset``, ``Seq2SeqDataset``, ``ClassificationDataset``) -> ``build_dataloader``,
-whose batches carry exactly the keys of ``docs/CONTRACTS.md``.
+``generate_algorithmic``, ``generate_pathfinder``) -> build a tokenizer on the training split
+(``build_tokenizer``) -> wrap in a dataset (``LMBlockDataset``, ``Seq2SeqDataset``, ``ClassificationDataset``)
+-> ``build_dataloader``, whose batches carry exactly the keys of ``docs/CONTRACTS.md``.
 
 Malformed input raises :class:`DataError` (a ``ValueError``) naming the file, line and problem.
 """
@@ -29,6 +29,7 @@ from synthformer.data.batching import (
     encode_corpus,
     pad_sequences,
 )
+from synthformer.data.cifar10 import read_cifar10, read_cifar10_batch
 from synthformer.data.errors import DataError
 from synthformer.data.hf import load_hf_dataset, load_hf_pairs, load_hf_text
 from synthformer.data.listops import (
@@ -41,6 +42,8 @@ from synthformer.data.listops import (
     write_listops_splits,
     write_listops_tsv,
 )
+from synthformer.data.matching import MatchingExample, PairClassificationDataset, read_matching_tsv
+from synthformer.data.pathfinder import PATHFINDER_SPECS, generate_pathfinder
 from synthformer.data.readers import (
     CLASSIFICATION_FORMATS,
     LM_SPLITS,
@@ -77,6 +80,7 @@ __all__ = [
     "IGNORE_INDEX",
     "LM_SPLITS",
     "OVERFLOW_POLICIES",
+    "PATHFINDER_SPECS",
     "SPECIAL_TOKENS",
     "TOKENIZER_KINDS",
     "BPETokenizer",
@@ -91,6 +95,8 @@ __all__ = [
     "LMBlockDataset",
     "LengthReport",
     "ListOpsExample",
+    "MatchingExample",
+    "PairClassificationDataset",
     "Seq2SeqCollator",
     "Seq2SeqDataset",
     "SentencePieceTokenizer",
@@ -107,6 +113,7 @@ __all__ = [
     "evaluate_source",
     "generate_algorithmic",
     "generate_listops",
+    "generate_pathfinder",
     "listops_tokenizer",
     "load_hf_dataset",
     "load_hf_pairs",
@@ -114,8 +121,11 @@ __all__ = [
     "load_label_set",
     "load_tokenizer",
     "pad_sequences",
+    "read_cifar10",
+    "read_cifar10_batch",
     "read_classification",
     "read_listops_tsv",
+    "read_matching_tsv",
     "read_parallel",
     "read_parallel_tsv",
     "read_text_file",

@@ -16,6 +16,7 @@ Example::
 from .lm import LMConfig, TransformerLM, build_lm
 from .seq2seq import Seq2SeqConfig, Seq2SeqTransformer, build_seq2seq
 from .classifier import POOLINGS, ClassifierConfig, TransformerClassifier, build_classifier, pool
+from .dual_encoder import DualEncoderClassifier, DualEncoderConfig, build_dual_encoder
 
 # isort: on
 from .cache import DecoderCache, LayerCache, select_batch
@@ -45,6 +46,8 @@ __all__ = [
     "CrossAttention",
     "Decoder",
     "DecoderCache",
+    "DualEncoderClassifier",
+    "DualEncoderConfig",
     "Embeddings",
     "Encoder",
     "LMConfig",
@@ -58,6 +61,7 @@ __all__ = [
     "TransformerClassifier",
     "TransformerLM",
     "build_classifier",
+    "build_dual_encoder",
     "build_lm",
     "build_model",
     "build_seq2seq",

@@ -11,15 +11,18 @@ from torch import Tensor, nn
 
 from synthformer.attention.masking import any_true
 
-from .config import ModelConfig, choice, is_int
+from .config import ModelConfig, choice, is_int, positive_int
 from .layers import Embeddings
 from .losses import classification_loss
 from .registry import MixerFactory, register_arch
 from .stacks import Encoder
 
-__all__ = ["POOLINGS", "ClassifierConfig", "TransformerClassifier", "build_classifier", "pool"]
+__all__ = ["HEADS", "POOLINGS", "ClassifierConfig", "TransformerClassifier", "build_classifier", "classifier_head",
+           "pool"]
 
 POOLINGS: tuple[str, ...] = ("mean", "cls", "max")
+#: ``head`` values: one linear layer, or Long Range Arena's MLP (linear -> ReLU -> linear).
+HEADS: tuple[str, ...] = ("linear", "mlp")
 
 
 @dataclass
@@ -32,6 +35,9 @@ class ClassifierConfig(ModelConfig):
         encoder_kind_options: options for the encoder's mixers, updating ``kind_options``.
         pooling: ``"mean"`` or ``"max"`` over the non-padding positions, or ``"cls"`` (the first position; the
             data must put a summary token, e.g. ``<bos>``, there).
+        head: ``"linear"`` (one linear layer to the logits) or ``"mlp"`` (Long Range Arena's classifier head:
+            linear to ``head_dim`` -> ReLU -> linear to the logits).
+        head_dim: hidden width of the ``"mlp"`` head (``None``: ``d_ff``, as LRA's ``mlp_dim``).
 
     The loss is plain cross-entropy (no label smoothing).
     """
@@ -48,11 +54,33 @@ class ClassifierConfig(ModelConfig):
     encoder_kind: str | list[str] = "V"
     encoder_kind_options: dict[str, Any] | list[dict[str, Any]] | None = None
     pooling: str = "mean"
+    head: str = "linear"
+    head_dim: int | None = None
 
     def validate_arch(self) -> None:
         if not is_int(self.num_classes) or self.num_classes < 2:
-            raise ValueError(f"num_classes must be an integer >= 2 for arch='classifier', got {self.num_classes!r}")
+            raise ValueError(f"num_classes must be an integer >= 2 for arch={self.arch!r}, got {self.num_classes!r}")
         choice("pooling", self.pooling, POOLINGS)
+        choice("head", self.head, HEADS)
+        if self.head_dim is not None:
+            positive_int("head_dim", self.head_dim)
+
+    @property
+    def head_width(self) -> int:
+        """Hidden width of the ``"mlp"`` head."""
+        return self.d_ff if self.head_dim is None else self.head_dim
+
+
+def classifier_head(in_features: int, hidden: list[int], num_classes: int) -> nn.Module:
+    """Linear layers ``in_features -> hidden[0] -> ... -> num_classes`` with a ReLU after each hidden one: maps
+    (B, in_features) -> (B, num_classes). Without hidden layers it is one ``nn.Linear`` (the parameter names of
+    classifiers saved before the ``head`` setting existed)."""
+    layers: list[nn.Module] = []
+    for width in hidden:
+        layers += [nn.Linear(in_features, width), nn.ReLU()]
+        in_features = width
+    layers.append(nn.Linear(in_features, num_classes))
+    return layers[0] if len(layers) == 1 else nn.Sequential(*layers)
 
 
 def pool(h: Tensor, padding_mask: Tensor | None, how: str) -> Tensor:
@@ -78,8 +106,8 @@ def pool(h: Tensor, padding_mask: Tensor | None, how: str) -> Tensor:
 
 class TransformerClassifier(nn.Module):
     """Encoder-only classifier (the paper's AG News / IMDb setting): embeddings, ``config.n_layers`` encoder
-    layers with ``config.encoder_kind`` self-attention, ``config.pooling`` over the non-padding positions, then a
-    linear layer to ``config.num_classes`` logits.
+    layers with ``config.encoder_kind`` self-attention, ``config.pooling`` over the non-padding positions, then
+    ``config.head`` (a linear layer, or LRA's MLP) to ``config.num_classes`` logits.
 
     Batch contract (``docs/CONTRACTS.md``): ``forward(input_ids (B, L), padding_mask (B, L) bool | None,
     labels (B,) | None)`` returns ``{"logits": (B, C), "loss": scalar}`` (plain cross-entropy). A missing
@@ -96,18 +124,28 @@ class TransformerClassifier(nn.Module):
         self.embed = Embeddings(config.vocab_size, config.d_model, config.max_len, config.positions, config.dropout)
         self.encoder = Encoder(config, mixer_factory)
         self.dropout = nn.Dropout(config.dropout)
-        self.head = nn.Linear(config.d_model, config.num_classes)
+        hidden = [config.head_width] if config.head == "mlp" else []
+        self.head = classifier_head(config.d_model, hidden, int(config.num_classes))
 
     def forward(
         self, input_ids: Tensor, padding_mask: Tensor | None = None, labels: Tensor | None = None
     ) -> dict[str, Tensor]:
         """Class logits (and the loss with ``labels``); see the class docstring."""
+        logits = self.head(self.dropout(self.encode(input_ids, padding_mask)))  # (B, d) -> (B, C)
+        return self.outputs(logits, labels)
+
+    def encode(self, input_ids: Tensor, padding_mask: Tensor | None = None) -> Tensor:
+        """The pooled encoding of each row: (B, L) -> (B, d)."""
         if padding_mask is None:
             padding_mask = input_ids == self.config.pad_id
         if not any_true(padding_mask):  # (True on meta: shape-only runs keep the mask)
             padding_mask = None  # nothing to mask: lets the mixers take their unmasked fast paths
         h = self.encoder(self.embed(input_ids), padding_mask=padding_mask)  # (B, L, d)
-        logits = self.head(self.dropout(pool(h, padding_mask, self.config.pooling)))  # (B, d) -> (B, C)
+        return pool(h, padding_mask, self.config.pooling)
+
+    @staticmethod
+    def outputs(logits: Tensor, labels: Tensor | None) -> dict[str, Tensor]:
+        """``{"logits": (B, C)}``, with the plain cross-entropy ``"loss"`` when ``labels`` (B,) are given."""
         out = {"logits": logits}
         if labels is not None:
             out["loss"] = classification_loss(logits, labels)

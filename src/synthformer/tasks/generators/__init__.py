@@ -6,6 +6,7 @@ from .listops import ListOpsGenerator
 from .algorithmic import AlgorithmicGenerator
 from .matching import MatchingGenerator
 from .recall import RecallGenerator
+from .pathfinder import PathfinderGenerator
 
 # isort: on
 
@@ -13,6 +14,7 @@ __all__ = [
     "AlgorithmicGenerator",
     "ListOpsGenerator",
     "MatchingGenerator",
+    "PathfinderGenerator",
     "PyStdlibGenerator",
     "RecallGenerator",
     "load_pystdlib",

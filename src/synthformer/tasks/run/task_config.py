@@ -41,7 +41,9 @@ class TaskConfig:
       columns (source, target); ``jsonl`` / ``csv``: ``source_field`` and ``target_field`` of each record (e.g.
       CNN/DailyMail's ``article`` / ``highlights``). Inferred from the suffix, else ``parallel``.
     * ``classification``: ``jsonl``, ``csv``, ``tsv`` (``text_field`` / ``label_field``), ``label_text``
-      (``label text`` lines, SST-2) or ``listops_tsv`` (the LRA ListOps files). Inferred from the suffix.
+      (``label text`` lines, SST-2), ``listops_tsv`` (the LRA ListOps files) or ``cifar10`` (CIFAR-10's python
+      batches: a batch file or a ``cifar-10-batches-py`` folder). Inferred from the suffix.
+    * ``retrieval``: ``lra_tsv`` (LRA's Retrieval pairs: ``label id1 id2 text1 text2``).
 
     Without a ``valid`` file (seq2seq, classification) a seeded random ``valid_fraction`` of the training
     examples is held out.
@@ -53,9 +55,11 @@ class TaskConfig:
       ``max_train_chars``, ``max_eval_chars``).
     * ``listops``: Long Range Arena ListOps, 10 classes (``num_train``, ``num_valid``, ``num_test``, ``seed``,
       and :func:`~synthformer.data.generate_listops`'s ``min_length``, ``max_length``, ``max_depth``,
-      ``max_args``, ...).
+      ``max_args``, ...; ``cache_dir`` writes the splits once and reads them back).
     * ``algorithmic:<copy|reverse|sort|add>``: digit-string seq2seq (``num_train``, ``num_valid``, ``num_test``,
       ``min_len``, ``max_len``, ``seed``).
+    * ``pathfinder``: LRA's Pathfinder images, one token per pixel, 2 classes (``size`` 32 or 128 for Path-X,
+      ``num_train``, ``num_valid``, ``num_test``, ``seed``).
     """
 
     type: str = "lm"

@@ -8,8 +8,9 @@ from .span_corruption import SpanCorruption
 from .text_to_text import TextToText
 from .summarization import Summarization
 from .dialogue import DialogueGeneration
+from .retrieval import Retrieval
 
 # isort: on
 
-__all__ = ["Classification", "DialogueGeneration", "LanguageModeling", "SequenceToSequence", "SpanCorruption",
-           "Summarization", "TextToText"]
+__all__ = ["Classification", "DialogueGeneration", "LanguageModeling", "Retrieval", "SequenceToSequence",
+           "SpanCorruption", "Summarization", "TextToText"]

@@ -1,8 +1,10 @@
 """Task type ``classification``: an encoder classifier from text to one label.
 
 Files, by ``task.format`` (inferred from the suffix): ``jsonl``, ``csv``, ``tsv`` (``text_field`` /
-``label_field``), ``label_text`` (``label text`` lines, SST-2) or ``listops_tsv`` (the LRA ListOps files); also a
-Hugging Face data set or the ``listops`` generator. The classes are the training split's labels (sorted
+``label_field``), ``label_text`` (``label text`` lines, SST-2), ``listops_tsv`` (the LRA ListOps files) or
+``cifar10`` (CIFAR-10's python batches as LRA's Image task sees them: a batch file, or a ``cifar-10-batches-py``
+folder's five training batches; 1024 gray pixels per image, one byte each, for the ``byte`` tokenizer); also a
+Hugging Face data set or a generator (``listops``, ``pathfinder``). The classes are the training split's labels (sorted
 numerically when all are integers); a valid or test label never seen in training is an error. Metrics: loss and
 accuracy. Baseline: the majority class. Generation predicts the label of each input text.
 """
@@ -22,6 +24,7 @@ from synthformer.data import (
     ClassificationDataset,
     DataError,
     load_hf_dataset,
+    read_cifar10,
     read_classification,
     read_listops_tsv,
     tokenize_source,
@@ -108,6 +111,8 @@ def _read_examples(task: TaskConfig, path: str) -> list[Any]:
         # LRA's input pipeline drops the parentheses (they only mark where a number ends): without this the
         # sequences are 3x longer and 81% of the shared sample's examples exceed max_len 2000
         return [(" ".join(tokenize_source(ex.source)), str(ex.target)) for ex in read_listops_tsv(path)]
+    if fmt == "cifar10":
+        return read_cifar10(path)  # type: ignore[return-value]  # (pixels as bytes, label) records
     return read_classification(path, format=fmt, text_field=task.text_field, label_field=task.label_field,
                                empty_lines=task.empty_lines)
 
@@ -119,10 +124,17 @@ class Classification(TaskType):
     name = "classification"
     arch = "classifier"
     metrics = ("loss", "accuracy")
-    formats = (*CLASSIFICATION_FORMATS, "listops_tsv")
+    formats = (*CLASSIFICATION_FORMATS, "listops_tsv", "cifar10")
     suffix_formats = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
     default_tokenizer = "word"
     derived_model_fields = {"num_classes": "it comes from the training labels"}
+    #: Where a record holds its label (``(text, label)`` here; a subclass may read other records).
+    label_index: int = 1
+
+    def check_config(self, task: TaskConfig) -> None:
+        if task.format == "cifar10" and task.tokenizer_kind != "byte":
+            raise ConfigError(f"tokenizer: the cifar10 format gives one byte per pixel, read by the byte tokenizer; "
+                              f"set tokenizer: byte, got {task.tokenizer_kind!r}")
 
     def infer_format(self, path: str) -> str:
         from pathlib import Path
@@ -150,15 +162,16 @@ class Classification(TaskType):
         splits = raw.splits
         finish_example_splits(task, splits)
         if raw.label_set is None:
-            raw.label_set = label_set_of([str(ex[1]) for ex in splits["train"]])
+            raw.label_set = label_set_of([str(ex[self.label_index]) for ex in splits["train"]])
         known = set(raw.label_set)
         for name in ("valid", "test"):
             for i, ex in enumerate(splits.get(name, [])):
-                if str(ex[1]) not in known:
+                label = ex[self.label_index]
+                if str(label) not in known:
                     where = getattr(ex, "line", None)
                     source = getattr(task, name, None) or f"{name} split"  # the file, when the split has one
                     raise DataError(str(source), where if where is not None else i + 1,
-                                    f"label {ex[1]!r} never occurs in the training split (labels: {raw.label_set})")
+                                    f"label {label!r} never occurs in the training split (labels: {raw.label_set})")
         return raw
 
     def training_texts(self, raw: RawData) -> list[str]:
@@ -189,8 +202,8 @@ class Classification(TaskType):
         return "accuracy"
 
     def baseline(self, run: RunConfig, data: TaskData) -> tuple[str, float]:
-        train = [str(ex[1]) for ex in data.raw.splits["train"]]
-        valid = [str(ex[1]) for ex in data.raw.splits["valid"]]
+        train = [str(ex[self.label_index]) for ex in data.raw.splits["train"]]
+        valid = [str(ex[self.label_index]) for ex in data.raw.splits["valid"]]
         return "majority-class accuracy", majority_baseline(train, valid)
 
     def generate(self, loaded: LoadedRun, inputs: list[str], options: GenerateOptions) -> list[Generated]:
