@@ -28,12 +28,12 @@ class Fault:
 
 #: Calls of the rotating saves in tests/reliability/test_faults.py at which a fault is injected, times the modes
 #: (see that test): 2 scenarios (the old best kept, a new best written).
-ROTATION_FAULTS = 116
+ROTATION_FAULTS = 98
 
 FAULTS: tuple[Fault, ...] = (
     Fault("nonfinite-stop", "NaN loss at step k, `train.nonfinite: stop` (with and without clipping)",
           ("clip", "no-clip")),
-    Fault("nonfinite-skip", "NaN loss at steps k and k+1, `train.nonfinite: skip`", ("skip",)),
+    Fault("nonfinite-skip", "NaN loss at two steps, `train.nonfinite: skip` (killed between them)", ("skip",)),
     Fault("nonfinite-limit", "`train.nonfinite_limit` non-finite steps in a row", ("limit",), resumed=False),
     Fault("oom", "out of memory in a step (a GPU's `OutOfMemoryError`, the CPU allocator's error)",
           ("cuda", "cpu")),
