@@ -1,5 +1,6 @@
 """Faults while a checkpoint is written: a full disk (``OSError(ENOSPC)``, before a call or after half a file) or
-a ``SIGKILL`` at every step of :func:`save_checkpoint`, and a torn last line of ``metrics.jsonl``.
+a ``SIGKILL`` at every step of :func:`save_checkpoint` (also of one that rotates old checkpoints out while
+``checkpoints/best`` names one of them), and a torn last line of ``metrics.jsonl``.
 
 Every fault must leave a loadable latest checkpoint holding exactly the weights of its step, every listed
 checkpoint complete, and a run that saves (and resumes) again afterwards.
@@ -8,6 +9,7 @@ checkpoint complete, and a run that saves (and resumes) again afterwards.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import signal
@@ -33,7 +35,10 @@ from synthformer.train import (
     save_checkpoint,
 )
 from synthformer.train import checkpoint as ckpt_mod
+from synthformer.train.best import BestRecord, read_best
 from tests.tasks.helpers import lm_config, write_yaml
+
+from .long_runs import ROTATION_FAULTS
 
 pytestmark = pytest.mark.usefixtures("restore_logging")
 
@@ -94,10 +99,13 @@ def _model(seed: int) -> tuple[nn.Module, torch.optim.Optimizer, Any]:
     return model, opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
 
 
-def _save(run: Path, step: int, seed: int) -> None:
+def _save(run: Path, step: int, seed: int, keep: int = 2, best: int | None = None) -> None:
+    """Save the model of ``seed`` as ``step``, keeping ``keep`` checkpoints (and the one ``best`` names: the step
+    of the best so far, written as the new best when it is ``step``)."""
     model, opt, sched = _model(seed)
+    record = None if best is None else BestRecord(f"step_{best:06d}", "eval_loss", float(best), "min", best)
     save_checkpoint(run, step, model, optimizer=opt, scheduler=sched, rng_states=[capture_rng_state()],
-                    trainer_state={"seed": seed}, max_checkpoints=2)
+                    trainer_state={"seed": seed}, max_checkpoints=keep, best=record)
 
 
 def _weights(seed: int) -> dict[str, torch.Tensor]:
@@ -127,18 +135,20 @@ def _sequence(tmp: Path, step: int) -> list[str]:
     return recorder.calls
 
 
-def _run_with_fault(run: Path, step: int, at: int, mode: str) -> None:
+def _run_with_fault(run: Path, step: int, at: int, mode: str, save: Callable[[], None] | None = None) -> None:
+    """Run ``save`` (default: step ``step`` of the model of seed 2) with the fault ``mode`` at call ``at``."""
+    save = save or (lambda: _save(run, step, seed=2))
     injector = Injector(at, mode)
     if "kill" not in mode:
         with injected(injector), pytest.raises(OSError, match="No space left"):
-            _save(run, step, seed=2)
+            save()
         return
     pid = os.fork()
     if pid == 0:  # the child saves and dies at the fault
         code = 1
         try:
             with injected(injector):
-                _save(run, step, seed=2)
+                save()
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
@@ -150,7 +160,7 @@ def test_a_fault_at_any_step_of_a_save_leaves_a_loadable_run(tmp_path: Path, res
     step = 1 if resave else 2  # saving step 1 again happens when a run is resumed at its last checkpoint
     calls = _sequence(tmp_path, step)
     assert calls[0] == "save_model" and "replace" in calls and "atomic_write_text" in calls
-    writers = {i for i, name in enumerate(calls) if next(w for _, n, w in POINTS if n == name) is not None}
+    writers = _writers(calls)
     tried = 0
     for at in range(len(calls)):
         for mode in MODES:
@@ -168,6 +178,51 @@ def test_a_fault_at_any_step_of_a_save_leaves_a_loadable_run(tmp_path: Path, res
             assert leftovers == [], (at, mode, leftovers)
             tried += 1
     assert tried == 2 * len(calls) + 2 * len(writers)  # half-written modes only where a file is written
+
+
+def _writers(calls: list[str]) -> set[int]:
+    return {i for i, name in enumerate(calls) if next(w for _, n, w in POINTS if n == name) is not None}
+
+
+def _before_rotation(run: Path) -> None:
+    """Checkpoints 1 (the best), 2 and 3, all kept."""
+    for step in (1, 2, 3):
+        _save(run, step, seed=step, keep=0, best=1)
+
+
+def _rotate(run: Path, new_best: bool) -> None:
+    """Step 4 saved keeping 1: rotation deletes 2 and 3, and 1 unless it stays the best (``new_best``: step 4 is)."""
+    _save(run, 4, seed=4, keep=1, best=4 if new_best else 1)
+
+
+def test_a_fault_at_any_call_of_a_rotating_save_keeps_what_latest_and_best_name(tmp_path: Path) -> None:
+    tried = 0
+    for new_best in (False, True):
+        _before_rotation(tmp_path / f"record-{new_best}")
+        recorder = Injector()
+        with injected(recorder):
+            _rotate(tmp_path / f"record-{new_best}", new_best)
+        calls = recorder.calls
+        # the new checkpoint, the pointers (latest, best when new) and the pruning of 2 and 3 (and 1) move into place
+        assert calls.count("replace") == 4 + 2 * new_best and calls[-1] == "replace"
+        writers = _writers(calls)
+        for at in range(len(calls)):
+            for mode in MODES:
+                if "half" in mode and at not in writers:
+                    continue
+                run = tmp_path / f"run-{new_best}-{at}-{mode}"
+                _before_rotation(run)
+                _run_with_fault(run, 4, at, mode, functools.partial(_rotate, run, new_best))
+                latest = _check_intact(run, {s: (s,) for s in (1, 2, 3, 4)})
+                best = read_best(run / "checkpoints")
+                assert best is not None and best.step in ((1, 4) if new_best else (1,)), (at, mode)
+                assert best.checkpoint in [p.name for p in list_checkpoints(run)], (at, mode)
+                assert latest in (3, 4)
+                _save(run, 5, seed=5, keep=1, best=best.step)  # the run goes on and sweeps what the fault left
+                assert [p.name for p in list_checkpoints(run)] == sorted({best.checkpoint, "step_000005"})
+                assert not [p for p in (run / "checkpoints").iterdir() if p.name.startswith((".tmp-", ".old-"))]
+                tried += 1
+    assert tried == ROTATION_FAULTS, tried  # the count docs/reliability.md's "Long runs" table shows
 
 
 # -- a real training: full disk and kill during a checkpoint, then --resume ------------------------------------------

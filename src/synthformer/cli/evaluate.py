@@ -15,6 +15,7 @@ examples:
   synthformer eval runs/mt_multi30k_de_en --split test --beam 4
   synthformer eval runs/mt_multi30k_de_en --beam 1 --max-examples 200   # quick greedy check
   synthformer eval runs/cls_sst2 --split valid              # accuracy
+  synthformer eval runs/glue_RV --checkpoint best           # the checkpoint train.keep_best kept
   synthformer eval runs/table3/samsum_R+V --min-length 10 --no-repeat-ngram-size 3   # ROUGE-1/2/L/Lsum
   synthformer eval runs/table3/personachat_D                # BLEU-1/4, METEOR, ROUGE-L, CIDEr, distinct-1/2
 
@@ -41,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_decoding_options(p, max_length=True, prefix="seq2seq: ")
     p.add_argument("--max-examples", type=int, default=None, metavar="N", help="seq2seq: decode only the first N")
     p.add_argument("--batch-size", type=int, default=None, metavar="N", help="evaluation batch size")
+    p.add_argument("--checkpoint", default=None, metavar="WHICH",
+                   help="the checkpoint to score: latest (the default), best (kept by train.keep_best), or a step "
+                        "number")
     add_common_options(p)
     p.set_defaults(handler=run, default_log_level=logging.WARNING)
 
@@ -54,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     decoding = {"length_penalty": args.length_penalty, "min_length": args.min_length,
                 "max_decode_len": args.max_length, "no_repeat_ngram_size": args.no_repeat_ngram_size}
     report = evaluate_run(args.run_dir, args.split, beam=args.beam, max_examples=args.max_examples,
-                          batch_size=args.batch_size, decoding=decoding)
+                          batch_size=args.batch_size, decoding=decoding, checkpoint=args.checkpoint)
     print(f"{args.run_dir} (step {report.step}), split {report.split}:")
     for line in format_metrics(report.metrics, prefix="  "):
         print(line)

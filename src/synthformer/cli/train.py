@@ -26,6 +26,9 @@ Overrides are dotted keys of the config (task.*, model.*, train.*, eval.*) with 
   train.lr=3e-4  train.bf16=true  model.decoder_kind=D  eval.metrics=[loss,bleu]  task.train=my.txt
 
 Ctrl-C stops at the end of the current step and saves a checkpoint; --resume continues exactly from it.
+SIGTERM and SIGUSR1 (a batch system's preemption notice) do the same and exit with status 75, which a job script
+requeues on (docs/distributed.md, "SLURM"). A step whose loss or gradients are not finite stops the run
+(train.nonfinite=skip drops it instead); train.keep_best=METRIC keeps the best checkpoint too.
 
 Plan a long run first: --dry-run prints the parameters, tokens and FLOPs per step, the memory per process and the
 data plan without training or reading the data (exit status 2 when it sees a problem that would stop the run):
@@ -63,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Train; print where the run is and its final metrics."""
     from synthformer.tasks import load_run_config, train_run
-    from synthformer.train import ConfigError
+    from synthformer.train import EXIT_PREEMPTED, ConfigError, Preempted
 
     config_path = Path(args.config)
     overrides = list(args.overrides)
@@ -78,7 +81,12 @@ def run(args: argparse.Namespace) -> int:
     args.interrupt_hint = f"a checkpoint was saved; continue with: {shlex.join(command)}"
     progress = not args.no_progress and sys.stderr.isatty()
     warn_if_busy()
-    result = train_run(run_config, run_dir, resume=args.resume, overwrite=args.overwrite, progress=progress)
+    try:
+        result = train_run(run_config, run_dir, resume=args.resume, overwrite=args.overwrite, progress=progress)
+    except Preempted as stop:  # SIGTERM / SIGUSR1: saved; a distinct status for the job script to requeue on
+        if int(os.environ.get("RANK", "0")) == 0:
+            print(f"synthformer train: {stop}; continue with: {shlex.join(command)}", file=sys.stderr)
+        return EXIT_PREEMPTED
     if int(os.environ.get("RANK", "0")) != 0:
         return 0  # under torchrun the main process reports
     print(f"run directory: {run_dir}")

@@ -11,9 +11,12 @@ evaluation lines, checkpoint writing), ``evaluation`` (forward pass, periodic ev
 trainer used on its own does to its run directory; the task pipeline prepares it itself), ``tracking``
 (``log_with``), ``rundir`` / ``runlock`` / ``run_errors`` (the run directory, its lock, its errors),
 ``checkpoint``, ``config`` (``TrainConfig``; the generic loader and ``ConfigError`` are in
-:mod:`synthformer.common.config`), ``loader``, ``optim``, ``distributed``, ``metrics``, ``hooks``, ``rng``.
+:mod:`synthformer.common.config`), ``loader``, ``optim``, ``distributed``, ``metrics``, ``hooks``, ``rng``; for
+long runs ``longrun`` (its decisions), ``faults`` (their errors), ``signals`` (SIGINT, SIGTERM, SIGUSR1), ``best``
+(``keep_best``) and ``saving`` (the trainer's checkpoints).
 """
 
+from .best import select_checkpoint
 from .checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -36,12 +39,15 @@ from .config import (
     load_config,
     to_dict,
 )
+from .faults import TrainingFailed
 from .loader import BatchStream, eval_batches
 from .optim import build_optimizer, build_scheduler, lr_multiplier, param_groups
 from .rundir import RunDir, RunError, RunExistsError, RunLock, is_main_process
+from .signals import EXIT_PREEMPTED, Preempted
 from .trainer import Trainer, count_tokens, seed_everything
 
 __all__ = [
+    "EXIT_PREEMPTED",
     "BatchStream",
     "Checkpoint",
     "CheckpointError",
@@ -50,6 +56,8 @@ __all__ = [
     "RunError",
     "RunExistsError",
     "RunLock",
+    "Preempted",
+    "TrainingFailed",
     "TrainConfig",
     "Trainer",
     "apply_overrides",
@@ -71,6 +79,7 @@ __all__ = [
     "read_trainer_state",
     "restore_rng_state",
     "save_checkpoint",
+    "select_checkpoint",
     "WeightsMismatchError",
     "seed_everything",
     "to_dict",

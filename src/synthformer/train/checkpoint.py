@@ -8,10 +8,13 @@ Layout::
         rng.pt                            RNG states, one per process
         trainer_state.json                step, data position, ...
     RUN/checkpoints/latest                text file naming the newest complete checkpoint ("step_000100")
+    RUN/checkpoints/best                  with train.keep_best: the best checkpoint by its metric (JSON, .best)
 
 A checkpoint is written into a temporary directory next to its final place, every file is fsync'ed, and the
 directory is then renamed into place with ``os.replace`` (atomic on POSIX); ``latest`` is replaced the same
-way afterwards. A crash at any point therefore leaves the previous checkpoint and pointer intact.
+way afterwards, then ``best`` when this checkpoint is the new best. Old checkpoints are pruned only after both
+pointers are in place, never one a pointer names, and each is renamed out of the listing before it is deleted.
+A crash at any point therefore leaves the previous checkpoint and pointers intact.
 Everything is loaded with ``torch.load(weights_only=True)``: loading a checkpoint never runs pickled code.
 """
 
@@ -40,6 +43,7 @@ from synthformer.common.io import atomic_write_text
 from synthformer.common.io import created_mode as _created_mode
 from synthformer.common.io import fsync_path as _fsync_path
 
+from .best import BEST_FILE, BestRecord, read_best
 from .rng import capture_rng_state, restore_rng_state
 
 __all__ = [
@@ -142,6 +146,7 @@ def save_checkpoint(
     rng_states: list[dict[str, Any]] | None = None,
     trainer_state: dict[str, Any] | None = None,
     max_checkpoints: int = 0,
+    best: BestRecord | None = None,
 ) -> Path:
     """Write ``RUN/checkpoints/step_XXXXXX`` atomically, point ``latest`` at it, prune to ``max_checkpoints``.
 
@@ -151,7 +156,10 @@ def save_checkpoint(
         optimizer: the optimizer, or its ``state_dict()`` (gathered in the same form).
         rng_states: one :func:`capture_rng_state` dict per process (index = rank).
         trainer_state: JSON-serialisable loop state (step, data position, ...); ``step`` is added.
-        max_checkpoints: keep only the newest N checkpoints (0 keeps all); the new one is never pruned.
+        max_checkpoints: keep only the newest N checkpoints (0 keeps all); the new one is never pruned, nor the
+            checkpoints ``latest`` and ``best`` name.
+        best: this checkpoint is the new best: ``checkpoints/best`` is pointed at it (``best.checkpoint`` must be
+            its name).
 
     Returns the final checkpoint directory.
     """
@@ -197,6 +205,8 @@ def save_checkpoint(
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     atomic_write_text(root / LATEST_FILE, name + "\n")
+    if best is not None and best.checkpoint == name:
+        atomic_write_text(root / BEST_FILE, best.to_json())
     if max_checkpoints > 0:
         _prune(root, max_checkpoints, keep_name=name)
     logger.info("saved checkpoint %s", final)
@@ -221,9 +231,16 @@ def _remove_stale_temporaries(root: Path) -> None:
 
 def _prune(root: Path, keep: int, keep_name: str) -> None:
     found = list_checkpoints(root.parent)
+    # what the pointers on disk name now (both are written before pruning), whatever a crash left in between
+    latest = latest_checkpoint(root.parent)
+    record = read_best(root)
+    pointed = {keep_name, latest.name if latest is not None else "", record.checkpoint if record else ""}
     for path in found[:-keep] if keep < len(found) else []:
-        if path.name != keep_name:
-            shutil.rmtree(path, ignore_errors=True)
+        if path.name not in pointed:
+            # renamed first (atomic): a kill during the deletion leaves a temporary, never a half checkpoint
+            doomed = root / f"{_TMP_PREFIX}pruned-{path.name}-{os.getpid()}"
+            os.replace(path, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------------------------

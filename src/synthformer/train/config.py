@@ -21,6 +21,8 @@ from synthformer.common.config import (
     to_dict,
 )
 
+from .best import metric_direction
+
 #: The experiment trackers ``log_with`` may name (:mod:`synthformer.train.tracking` starts them).
 TRACKER_NAMES: tuple[str, ...] = ("tensorboard", "wandb", "mlflow")
 
@@ -103,6 +105,20 @@ class TrainConfig:
     fsdp_forward_methods: list[str] = dataclasses.field(default_factory=lambda: ["memory_kv"])
     """With ``fsdp``: methods other than ``forward`` that the model calls on a unit directly (the decoder's
     cross-attention keys of the encoder output); the unit's weights are gathered for them too."""
+    nonfinite: Literal["stop", "skip"] = "stop"
+    """A step whose loss or gradient norm is not finite (NaN, inf): ``stop`` the run with a one-line error naming
+    the step and the last good checkpoint, or ``skip`` its update (counted as ``skipped_steps`` in the metrics) and
+    go on. A non-finite model is never saved (docs/reliability.md, "Long runs")."""
+    nonfinite_limit: int = 10
+    """With ``nonfinite: skip``: stop as ``stop`` does after this many non-finite steps in a row."""
+    keep_best: str | None = None
+    """An evaluation metric (``loss``, ``bleu``, ``accuracy``, ``glue_average``, ...; with or without ``eval_``):
+    the checkpoint with its best value is kept besides the newest ``max_checkpoints`` and named by
+    ``checkpoints/best`` (``synthformer eval --checkpoint best``, ``init_from: RUN@best``). Lower is better for
+    losses, perplexities and bits, higher for the rest; a new best is saved at once."""
+    collective_timeout_s: float = 600.0
+    """Several processes: how long one waits in a collective (gradients, a checkpoint) for the others before it
+    gives up with a one-line error; a process that dies is usually noticed at once, a hung one only after this."""
 
     def __post_init__(self) -> None:
         # Validate eagerly so a bad value fails at load time, not 10 000 steps in.
@@ -140,6 +156,17 @@ class TrainConfig:
                 raise ConfigError(f"log_with: unknown tracker {name!r}; valid: {', '.join(TRACKER_NAMES)}")
         if not isinstance(self.tracker_project, str) or not self.tracker_project.strip():
             raise ConfigError(f"tracker_project: expected a non-empty name, got {self.tracker_project!r}")
+        if self.nonfinite not in ("stop", "skip"):
+            raise ConfigError(f"nonfinite: expected one of ['stop', 'skip'], got {self.nonfinite!r}")
+        if isinstance(self.nonfinite_limit, bool) or not isinstance(self.nonfinite_limit, int) \
+                or self.nonfinite_limit < 1:
+            raise ConfigError(f"nonfinite_limit: expected an integer >= 1, got {self.nonfinite_limit!r}")
+        if not (isinstance(self.collective_timeout_s, (int, float)) and self.collective_timeout_s > 0
+                and math.isfinite(self.collective_timeout_s)):
+            raise ConfigError(f"collective_timeout_s: expected a number of seconds > 0, got "
+                              f"{self.collective_timeout_s!r}")
+        if self.keep_best is not None:
+            metric_direction(self.keep_best)  # a ConfigError naming the known metrics
         for name in ("fsdp_units", "fsdp_forward_methods"):
             names = getattr(self, name)
             if not isinstance(names, (list, tuple)) or not all(isinstance(u, str) and u for u in names):

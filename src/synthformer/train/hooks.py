@@ -1,24 +1,23 @@
-"""What the training loop needs around it: seeding, counting targets, the default accelerator, a Ctrl-C guard,
-RNG-neutral evaluation, optional TensorBoard, and agreement between processes."""
+"""What the training loop needs around it: seeding, counting targets, the default accelerator, RNG-neutral
+evaluation, optional TensorBoard, and agreement between processes (the signal guard: :mod:`.signals`)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import random
-import signal
-import threading
 from collections.abc import Iterator, Mapping
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import torch
 from accelerate import Accelerator
+from accelerate.utils import InitProcessGroupKwargs
 
 from .checkpoint import capture_rng_state, restore_rng_state
 
 __all__ = [
-    "InterruptGuard",
     "any_process",
     "count_tokens",
     "default_accelerator",
@@ -55,11 +54,17 @@ def count_tokens(batch: Mapping[str, Any]) -> int | torch.Tensor:
     return 0
 
 
-def default_accelerator() -> Accelerator:
-    """An ``Accelerator`` for this machine: the GPU if there is one, else CPU (gloo when several processes run)."""
+def default_accelerator(collective_timeout_s: float | None = None) -> Accelerator:
+    """An ``Accelerator`` for this machine: the GPU if there is one, else CPU (gloo when several processes run).
+
+    ``collective_timeout_s`` (``train.collective_timeout_s``) is how long a collective waits for the other processes
+    (the process group's timeout); it takes effect when this creates the process group, the first time in a process.
+    """
     # accelerate sets up multi-process CPU (gloo) training only when told cpu=True; without a GPU we do so.
     has_gpu = torch.accelerator.is_available() if hasattr(torch, "accelerator") else torch.cuda.is_available()
-    return Accelerator(cpu=not has_gpu)
+    handlers = [] if collective_timeout_s is None else [
+        InitProcessGroupKwargs(timeout=timedelta(seconds=collective_timeout_s))]
+    return Accelerator(cpu=not has_gpu, kwargs_handlers=handlers)
 
 
 def any_process(accelerator: Accelerator, flag: bool) -> bool:
@@ -80,38 +85,6 @@ def require_tensorboard() -> Any:
             "(or set train.tensorboard=false; metrics.jsonl is always written)"
         ) from err
     return SummaryWriter
-
-
-class InterruptGuard:
-    """Turn the first SIGINT into a request to stop at the next step boundary (then save and raise).
-
-    Stopping between steps means the checkpoint never holds half-applied optimizer updates. A second Ctrl-C
-    raises ``KeyboardInterrupt`` at once. Signal handlers can only be installed from the main thread; elsewhere
-    this is a no-op and an interrupt arrives as a plain ``KeyboardInterrupt``.
-    """
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: Any = None
-        self._installed = False
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        logger.warning("interrupt: finishing this step and saving a checkpoint (Ctrl-C again to stop at once)")
-
-    def __enter__(self) -> InterruptGuard:
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.getsignal(signal.SIGINT)
-            signal.signal(signal.SIGINT, self._handler)
-            self._installed = True
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._installed:
-            previous = self._previous if self._previous is not None else signal.default_int_handler
-            signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ import torch
 from accelerate import Accelerator
 from torch import nn
 
+from .best import BestRecord
 from .checkpoint import latest_checkpoint, save_checkpoint
 from .config import TrainConfig, to_dict
 from .rundir import RunDir
@@ -116,9 +117,9 @@ class Recorder:
 
     # -- lines ---------------------------------------------------------------------------------------------------
     def log_train(self, step: int, lr: float, grad_norm: float | None, accelerator: Accelerator,
-                  world_size: int) -> dict[str, Any]:
+                  world_size: int, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Write the window's training line (loss and tokens/s summed over the processes: a collective) and
-        start a new window; returns the record."""
+        start a new window; returns the record (``extra``: more fields for it, e.g. the skipped steps)."""
         elapsed = max(time.perf_counter() - self._win_start, 1e-9)
         stats = torch.tensor(
             [float(self._win_loss), float(self._win_micro), float(self._win_tokens)],
@@ -136,6 +137,7 @@ class Recorder:
         }
         if grad_norm is not None:
             record["grad_norm"] = grad_norm
+        record.update(extra or {})
         self.write(record, step)
         self.last_metrics.update(record)
         self.reset_window()
@@ -182,12 +184,14 @@ class Recorder:
 
     # -- checkpoints ---------------------------------------------------------------------------------------------
     def write_checkpoint(self, step: int, model: nn.Module, optimizer: Any, scheduler: Any,
-                         rng_states: list[dict[str, Any]], state: dict[str, Any]) -> Path:
-        """Save a checkpoint of ``step`` (call on the main process only); a failed save says what is safe."""
+                         rng_states: list[dict[str, Any]], state: dict[str, Any],
+                         best: BestRecord | None = None) -> Path:
+        """Save a checkpoint of ``step`` (call on the main process only; ``best``: it is the new best); a failed
+        save says what is safe."""
         try:
             path = save_checkpoint(
                 self.rundir.path, step, model, optimizer=optimizer, scheduler=scheduler, rng_states=rng_states,
-                trainer_state=state, max_checkpoints=self.config.max_checkpoints,
+                trainer_state=state, max_checkpoints=self.config.max_checkpoints, best=best,
             )
         except OSError as err:  # a full disk, a quota, a vanished mount: say what is safe and how to go on
             previous = latest_checkpoint(self.rundir.path)

@@ -7,7 +7,8 @@ gradients and optimizer state sharded by FSDP2 (``train.distributed: fsdp``, :mo
 
 Resume is exact: model, optimizer, scheduler, every process's RNG state and the data position are
 checkpointed, so ``kill`` + ``resume=True`` gives bit-identical weights to an uninterrupted run on the same
-hardware (CPU, same seed, same world size).
+hardware (CPU, same seed, same world size). What a long run meets (non-finite steps, SIGTERM, a dead process, out
+of memory) is decided by :class:`~synthformer.train.longrun.LongRunPolicy` and worded by :mod:`.faults`.
 
 This module is the loop; the :class:`~synthformer.train.recording.Recorder` it holds writes what it logs, evaluates
 and checkpoints, :mod:`~synthformer.train.evaluation` computes the forward pass and the evaluations, and
@@ -33,6 +34,7 @@ from tqdm.auto import tqdm
 
 from synthformer.common.io import atomic_write_text
 
+from . import faults
 from .checkpoint import (
     STATE_FILE,
     CheckpointError,
@@ -42,28 +44,17 @@ from .checkpoint import (
     restore_rng_state,
 )
 from .config import ConfigError, TrainConfig, dump_config
-from .distributed import (
-    ShardedOptimizerState,
-    as_float,
-    full_model_state,
-    full_optimizer_state,
-    gradient_sync,
-    shard_model,
-)
+from .distributed import ShardedOptimizerState, as_float, gradient_sync, shard_model
 from .evaluation import evaluate_model, forward_loss
-from .hooks import (
-    InterruptGuard,
-    any_process,
-    count_tokens,
-    default_accelerator,
-    require_tensorboard,
-    seed_everything,
-)
+from .hooks import count_tokens, default_accelerator, require_tensorboard, seed_everything
 from .loader import BatchStream
+from .longrun import LongRunPolicy
 from .optim import build_optimizer, build_scheduler
 from .preparation import lock_for_training, prepare_run_dir, warn_resumed_changes
-from .recording import Recorder, trainer_state
+from .recording import Recorder
 from .rundir import RunDir
+from .saving import CheckpointSaving
+from .signals import Preempted, StopGuard
 from .tracking import check_trackers, open_trackers
 
 __all__ = ["Trainer", "count_tokens", "seed_everything"]
@@ -71,7 +62,7 @@ __all__ = ["Trainer", "count_tokens", "seed_everything"]
 logger = logging.getLogger(__name__)
 
 
-class Trainer:
+class Trainer(CheckpointSaving):
     """Train ``model`` on ``train_data`` and record the run in ``run_dir``.
 
     Constructing a Trainer seeds the global RNGs with ``config.seed + rank`` (or restores them from the
@@ -146,13 +137,15 @@ class Trainer:
         self.collate_fn = collate_fn
         self.token_counter = token_counter or count_tokens
         self.progress = progress
-        self.accelerator = acc = accelerator if accelerator is not None else default_accelerator()
+        self.accelerator = acc = (accelerator if accelerator is not None
+                                  else default_accelerator(config.collective_timeout_s))
         self.is_main = acc.is_main_process
         self.rank = acc.process_index
         self.world_size = acc.num_processes
         # without a progress bar (a log file, a batch job) a line every heartbeat_s seconds shows the run is alive
         self.recorder = Recorder(self.rundir, config, is_main=self.is_main,
                                  heartbeat_s=heartbeat_s if not progress else None)
+        self.policy = LongRunPolicy(acc, config, self.rundir)  # non-finite steps, stop requests, the best
         # Checked on every process (not only the one that writes), so that none waits for a failed peer.
         summary_writer = require_tensorboard() if config.tensorboard else None
         check_trackers(config.log_with)
@@ -217,6 +210,7 @@ class Trainer:
                 raise CheckpointError(f"{ckpt.path / STATE_FILE}: no valid 'batches_consumed' (the data "
                                       "position); it is not a state this trainer wrote") from None
             self.tokens_seen = int(ckpt.trainer_state.get("tokens_seen", 0))
+            self.policy.resume(ckpt.trainer_state)
             # absent before this key existed
             self.recorder.elapsed_offset = float(ckpt.trainer_state.get("elapsed_s", 0.0))
             logger.info("resumed from %s (step %d)", ckpt.path, self.step)
@@ -257,17 +251,20 @@ class Trainer:
         self._in_update = False
 
     # ---------------------------------------------------------------------------------------------------------
-    # setup helpers
-
-    # ---------------------------------------------------------------------------------------------------------
     # the loop
 
     def _forward(self, model: nn.Module, batch: Any) -> torch.Tensor:
         return forward_loss(model, batch, bf16=self.config.bf16, device_type=self.accelerator.device.type)
 
     def _train_step(self) -> float | None:
-        """One optimizer step over ``grad_accum`` micro-batches; returns the gradient norm if clipping."""
+        """One optimizer step over ``grad_accum`` micro-batches; returns the gradient norm if clipping.
+
+        After backward the step's loss and gradient norm are checked (:meth:`LongRunPolicy.check_step`, which also
+        agrees on a stop request): a non-finite step is skipped or stops the run. An out-of-memory error in forward
+        or backward becomes :class:`OutOfMemory` (the weights are untouched: the step never reached its update).
+        """
         acc, cfg = self.accelerator, self.config
+        micro_batches = []
         for micro in range(cfg.grad_accum):
             batch = send_to_device(next(self._stream), acc.device)
             self.batches_consumed += 1
@@ -275,36 +272,61 @@ class Trainer:
             # Gradients are all-reduced only on the last micro-batch of the step.
             last = micro == cfg.grad_accum - 1
             no_sync = gradient_sync(self.model, False) if self.sharded else acc.no_sync(self.model)
-            with contextlib.nullcontext() if last else no_sync:
-                loss = self._forward(self.model, batch)
-                # Mean of the micro-batch means: each micro-batch counts equally.
-                acc.backward(loss / cfg.grad_accum)
-            self.recorder.add_micro_batch(loss.detach().float(), n_tokens)
+            try:
+                with contextlib.nullcontext() if last else no_sync:
+                    loss = self._forward(self.model, batch)
+                    # Mean of the micro-batch means: each micro-batch counts equally.
+                    acc.backward(loss / cfg.grad_accum)
+            except RuntimeError as err:  # torch.OutOfMemoryError is one
+                if not faults.is_out_of_memory(err):
+                    raise
+                self.optimizer.zero_grad(set_to_none=True)  # frees the gradients for the save that follows
+                raise faults.OutOfMemory(faults.out_of_memory_detail(self.step + 1, batch, cfg)) from None
+            micro_batches.append((loss.detach().float(), n_tokens))
             self.tokens_seen += n_tokens
 
         # From here to the step increment the weights change: an interrupt must not be saved half-way.
         self._in_update = True
-        grad_norm = None
-        if cfg.grad_clip > 0:
-            grad_norm = as_float(acc.clip_grad_norm_(self.model.parameters(), cfg.grad_clip))
+        params = list(self.model.parameters())
+        grad_norm = as_float(acc.clip_grad_norm_(params, cfg.grad_clip)) if cfg.grad_clip > 0 else None
+        loss_sum = float(sum(loss for loss, _ in micro_batches))
         self._step_lr = self._optimizer.param_groups[0]["lr"]
-        self.optimizer.step()
-        self.scheduler.step()
+        # without clipping a norm is computed for the check alone (one pass over the gradients)
+        norm = faults.gradient_norm(params) if grad_norm is None else grad_norm
+        if self.policy.check_step(self.step + 1, loss_sum, norm):
+            for loss, n_tokens in micro_batches:
+                self.recorder.add_micro_batch(loss, n_tokens)
+            self.optimizer.step()
+            self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
         self._in_update = False
         return grad_norm
 
-    def _stop_requested(self, guard: InterruptGuard) -> bool:
-        # All processes must stop at the same step, or the checkpoint's collectives would hang.
-        return any_process(self.accelerator, guard.requested)
-
     def train(self) -> dict[str, Any]:
         """Train until ``config.steps``; returns the last logged metrics (train and eval).
 
-        On an interrupt (Ctrl-C / SIGINT) a checkpoint of the last completed step is saved first, then
-        ``KeyboardInterrupt`` is raised again.
+        On Ctrl-C (SIGINT), SIGTERM or SIGUSR1 the step under way is finished, a checkpoint of it saved (by every
+        process together), then ``KeyboardInterrupt`` is raised (:class:`~synthformer.train.signals.Preempted`
+        for SIGTERM and SIGUSR1). A second Ctrl-C or an exception cutting a step short saves the last completed step
+        (best effort).
+
+        Raises:
+            TrainingFailed: a non-finite step (``train.nonfinite``); an out-of-memory step (after saving the last
+                completed step); under several processes, a collective that failed because another process died or
+                did not answer within ``train.collective_timeout_s``. One line each, naming the step and the
+                checkpoint that is safe.
         """
+        try:
+            return self._train()
+        except Exception as err:
+            if self.world_size > 1 and faults.is_collective_failure(err) and not isinstance(err, faults.TrainingFailed):
+                raise faults.TrainingFailed(faults.lost_process_message(
+                    err, self.rank, self.world_size, self.step, self.rundir.latest_checkpoint(), self.config)
+                ) from None
+            raise
+
+    def _train(self) -> dict[str, Any]:
         cfg = self.config
         if self.step >= cfg.steps:
             logger.info("already at step %d of %d: nothing to train", self.step, cfg.steps)
@@ -318,7 +340,8 @@ class Trainer:
         stop = False
         # While a step runs: what a checkpoint of the last completed step needs if an exception cuts it short.
         pending: tuple[dict[str, Any], int, int] | None = None
-        with InterruptGuard() as guard:
+        with StopGuard() as guard:
+            self.policy.guard = guard
             try:
                 while self.step < cfg.steps:
                     pending = (capture_rng_state(), self.batches_consumed, self.tokens_seen)
@@ -330,61 +353,59 @@ class Trainer:
                     if self.step % cfg.log_every == 0 or self.step == cfg.steps:
                         self._log_train(grad_norm, bar)
                     paused = time.perf_counter()
-                    if self.eval_available and cfg.eval_every > 0 and self.step % cfg.eval_every == 0:
-                        self.evaluate()
-                    if cfg.save_every > 0 and self.step % cfg.save_every == 0:
-                        self.save()
+                    paused_for = self._evaluate_and_save()
                     # Time spent evaluating and saving is not training throughput.
                     self.recorder.exclude(time.perf_counter() - paused)
-                    if self._stop_requested(guard):
+                    # the stop agreed in this step; or a signal that came while evaluating or saving
+                    if self.policy.stop_agreed or (paused_for and self.policy.stop_after_pause()):
                         stop = True
                         break
             except KeyboardInterrupt:
                 self._save_after_exception(pending)
                 raise
+            except faults.OutOfMemory as err:
+                saved = self._save_after_exception(pending)
+                last = saved or self.rundir.latest_checkpoint()
+                kept = (f"the last completed step is saved ({last})" if saved else
+                        f"the last checkpoint ({last}) is intact" if last else "there is no checkpoint yet")
+                raise faults.TrainingFailed(f"{err.detail}; {kept}; continue with --resume") from None
             finally:
                 bar.close()
                 self.recorder.stop_clock()
                 if stop or sys.exc_info()[0] is not None:
                     self._stream.close()
-        if stop:
-            if self.recorder.last_saved_step != self.step:
-                self.save()
-            raise KeyboardInterrupt
+            if stop:
+                if self.recorder.last_saved_step != self.step:
+                    self.save()
+                if guard.preempted:
+                    raise Preempted(guard.signal_name or "SIGTERM", self.step)
+                raise KeyboardInterrupt
         if self.eval_available and self.recorder.last_eval_step != self.step:
             self.evaluate()
-        if self.recorder.last_saved_step != self.step:
+        if self.recorder.last_saved_step != self.step or self.policy.best_due:
             self.save()
         if self.recorder.tb_writer is not None:
             self.recorder.tb_writer.flush()
         self._stream.close()  # free DataLoader workers; the stream reopens at its position if training goes on
         return self.recorder.last_metrics
 
-    def _save_after_exception(self, pending: tuple[dict[str, Any], int, int] | None) -> None:
-        """Save the last completed step after an exception (Ctrl-C) interrupted the loop (best effort).
-
-        ``pending`` is the state captured before the step that was cut short, or None if the exception came
-        after a step had completed (while logging, evaluating or saving): then the live state is consistent.
-        """
-        if self._in_update:
-            logger.error("interrupted during an optimizer update: not saving (the weights are half-updated)")
-            return
-        if self.recorder.last_saved_step == self.step:
-            return
-        rng, batches, tokens = pending or (capture_rng_state(), self.batches_consumed, self.tokens_seen)
-        if self.sharded:  # the whole weights cannot be gathered without the other processes
-            logger.error("interrupted: a sharded model is saved only at a step boundary (Ctrl-C once); the last "
-                         "checkpoint stands")
-            return
-        # Other processes may be anywhere, so no collectives: the main process saves its own RNG state only.
-        if self.is_main:
-            self._write_checkpoint([rng], batches, tokens)
+    def _evaluate_and_save(self) -> bool:
+        """The periodic evaluation and checkpoint after a step (a new best is saved at once); whether either ran."""
+        cfg, ran = self.config, False
+        if self.eval_available and cfg.eval_every > 0 and self.step % cfg.eval_every == 0:
+            self.evaluate()
+            ran = True
+        if (cfg.save_every > 0 and self.step % cfg.save_every == 0) or self.policy.best_due:
+            self.save()
+            ran = True
+        return ran
 
     # ---------------------------------------------------------------------------------------------------------
     # recording (the Recorder writes; these run the collectives and hand it the trainer's state)
 
     def _log_train(self, grad_norm: float | None, bar: Any) -> None:
-        record = self.recorder.log_train(self.step, self._step_lr, grad_norm, self.accelerator, self.world_size)
+        record = self.recorder.log_train(self.step, self._step_lr, grad_norm, self.accelerator, self.world_size,
+                                         self.policy.log_fields())
         bar.set_postfix(loss=f"{record['loss']:.4f}", lr=f"{self._step_lr:.2e}", tok_s=f"{record['tokens_per_s']:.0f}")
 
     @property
@@ -408,33 +429,8 @@ class Trainer:
             eval_fn=self.eval_fn, rank=self.rank, world_size=self.world_size, collate_fn=self.collate_fn,
             token_counter=self.token_counter)
         self.recorder.record_eval(self.step, result)
+        self.policy.after_eval(self.step, result)  # a new best is saved by the loop right away
         return result
-
-    def save(self) -> Path | None:
-        """Checkpoint the current step (collective: call on every process). Returns the path on the main one."""
-        state = capture_rng_state()
-        states: list[Any] = [state]
-        if self.world_size > 1:
-            states = [None] * self.world_size
-            torch.distributed.all_gather_object(states, state)
-        gathered = None
-        if self.sharded:  # collectives: every process sends its shards, the main process gets the whole
-            gathered = full_model_state(self.model), full_optimizer_state(self.model, self._optimizer)
-        path = None
-        if self.is_main:
-            path = self._write_checkpoint(states, self.batches_consumed, self.tokens_seen, gathered)
-        self.recorder.last_saved_step = self.step
-        self.accelerator.wait_for_everyone()
-        return path
-
-    def _write_checkpoint(self, rng_states: list[dict[str, Any]], batches: int, tokens: int,
-                          gathered: tuple[dict[str, Any], dict[str, Any]] | None = None) -> Path:
-        """Save on the main process; ``gathered``: the whole model and optimizer states of a sharded model."""
-        model, optimizer = gathered or (self.accelerator.unwrap_model(self.model), self._optimizer)
-        state = trainer_state(self.config, batches_consumed=batches, tokens_seen=tokens,
-                              elapsed_s=self.recorder.elapsed_s(), batches_per_epoch=self._stream.batches_per_epoch,
-                              world_size=self.world_size)
-        return self.recorder.write_checkpoint(self.step, model, optimizer, self.scheduler, rng_states, state)
 
     def close(self) -> None:
         """Release data loader workers, the TensorBoard writer and the run directory's lock."""

@@ -126,18 +126,19 @@ class EvalReport:
 
 def evaluate_run(run_dir: str | Path, split: str | None = None, *, beam: int | None = None,
                  max_examples: int | None = None, batch_size: int | None = None,
-                 decoding: Mapping[str, Any] | None = None) -> EvalReport:
+                 decoding: Mapping[str, Any] | None = None, checkpoint: str | None = None) -> EvalReport:
     """Score the latest checkpoint of a run on ``split`` (default: :func:`default_eval_split`), write
     ``RUN/eval_<split>.json`` (and, for seq2seq, the decoded outputs to ``RUN/eval_<split>_hypotheses.txt``) and
     append the metrics to ``RUN/metrics.jsonl`` as ``<split>_<name>`` at the checkpoint's step.
 
     ``decoding`` replaces ``eval`` settings of the run for this evaluation (``length_penalty``,
-    ``max_decode_len``, ``min_length``, ``no_repeat_ngram_size``; None values are ignored).
+    ``max_decode_len``, ``min_length``, ``no_repeat_ngram_size``; None values are ignored). ``checkpoint``: which
+    one to score instead of the latest (``best``, ``latest``, a step; see :func:`~synthformer.train.select_checkpoint`).
 
     Raises:
         RunError: not a usable run directory, or a split the task does not have.
     """
-    loaded = load_run(run_dir)
+    loaded = load_run(run_dir, checkpoint)
     run = loaded.config
     split = split or default_eval_split(run)
     if batch_size is not None:

@@ -15,6 +15,9 @@ pretrained model's.
 
 A fresh run is initialised this way, and so is a ``--resume`` of one that stopped before its first checkpoint;
 otherwise ``--resume`` continues from the run's own checkpoint. ``init_from`` may not be the run's own directory.
+
+``init_from: RUN@best`` takes the checkpoint ``train.keep_best`` kept instead of the latest (``RUN@latest`` and
+``RUN@STEP`` work too: :func:`~synthformer.train.select_checkpoint`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from torch import nn
 
 from synthformer.data import Tokenizer, load_tokenizer
 from synthformer.models import ModelConfig
-from synthformer.train import ConfigError, RunDir, RunError
+from synthformer.train import ConfigError, RunDir, RunError, select_checkpoint
 from synthformer.train.checkpoint import MODEL_FILE, STATE_FILE, read_trainer_state, shape_mismatches
 
 from .grow import GROWABLE_FIELDS, grown_layers, growth_record, rename_grown_keys, start_grown_mixtures_
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
     from .config import RunConfig
 
 __all__ = ["FREE_FIELDS", "InitReport", "check_pretrained_model", "load_pretrained_weights",
-           "pretrained_tokenizer"]
+           "pretrained_tokenizer", "split_init_from"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,8 +68,17 @@ class InitReport:
         return {**out, "grown": self.grown} if self.grown else out
 
 
-def _run_dir(path: str) -> RunDir:
-    rd = RunDir(path)
+def split_init_from(spec: str) -> tuple[str, str | None]:
+    """``"runs/pre@best"`` -> ``("runs/pre", "best")``; a spec without a checkpoint -> ``(spec, None)``. Only
+    ``@latest``, ``@best`` and ``@STEP`` are split off, so a directory whose name holds another ``@`` stays whole."""
+    path, sep, which = spec.rpartition("@")
+    if sep and path and (which in ("latest", "best") or which.isdigit()):
+        return path, which
+    return spec, None
+
+
+def _run_dir(spec: str) -> RunDir:
+    rd = RunDir(split_init_from(spec)[0])
     if not rd.path.is_dir():
         raise ConfigError(f"init_from: run directory not found: {rd.path}")
     missing = [name for name in (rd.TOKENIZER, rd.MODEL_CONFIG) if not (rd.path / name).is_file()]
@@ -126,8 +138,10 @@ def load_pretrained_weights(run: RunConfig, model: nn.Module) -> InitReport:
     """
     assert run.init_from is not None
     rd = _run_dir(run.init_from)
-    ckpt = rd.latest_checkpoint()
-    assert ckpt is not None
+    try:
+        ckpt = select_checkpoint(rd.path, split_init_from(run.init_from)[1])
+    except RunError as err:
+        raise ConfigError(f"init_from: {err}") from None
     file = ckpt / MODEL_FILE
     grown = grown_layers(read_model_config(rd), model.config) if isinstance(
         getattr(model, "config", None), ModelConfig) else {}

@@ -22,6 +22,7 @@ from synthformer.train import (
     WeightsMismatchError,
     load_model_weights,
     read_trainer_state,
+    select_checkpoint,
 )
 from synthformer.train.checkpoint import STATE_FILE
 
@@ -32,8 +33,9 @@ __all__ = ["load_run", "read_model_config", "read_run_config"]
 
 logger = logging.getLogger(__name__)
 
-def load_run(run_dir: str | Path) -> LoadedRun:
-    """Read a run directory written by :func:`train_run`.
+def load_run(run_dir: str | Path, checkpoint: str | None = None) -> LoadedRun:
+    """Read a run directory written by :func:`train_run`, with the weights of its latest checkpoint or of
+    ``checkpoint`` (``best``, ``latest``, a step: :func:`~synthformer.train.select_checkpoint`).
 
     Raises:
         RunError: the directory is missing, is not a synthformer run, has no checkpoint yet, or holds files that do
@@ -54,6 +56,8 @@ def load_run(run_dir: str | Path) -> LoadedRun:
     if ckpt is None:
         raise RunError(f"{run_dir} has no checkpoint yet (nothing in {rd.checkpoints_path}); train it first "
                        "or resume it with 'synthformer train CONFIG --run-dir DIR --resume'")
+    if checkpoint is not None:
+        ckpt = select_checkpoint(run_dir, checkpoint)
     step = read_trainer_state(ckpt / STATE_FILE)["step"]
     config = read_run_config(rd)
     tokenizer = load_tokenizer(rd.tokenizer_path)

@@ -40,7 +40,13 @@ from ..contract import TaskData
 from .config import RunConfig
 from .data import build_task_model, for_run, prepare_data
 from .evaluation import make_eval_fn
-from .init_from import InitReport, check_pretrained_model, load_pretrained_weights, pretrained_tokenizer
+from .init_from import (
+    InitReport,
+    check_pretrained_model,
+    load_pretrained_weights,
+    pretrained_tokenizer,
+    split_init_from,
+)
 from .lengths import describe_lengths, length_reports
 from .resume import check_resumed_model, resumed_inputs
 
@@ -125,7 +131,7 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
     # Under torchrun every process runs this; only the main one checks and writes the run directory (the others
     # would otherwise find the main process's fresh tokenizer and refuse to start). The trainer synchronises them.
     main_process = is_main_process()
-    if run.init_from is not None and Path(run.init_from).resolve() == rd.path.resolve():
+    if run.init_from is not None and Path(split_init_from(run.init_from)[0]).resolve() == rd.path.resolve():
         raise ConfigError(f"init_from: {run.init_from} is this run's own directory; finetune into another --run-dir")
     existing = rd.check(resume, overwrite) if main_process else []
     run = absolute_paths(run)

@@ -1,0 +1,161 @@
+"""What the trainer decides for a long run, identically on every process: whether a step's update is applied (its
+loss and gradient norm finite, ``train.nonfinite``), whether to stop on a signal, and which checkpoint is the best
+(``train.keep_best``).
+
+Every decision that changes what the processes do next (skip an update, stop, save a new best) is agreed on by a
+collective, so that no process waits in a collective the others never enter. A step costs one all-reduce of two
+small integers (the non-finite flag and the stop request: :meth:`LongRunPolicy.check_step`), made after backward and
+before the optimizer step; an evaluation or a save adds one more (a signal that arrived during it, a new best).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from accelerate import Accelerator
+from torch import nn
+
+from .best import BestRecord, improves, metric_direction, metric_key, read_best
+from .checkpoint import checkpoint_name
+from .config import ConfigError, TrainConfig
+from .faults import TrainingFailed, agree, finite, nonfinite_message, weights_finite
+from .rundir import RunDir
+from .signals import StopGuard
+
+__all__ = ["SIGNAL_CODES", "LongRunPolicy"]
+
+logger = logging.getLogger(__name__)
+
+#: How a stop request travels between processes: the index of its signal (0: none). The largest wins, so a
+#: preemption notice on any process makes every process exit as preempted.
+SIGNAL_CODES: tuple[str, ...] = ("", "SIGINT", "SIGTERM", "SIGUSR1")
+
+
+class LongRunPolicy:
+    """The trainer's decisions about non-finite steps, stop requests and the best checkpoint (see the module).
+
+    Args:
+        accelerator: the run's accelerator (its processes agree through it).
+        config: ``nonfinite``, ``nonfinite_limit`` and ``keep_best`` are read.
+        rundir: the run directory (the last good checkpoint is named from it).
+    """
+
+    def __init__(self, accelerator: Accelerator, config: TrainConfig, rundir: RunDir) -> None:
+        self.accelerator = accelerator
+        self.config = config
+        self.rundir = rundir
+        self.guard = StopGuard()  # the trainer hands in the one it installs while training
+        self.skipped_steps = 0
+        self.in_a_row = 0
+        self.stop_agreed = False
+        self.metric = metric_key(config.keep_best) if config.keep_best else None
+        self.direction = metric_direction(config.keep_best) if config.keep_best else None
+        self.best: BestRecord | None = None
+        self.candidate: BestRecord | None = None  # a new best, until its checkpoint is saved
+
+    def resume(self, trainer_state: Mapping[str, Any]) -> None:
+        """Continue the counts and the best of the checkpoint a run resumes from."""
+        self.skipped_steps = int(trainer_state.get("skipped_steps", 0))
+        record = read_best(self.rundir.checkpoints_path) if self.metric else None
+        # a best by another metric (keep_best changed on resume) is not compared with: this run's starts afresh
+        self.best = record if record is not None and record.metric == self.metric else None
+
+    # -- each step -----------------------------------------------------------------------------------------------
+    def _signal_code(self) -> int:
+        return SIGNAL_CODES.index(self.guard.signal_name) if self.guard.requested else 0
+
+    def _note_stop(self, code: int) -> None:
+        if code and not self.guard.requested:  # another process received the signal
+            self.guard.request(SIGNAL_CODES[code])
+        self.stop_agreed = self.stop_agreed or code > 0
+
+    def check_step(self, step: int, loss: float, grad_norm: float) -> bool:
+        """After backward, before the update of ``step``: whether to apply it (a collective).
+
+        Also agrees on a stop request (:attr:`stop_agreed`: stop once this step is done).
+
+        Raises:
+            TrainingFailed: a non-finite step with ``nonfinite: stop``, or the ``nonfinite_limit``-th in a row.
+        """
+        nonfinite, stop = agree(self.accelerator, [0 if finite(loss, grad_norm) else 1, self._signal_code()])
+        self._note_stop(stop)
+        if not nonfinite:
+            self.in_a_row = 0
+            return True
+        self.in_a_row += 1
+        if self.config.nonfinite == "stop" or self.in_a_row >= self.config.nonfinite_limit:
+            raise TrainingFailed(nonfinite_message(step, loss, grad_norm, self.rundir.latest_checkpoint(),
+                                                   self.config, self.in_a_row))
+        self.skipped_steps += 1
+        logger.warning("step %d: loss %g, gradient norm %g: its update is skipped (%d in a row, %d in all)", step,
+                       loss, grad_norm, self.in_a_row, self.skipped_steps)
+        return False
+
+    def stop_after_pause(self) -> bool:
+        """After an evaluation or a save: whether to stop now, a signal having come during it (a collective)."""
+        self._note_stop(agree(self.accelerator, [self._signal_code()])[0])
+        return self.stop_agreed
+
+    def log_fields(self) -> dict[str, int]:
+        """What the training log lines add: the skipped steps so far (with ``nonfinite: skip``)."""
+        return {"skipped_steps": self.skipped_steps} if self.config.nonfinite == "skip" else {}
+
+    def state(self) -> dict[str, int]:
+        """What a checkpoint's ``trainer_state.json`` adds."""
+        return {"skipped_steps": self.skipped_steps} if self.skipped_steps else {}
+
+    # -- saving --------------------------------------------------------------------------------------------------
+    def check_weights(self, model: nn.Module, step: int) -> None:
+        """Refuse to save non-finite weights (a collective: each process checks its own).
+
+        Raises:
+            TrainingFailed: some weight is NaN or infinite.
+        """
+        if agree(self.accelerator, [0 if weights_finite(model) else 1])[0]:
+            last = self.rundir.latest_checkpoint()
+            kept = f"the last good checkpoint is {last}" if last is not None else "there is no checkpoint yet"
+            raise TrainingFailed(f"step {step}: the weights are not finite (NaN or inf) and were not saved; {kept}; "
+                                 "try a lower train.lr or train.grad_clip")
+
+    # -- the best checkpoint -------------------------------------------------------------------------------------
+    def after_eval(self, step: int, result: Mapping[str, Any]) -> bool:
+        """Whether the evaluation of ``step`` is a new best (then its checkpoint must be saved now); the main
+        process decides for all (a collective).
+
+        Raises:
+            ConfigError: the evaluation does not report ``train.keep_best``'s metric.
+        """
+        if self.metric is None:
+            return False
+        if self.metric not in result:
+            raise ConfigError(f"train.keep_best: the evaluation reports no {self.metric!r} (it reports: "
+                              f"{', '.join(sorted(result)) or 'nothing'})")
+        value = float(result[self.metric])
+        new = improves(value, self.best.value if self.best else None, self.direction or "min")
+        if not agree(self.accelerator, [int(new and self.accelerator.is_main_process)])[0]:
+            return False
+        self.candidate = BestRecord(checkpoint_name(step), self.metric, value, self.direction or "min", step)
+        logger.info("step %d: new best %s %g", step, self.metric, value)
+        return True
+
+    @property
+    def best_due(self) -> bool:
+        """A new best waits for its checkpoint."""
+        return self.candidate is not None
+
+    def best_for(self, step: int) -> BestRecord | None:
+        """The new best if the checkpoint of ``step`` is it (for :func:`~synthformer.train.save_checkpoint`)."""
+        return self.candidate if self.candidate is not None and self.candidate.step == step else None
+
+    def saved(self, step: int) -> None:
+        """The checkpoint of ``step`` is written (with its best pointer, if it is the new best)."""
+        if self.candidate is not None and self.candidate.step == step:
+            self.best, self.candidate = self.candidate, None
+
+    @property
+    def best_path(self) -> Path | None:
+        """The best checkpoint's folder, if there is one."""
+        return self.rundir.checkpoints_path / self.best.checkpoint if self.best else None

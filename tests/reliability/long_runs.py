@@ -1,0 +1,60 @@
+"""The "Long runs" table of docs/reliability.md: each fault, how often the tests inject it, how many injections the
+run survived with its checkpoints intact, and how many were resumed bit-exactly (``None``: nothing to resume).
+
+The tests that inject the faults take their cases from here (``cases``) and assert, for every case, survival and
+(where the row has a number) a bit-exact resume; so a passing suite means the numbers hold, and
+test_long_runs_meta.py keeps the doc's table equal to this one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A row: ``cases`` are the ids of its injections (pytest parameters or the steps of one test)."""
+
+    key: str
+    name: str
+    cases: tuple[str, ...]
+    resumed: bool = True  # every case is resumed and compared bit for bit
+
+    @property
+    def row(self) -> str:
+        n = len(self.cases)
+        return f"| {self.name} | {n} | {n} | {n if self.resumed else '-'} |"
+
+
+#: Calls of the rotating saves in tests/reliability/test_faults.py at which a fault is injected, times the modes
+#: (see that test): 2 scenarios (the old best kept, a new best written).
+ROTATION_FAULTS = 98
+
+FAULTS: tuple[Fault, ...] = (
+    Fault("nonfinite-stop", "NaN loss at step k, `train.nonfinite: stop` (with and without clipping)",
+          ("clip", "no-clip")),
+    Fault("nonfinite-skip", "NaN loss at two steps, `train.nonfinite: skip` (killed between them)", ("skip",)),
+    Fault("nonfinite-limit", "`train.nonfinite_limit` non-finite steps in a row", ("limit",), resumed=False),
+    Fault("oom", "out of memory in a step (a GPU's `OutOfMemoryError`, the CPU allocator's error)",
+          ("cuda", "cpu")),
+    Fault("signal-one", "SIGTERM mid-step, SIGUSR1 mid-save (one process)", ("sigterm-step", "sigusr1-save")),
+    Fault("signal-two", "SIGTERM to one of 2 torchrun processes mid-step", ("sigterm-torchrun",)),
+    Fault("kill-step", "SIGKILL of one of 2 gloo processes mid-step", ("kill-rank1-step",)),
+    Fault("kill-save", "SIGKILL of one of 2 gloo processes mid-save (resumed on 2 and on 1 process)",
+          ("kill-rank0-save",)),
+    Fault("rotation", "a full disk or a kill at each call of a save that rotates checkpoints with `keep_best`",
+          tuple(f"rotation-{i}" for i in range(ROTATION_FAULTS)), resumed=False),
+)
+
+BY_KEY = {f.key: f for f in FAULTS}
+
+
+def cases(key: str) -> tuple[str, ...]:
+    """The injections of row ``key``."""
+    return BY_KEY[key].cases
+
+
+def table() -> str:
+    """The Markdown table docs/reliability.md shows."""
+    head = ["| fault | injections | survived, checkpoints intact | resumed bit-exactly |", "|---|---|---|---|"]
+    return "\n".join(head + [f.row for f in FAULTS])
