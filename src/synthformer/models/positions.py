@@ -16,13 +16,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from synthformer.common.padding import positions_from_padding
+
 __all__ = ["continue_positions", "extend_positions", "plain_positions", "positions_from_padding"]
-
-
-def positions_from_padding(padding_mask: Tensor) -> Tensor:
-    """(B, L) bool, True at padding -> (B, L) long: the number of real tokens before each column (padding 0)."""
-    real = (~padding_mask).long()  # (B, L)
-    return (real.cumsum(-1) - 1).clamp(min=0).masked_fill(padding_mask, 0)
 
 
 def plain_positions(positions: Tensor, start: int, padding_mask: Tensor | None = None) -> bool:
