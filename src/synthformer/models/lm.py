@@ -11,7 +11,7 @@ from .cache import DecoderCache
 from .config import ModelConfig, check_token_head
 from .layers import Embeddings
 from .losses import token_cross_entropy
-from .positions import continue_positions, plain_positions
+from .positions import continue_positions, plain_positions, positions_from_padding
 from .registry import MixerFactory, register_arch
 from .stacks import Decoder
 
@@ -110,8 +110,11 @@ class TransformerLM(nn.Module):
         """Feed the next T tokens (B, T) at columns ``cache.length ..``; returns (logits (B, T, V), cache).
 
         ``padding_mask`` (B, cache.length + T) covers every column so far; ``positions`` (B, T) are the new tokens'
-        positions in left-padded rows (kept by the cache for the later steps, which may then omit them)."""
+        positions in left-padded rows (kept by the cache for the later steps). Steps after left-padded ones may omit
+        them: they come from ``padding_mask`` when given, else continue each row's last position."""
         start = cache.length
+        if positions is None and cache.positions is not None and padding_mask is not None:
+            positions = positions_from_padding(padding_mask)[:, start:]  # (B, T): real tokens before each column
         if positions is not None and cache.positions is None:
             new_padding = None if padding_mask is None else padding_mask[:, start:]  # (B, T)
             if plain_positions(positions, start, new_padding):
