@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .auto import MODEL_CLASSES
 from .model_card import model_card
-from .remote_code import auto_map, write_remote_code
+from .remote_code import auto_map
 from .tokenizer import to_hf_tokenizer
 
 __all__ = ["export_run"]
@@ -55,8 +55,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = Fa
     model = wrapper.from_native(loaded.model, **extra)
     model.config.auto_map = auto_map(wrapper.auto_class, wrapper.__name__)
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)  # safetensors; tied tensors written once
-    write_remote_code(out)
+    model.save_pretrained(out)  # safetensors, tied tensors written once; the modules auto_map names
     tokenizer = to_hf_tokenizer(loaded.tokenizer, loaded.model_config, max_len=loaded.model_config.max_len)
     tokenizer.save_pretrained(out)
     (out / "README.md").write_text(model_card(loaded), encoding="utf-8")
