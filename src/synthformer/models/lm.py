@@ -11,7 +11,7 @@ from .cache import DecoderCache
 from .config import ModelConfig, check_token_head
 from .layers import Embeddings
 from .losses import token_cross_entropy
-from .positions import continue_positions, plain_positions, positions_from_padding
+from .positions import plain_positions, step_positions
 from .registry import MixerFactory, register_arch
 from .stacks import Decoder
 
@@ -113,16 +113,8 @@ class TransformerLM(nn.Module):
         positions in left-padded rows (kept by the cache for the later steps). Steps after left-padded ones may omit
         them: they come from ``padding_mask`` when given, else continue each row's last position."""
         start = cache.length
-        if positions is None and cache.positions is not None and padding_mask is not None:
-            positions = positions_from_padding(padding_mask)[:, start:]  # (B, T): real tokens before each column
-        if positions is not None and cache.positions is None:
-            new_padding = None if padding_mask is None else padding_mask[:, start:]  # (B, T)
-            if plain_positions(positions, start, new_padding):
-                positions = None
-        if positions is not None:
-            positions = positions.long().expand(input_ids.shape[0], -1)  # (1|B, T) -> (B, T)
-        elif cache.positions is not None:
-            positions = continue_positions(cache.positions, input_ids.shape[1])  # (B, T)
+        b, t = input_ids.shape
+        positions = step_positions(cache.positions, positions, padding_mask, start, t, b)  # (B, T) or None
         x = self.embed(input_ids, start=start, positions=positions)  # (B, T, d)
         h, cache = self.decoder.step(x, cache, padding_mask=padding_mask, positions=positions)
         return self.lm_head(h), cache

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from synthformer.common.padding import positions_from_padding
 
-__all__ = ["continue_positions", "extend_positions", "plain_positions", "positions_from_padding"]
+__all__ = ["extend_positions", "plain_positions", "positions_from_padding", "step_positions"]
 
 
 def plain_positions(positions: Tensor, start: int, padding_mask: Tensor | None = None) -> bool:
@@ -31,21 +31,33 @@ def plain_positions(positions: Tensor, start: int, padding_mask: Tensor | None =
     return bool(same.all())
 
 
-def continue_positions(past: Tensor, t: int) -> Tensor:
-    """The positions of ``t`` new tokens after the columns of ``past`` (B, S): each row continues from its last
-    position, as ``transformers`` updates ``position_ids`` between generation steps. Returns (B, t)."""
-    return past[:, -1:] + 1 + torch.arange(t, device=past.device)  # (B, 1) + (t,) -> (B, t)
+def step_positions(past: Tensor | None, positions: Tensor | None, padding_mask: Tensor | None, start: int, t: int,
+                   batch: int) -> Tensor | None:
+    """The positions (B, t) of a decoding step's ``t`` tokens at columns ``start ..``, or None for their columns.
 
-
-def extend_positions(past: Tensor | None, new: Tensor | None, start: int, t: int, batch: int) -> Tensor | None:
-    """The positions of every column after a decoding step of ``t`` tokens: ``past`` (B, start) of the cached
-    columns and ``new`` (B, t) of the step's tokens, either None for the plain columns; None while both are plain.
-    New tokens without positions after left-padded ones continue each row from its last position (as
-    ``transformers`` does between generation steps)."""
-    if new is None and past is None:
+    ``past`` (B, start): the cached columns' positions (None: plain); ``positions``: the caller's (B or 1, t) or
+    None; ``padding_mask`` (B, start + t): every column so far. Given positions equal to the columns of a plain
+    cache are dropped. After left-padded steps, missing positions come from the padding mask when given (the real
+    tokens before each column), else continue each row's last position (as ``transformers`` updates
+    ``position_ids`` between generation steps).
+    """
+    if positions is None and past is not None:
+        if padding_mask is not None:
+            return positions_from_padding(padding_mask)[:, start:]  # (B, t)
+        return past[:, -1:] + 1 + torch.arange(t, device=past.device)  # (B, 1) + (t,) -> (B, t)
+    if positions is None:
         return None
+    if past is None and plain_positions(positions, start, None if padding_mask is None else padding_mask[:, start:]):
+        return None
+    return positions.long().expand(batch, -1)  # (1|B, t) -> (B, t)
+
+
+def extend_positions(past: Tensor | None, new: Tensor | None, start: int, batch: int) -> Tensor | None:
+    """The positions of every column after a decoding step: ``past`` (B, start) of the cached columns and ``new``
+    (B, t) of the step's tokens (from :func:`step_positions`), either None for the plain columns; None while both
+    are plain."""
     if new is None:
-        new = continue_positions(past, t)  # (B, t)
+        return past
     if past is None:
         past = torch.arange(start, device=new.device).expand(batch, start)  # (B, start): the plain columns
-    return torch.cat([past, new.long().expand(batch, -1)], dim=1)  # (B, start + T)
+    return torch.cat([past, new], dim=1)  # (B, start + t)

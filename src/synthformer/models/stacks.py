@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from .cache import DecoderCache
 from .config import ModelConfig
 from .layers import TransformerBlock
-from .positions import extend_positions
+from .positions import extend_positions, step_positions
 from .registry import MixerFactory
 from .t5 import RelativePositionBias, RMSNorm
 
@@ -173,10 +173,12 @@ class Decoder(nn.Module):
         """Process the next T positions: x (B, T, d) embedded at columns ``cache.length ..``; returns
         ((B, T, d), cache) with ``cache.length`` advanced by T. ``padding_mask`` (B, cache.length + T) covers every
         column so far; ``positions`` (B, T) are the new tokens' positions in left-padded rows (None: their
-        columns, or continuing the cached left-padded positions)."""
+        columns; see :func:`~synthformer.models.positions.step_positions`)."""
         start = cache.length
         bias = self._bias(x.shape[1], start)
-        cache.positions = extend_positions(cache.positions, positions, start, x.shape[1], x.shape[0])  # (B, S)|None
+        b, t = x.shape[:2]
+        positions = step_positions(cache.positions, positions, padding_mask, start, t, b)  # (B, T) or None
+        cache.positions = extend_positions(cache.positions, positions, start, b)  # (B, S) or None
         for layer, layer_cache in zip(self.layers, cache.layers, strict=True):
             x, _ = layer(x, padding_mask=padding_mask, memory_padding_mask=cache.memory_padding_mask,
                          cache=layer_cache, start=start, position_bias=bias, positions=cache.positions)
