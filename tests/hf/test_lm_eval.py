@@ -33,8 +33,9 @@ PROMPTS = ["def ", "class Point:\n    def", "    return a", "x", "def sub(a, b):
 UNTIL, MAX_GEN = "\n\n", 8
 
 
-def write_tasks(folder: Path) -> Path:
-    """Three local tasks (YAML + JSONL), one per request type."""
+def write_tasks(folder: Path, suppress: list[int]) -> Path:
+    """Three local tasks (YAML + JSONL), one per request type; the generations never produce the ids ``suppress``
+    (what ``synthformer generate`` does: it never samples <pad>, <bos> or <eos>)."""
     folder.mkdir()
 
     def task(name: str, rows: list[dict], **fields) -> None:
@@ -50,7 +51,8 @@ def write_tasks(folder: Path) -> Path:
          doc_to_target="{{text}}", metric_list=[{"metric": "bits_per_byte"}])
     task("synth_gen", [{"prompt": p, "target": ""} for p in PROMPTS], output_type="generate_until",
          doc_to_text="{{prompt}}", doc_to_target="{{target}}", metric_list=[{"metric": "exact_match"}],
-         generation_kwargs={"until": [UNTIL], "max_gen_toks": MAX_GEN, "do_sample": False})
+         generation_kwargs={"until": [UNTIL], "max_gen_toks": MAX_GEN, "do_sample": False,
+                            "suppress_tokens": suppress})
     return folder
 
 
@@ -63,7 +65,9 @@ def samples(out: Path, task: str) -> list[dict]:
 
 def test_the_harness_scores_and_generates_what_synthformer_does(tmp_path, capsys):
     (run_dir, folder), = train_and_export(tmp_path, only=("lm",)).values()
-    tasks, out = write_tasks(tmp_path / "tasks"), tmp_path / "results"
+    run = load_run(run_dir)
+    tok, model = run.tokenizer, run.model
+    tasks, out = write_tasks(tmp_path / "tasks", [tok.pad_id, tok.bos_id, tok.eos_id]), tmp_path / "results"
     command = [sys.executable, "-m", "lm_eval", "run", "--model", "hf", "--model_args",
                f"pretrained={folder},trust_remote_code=True,dtype=float32", "--tasks",
                "synth_ll,synth_rolling,synth_gen", "--include_path", str(tasks), "--batch_size", "4", "--device",
@@ -71,8 +75,6 @@ def test_the_harness_scores_and_generates_what_synthformer_does(tmp_path, capsys
     done = subprocess.run(command, capture_output=True, text=True, env=fresh_env(tmp_path), timeout=300,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
-    run = load_run(run_dir)
-    tok, model = run.tokenizer, run.model
 
     # loglikelihood: log p(continuation | context), the continuation's tokens split off the whole text's
     for (context, continuation), row in zip(PAIRS, samples(out, "synth_ll"), strict=True):
