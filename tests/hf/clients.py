@@ -46,8 +46,9 @@ def fresh_env(tmp: Path) -> dict[str, str]:
     return {**os.environ, **OFFLINE, "HF_MODULES_CACHE": str(tmp / "hf_modules"), "HF_HOME": str(tmp / "hf_home")}
 
 
-def run_fresh(script: str, args: dict, tmp: Path, timeout: int = 180) -> dict:
-    """Run ``script`` (which prints one JSON line last) in a new interpreter with ``args`` as JSON in argv[1]."""
+def run_fresh(script: str, args: dict, tmp: Path, timeout: int = 900) -> dict:
+    """Run ``script`` (which prints one JSON line last) in a new interpreter with ``args`` as JSON in argv[1].
+    ``timeout`` guards against a hang only: on a busy machine importing the clients alone takes minutes."""
     done = subprocess.run([sys.executable, "-c", script, json.dumps(args)], capture_output=True, text=True,
                           env=fresh_env(tmp), timeout=timeout, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -72,7 +72,7 @@ def test_the_harness_scores_and_generates_what_synthformer_does(tmp_path, capsys
                f"pretrained={folder},trust_remote_code=True,dtype=float32", "--tasks",
                "synth_ll,synth_rolling,synth_gen", "--include_path", str(tasks), "--batch_size", "4", "--device",
                "cpu", "--output_path", str(out), "--log_samples"]
-    done = subprocess.run(command, capture_output=True, text=True, env=fresh_env(tmp_path), timeout=300,
+    done = subprocess.run(command, capture_output=True, text=True, env=fresh_env(tmp_path), timeout=900,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
 
