@@ -19,7 +19,7 @@ from .clients import run_fresh, train_and_export  # noqa: E402
 PROMPTS = ["def ", "class Po", "    return a", "x", "def sub(a, b):"]  # 5: a batch of 4 and one more
 TEXTS = ["a witty movie", "a dull , pretentious mess", "the acting is wooden", "one of the best films of the year",
          "wooden"]
-SOURCES = ["1 2 3", "4 5", "6 7 8 9 1", "2"]
+SOURCES = ["1 2 3", "4 5", "6 7 8", "2"]  # characters: the longest with its <eos> fills 6 of the 8 positions
 
 CLIENTS = r"""
 import json, pathlib, sys
