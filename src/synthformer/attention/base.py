@@ -107,6 +107,36 @@ class SynthesizingFunction(nn.Module):
         """
         raise NotImplementedError
 
+    def positioned_logits(
+        self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None, positions: Tensor
+    ) -> Tensor:
+        """:meth:`logits` with each key column at its row's own position instead of its column index.
+
+        Left padding puts a row's tokens further right than their positions (Hugging Face's ``position_ids``
+        convention: a token's position counts the real tokens before it); a kind whose logits read positions
+        must then index its length axis at ``positions``: key j of row b is position ``positions[b, j]``.
+
+        Args:
+            x, start, state, key_padding_mask: as for :meth:`logits`.
+            positions: (B, start+T) long, the position of every key column; the queries are the last T columns.
+                ``0 <= positions[b, j] <= j`` (checked by the shell).
+
+        Returns:
+            (B, H, T, start+T) logits.
+
+        Default, for the kinds whose row i is computed from tokens and whose key axis is the length axis (D, FD,
+        Bottleneck, GLU, the convolutions): the logits over the columns (column j stands for position j)
+        gathered at each key's position; every needed column exists since ``positions[b, j] <= j``.
+        Input-independent kinds index their query axis by position too and override this (R, Fix, FR); V's keys
+        are tokens, not positions (it overrides it with its plain logits).
+        """
+        if not self.input_dependent:
+            raise NotImplementedError(f"attention kind {self.name!r} must index its queries by position")
+        logits = self.logits(x, start, state, key_padding_mask)  # (B, H, T, S): column j is position j
+        b, h, t, s = positions.shape[0], logits.shape[1], logits.shape[2], positions.shape[1]
+        index = positions[:, None, None, :].expand(b, h, t, s)  # (B, S) -> (B, H, T, S)
+        return logits.expand(b, -1, -1, -1).gather(-1, index)  # (B, H, T, S)
+
     def features(
         self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:

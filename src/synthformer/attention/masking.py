@@ -41,6 +41,36 @@ def check_padding_mask(key_padding_mask: Any, batch: int, keys: int, owner: str 
     return key_padding_mask
 
 
+def check_positions(positions: Any, key_padding_mask: Tensor | None, batch: int, keys: int) -> Tensor | None:
+    """Validate the key positions of a left-padded batch; return them with padded keys at position 0, or None.
+
+    ``positions`` (B, S) integer: the position of every key column so far (Hugging Face's ``position_ids``
+    convention: a token's position counts the real tokens before it in its row). Padded keys are masked out, so
+    their positions do not matter and are set to 0; every other position must satisfy ``0 <= positions[b, j] <=
+    j``: left padding shifts a row's positions left of its columns, never right (so the ``j + 1`` columns a
+    kind computes always cover them). ``TypeError`` for a non-integer tensor, ``ValueError`` for a wrong shape
+    or an out-of-range position.
+    """
+    if positions is None:
+        return None
+    if not isinstance(positions, Tensor) or positions.dtype.is_floating_point or positions.dtype == torch.bool:
+        got = f"dtype {positions.dtype}" if isinstance(positions, Tensor) else type(positions)
+        raise TypeError(f"positions must be an integer tensor (batch, keys), got {got}")
+    if tuple(positions.shape) != (batch, keys):
+        raise ValueError(f"positions must have shape (batch, keys) = ({batch}, {keys}) (keys: every position so "
+                         f"far, cached ones included), got {tuple(positions.shape)}")
+    positions = positions.long()
+    if key_padding_mask is not None:
+        positions = positions.masked_fill(key_padding_mask, 0)  # padded keys are masked: any position will do
+    column = torch.arange(keys, device=positions.device)  # (S,)
+    bad = (positions < 0) | (positions > column)  # (B, S)
+    if positions.device.type != "meta" and bool(bad.any()):  # meta tensors hold no values to check
+        b, j = (int(i) for i in bad.nonzero()[0])
+        raise ValueError(f"positions[{b}, {j}] = {int(positions[b, j])}: expected 0 <= position <= {j} (left "
+                         f"padding moves a row's positions left of its columns)")
+    return positions
+
+
 def disallowed(
     queries: int,
     keys: int,

@@ -97,6 +97,18 @@ class Mixture(SynthesizingFunction):
     ) -> Tensor:
         return self.logits_from_factors(self.logit_factors(x, start, state, key_padding_mask), start + x.shape[1])
 
+    def positioned_logits(
+        self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None, positions: Tensor
+    ) -> Tensor:
+        """``sum_n alpha_n S_n`` with every part at the given positions (left padding), (B, H, T, S)."""
+        alpha = self.alpha()
+        total = None
+        for n, part in enumerate(self.parts):
+            sub = None if state is None else state[str(n)]
+            term = alpha[None, :, n, None, None] * part.positioned_logits(x, start, sub, key_padding_mask, positions)
+            total = term if total is None else total + term  # (B, H, T, S)
+        return total
+
     def features(
         self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:

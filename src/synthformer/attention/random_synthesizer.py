@@ -50,6 +50,13 @@ class Random(SynthesizingFunction):
         t = x.shape[1]
         return self.R[:, start : start + t, : start + t].unsqueeze(0)  # (1, H, T, S)
 
+    def positioned_logits(
+        self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None, positions: Tensor
+    ) -> Tensor:
+        """``R[h, pos_i, pos_j]``: query i and key j at their rows' positions (left padding), (B, H, T, S)."""
+        rows = positions[:, -x.shape[1] :]  # (B, T) the queries' positions
+        return self.R[:, rows[:, :, None], positions[:, None, :]].transpose(0, 1)  # (H, B, T, S) -> (B, H, T, S)
+
     @torch.no_grad()
     def zero_logits_(self) -> None:
         """R = 0 (trained R only: a frozen zero table would never contribute)."""
@@ -124,6 +131,15 @@ class FactorizedRandom(SynthesizingFunction):
     ) -> Tensor:
         q, k = self.features(x, start, state)
         return q @ k.transpose(-1, -2)  # (1, H, T, S)
+
+    def positioned_logits(
+        self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None, positions: Tensor
+    ) -> Tensor:
+        """``R1[pos_i] . R2[pos_j]``: query i and key j at their rows' positions (left padding), (B, H, T, S)."""
+        rows = positions[:, -x.shape[1] :]  # (B, T) the queries' positions
+        q = self.R1[:, rows].transpose(0, 1)  # (H, B, T, k) -> (B, H, T, k)
+        k = self.R2[:, positions].transpose(0, 1)  # (H, B, S, k) -> (B, H, S, k)
+        return q @ k.transpose(-1, -2)  # (B, H, T, S)
 
     def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
         t = x.shape[1]

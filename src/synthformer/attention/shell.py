@@ -20,7 +20,7 @@ from synthformer.common import map_tensors, sum_tensors, tensor_nbytes
 from . import fast_paths
 from .base import SynthesizingFunction, merge_heads, split_heads
 from .contract import check_core_args, reject_unknown_options
-from .masking import check_padding_mask, disallowed, masked_softmax
+from .masking import check_padding_mask, check_positions, disallowed, masked_softmax
 from .mixture import Mixture
 from .registry import canonical_kind, parse_kind
 
@@ -121,6 +121,8 @@ class SynthesizerAttention(nn.Module):
     #: are declared by its synthesizing function (``option_defaults`` of the registered parts); ``bias`` and
     #: ``scaled`` are the layer options (:data:`LAYER_OPTIONS`).
     option_defaults: ClassVar[dict[str, Any]] = {"kind": "V", **LAYER_OPTIONS}
+    #: ``forward`` takes ``positions`` (left padding); the models pass them only to mixers that declare this
+    takes_positions: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -191,6 +193,7 @@ class SynthesizerAttention(nn.Module):
         key_padding_mask: Tensor | None = None,
         cache: AttentionCache | None = None,
         position_bias: Tensor | None = None,
+        positions: Tensor | None = None,
     ) -> Tensor | tuple[Tensor, AttentionCache]:
         """Attend. See the class docstring for shapes; with ``cache`` returns ``(y, cache)``.
 
@@ -203,6 +206,13 @@ class SynthesizerAttention(nn.Module):
         ``sum_n alpha_n S_n(X)``. The paths that cannot add it (the shared alignment of R, Fix, FR, whose
         probabilities are computed once for the batch) fall back to the plain path; the feature kinds (V, D,
         their mixtures) keep SDPA, with the bias in its additive mask.
+
+        ``positions``: (B, cache.length + T) integer or None, the position of every key column (the queries are
+        the last T): left-padded rows, whose positions count their real tokens (Hugging Face's ``position_ids``
+        convention), so that a padded row gets the logits it gets alone (R's ``R[pos_i, pos_j]``, D's column
+        ``pos_j``, ...; see :meth:`SynthesizingFunction.positioned_logits`). None: position = column (the plain
+        case). Given positions take the plain materialized path: the fast paths assume the column order (the
+        shared alignment is one table for the batch, the blocks and kernels crop the length axis).
         """
         start = 0
         if cache is not None:
@@ -213,6 +223,7 @@ class SynthesizerAttention(nn.Module):
         b, t, _ = x.shape
         s = start + t
         key_padding_mask = check_padding_mask(key_padding_mask, b, s)
+        positions = check_positions(positions, key_padding_mask, b, s)
         if position_bias is not None and (position_bias.dim() != 4 or tuple(position_bias.shape[1:]) != (
                 self.n_heads, t, s) or position_bias.shape[0] not in (1, b)):
             raise ValueError(f"position_bias must have shape (1 or {b}, {self.n_heads}, {t}, {s}) (batch, heads, "
@@ -223,10 +234,10 @@ class SynthesizerAttention(nn.Module):
             cache.values[:, :, start:s] = v
             v = cache.values[:, :, :s]  # (B, H, S, d_h)
             state = cache.state
-        if self.use_fast_paths:
+        if self.use_fast_paths and positions is None:
             y = fast_paths.attend(self, x, v, start, state, key_padding_mask, position_bias)
         else:
-            y = self._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
+            y = self._attend_materialized(x, v, start, state, key_padding_mask, position_bias, positions)
         y = self.out(merge_heads(y))  # (B, H, T, d_h) -> (B, T, d)
         if cache is not None:
             cache.length = s
@@ -240,10 +251,15 @@ class SynthesizerAttention(nn.Module):
         state: dict | None,
         key_padding_mask: Tensor | None,
         position_bias: Tensor | None = None,
+        positions: Tensor | None = None,
     ) -> Tensor:
-        """softmax of the masked logits (plus ``position_bias`` (1|B, H, T, S) when given): (B or 1, H, T, S)."""
+        """softmax of the masked logits (plus ``position_bias`` (1|B, H, T, S) when given): (B or 1, H, T, S);
+        with ``positions`` (B, S) the logits are the synthesizing function's at those positions."""
         t = x.shape[1]
-        logits = self.synth.logits(x, start, state, key_padding_mask)  # (B|1, H, T, S)
+        if positions is None:
+            logits = self.synth.logits(x, start, state, key_padding_mask)  # (B|1, H, T, S)
+        else:
+            logits = self.synth.positioned_logits(x, start, state, key_padding_mask, positions)  # (B, H, T, S)
         if position_bias is not None:
             logits = logits + position_bias.to(logits.dtype)  # (B|1, H, T, S)
         mask = disallowed(t, start + t, start, self.causal, key_padding_mask, x.device)
@@ -257,13 +273,14 @@ class SynthesizerAttention(nn.Module):
         state: dict | None,
         key_padding_mask: Tensor | None,
         position_bias: Tensor | None = None,
+        positions: Tensor | None = None,
     ) -> Tensor:
         """The plain path: ``dropout(softmax(mask(S(X) + position_bias))) @ V`` with the L x L probabilities
-        materialized.
+        materialized (the logits at ``positions`` (B, S) when given).
 
         Returns (B, H, T, d_h).
         """
-        probs = self._probabilities(x, start, state, key_padding_mask, position_bias)
+        probs = self._probabilities(x, start, state, key_padding_mask, position_bias, positions)
         probs = F.dropout(probs, self.dropout, self.training)
         return probs @ v  # (B|1, H, T, S) @ (B, H, S, d_h) -> (B, H, T, d_h)
 

@@ -68,6 +68,12 @@ class DotProduct(SynthesizingFunction):
         q, k = self.features(x, start, state)
         return q @ k.transpose(-1, -2)  # (B, H, T, S)
 
+    def positioned_logits(
+        self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None, positions: Tensor
+    ) -> Tensor:
+        """The plain logits: V reads tokens only (positions reach it through the embeddings)."""
+        return self.logits(x, start, state, key_padding_mask)  # (B, H, T, S)
+
     def queries(self, x: Tensor) -> Tensor:
         """Cross mode: the unscaled per-head queries of the target, (B, T, d) -> (B, H, T, d_h)."""
         return split_heads(self.query(x), self.n_heads)

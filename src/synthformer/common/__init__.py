@@ -3,8 +3,9 @@ library.
 
 This is the lowest layer of the package (see ``tests/test_layering.py``): nothing here may import another
 module of synthformer. Its modules: :mod:`.io` (crash-safe file writing: temp file, fsync, rename),
-:mod:`.config` (:class:`~synthformer.common.config.ConfigError` and the typed YAML loader with dotted overrides) and
-:mod:`.order` (seeded orders of ``[0, n)`` in O(1) memory, for the training stream and the data mixtures).
+:mod:`.config` (:class:`~synthformer.common.config.ConfigError` and the typed YAML loader with dotted overrides),
+:mod:`.order` (seeded orders of ``[0, n)`` in O(1) memory, for the training stream and the data mixtures) and
+:mod:`.padding` (the positions of left-padded rows).
 
 * :data:`IGNORE_INDEX`: the label value the losses and metrics skip.
 * Walking nested containers of tensors (decoding caches, optimizer state, batches): :func:`map_tensors` builds

@@ -12,7 +12,10 @@ from __future__ import annotations
 import logging
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
+
+from synthformer.common.padding import positions_from_padding
 
 __all__ = ["LMStepper", "Seq2SeqStepper", "resolve_use_cache"]
 
@@ -35,18 +38,35 @@ def resolve_use_cache(model: nn.Module, use_cache: bool | None) -> bool:
 
 
 class LMStepper:
-    """Stepper over a decoder-only LM (``model(input_ids=...)["logits"]``, ``init_cache``, ``decode_step``)."""
+    """Stepper over a decoder-only LM (``model(input_ids=...)["logits"]``, ``init_cache``, ``decode_step``).
 
-    def __init__(self, model: nn.Module, batch_size: int, use_cache: bool) -> None:
+    ``padding_mask`` (N, P) bool, True at the left padding of the prompts (the first P columns): the model then
+    gets the padding and each token's position within its row (:func:`~synthformer.models.positions_from_padding`),
+    so that a padded row is scored as it is alone. The columns after the prompts are real tokens.
+    """
+
+    def __init__(self, model: nn.Module, batch_size: int, use_cache: bool, padding_mask: Tensor | None = None) -> None:
         self.model = model
         self.cache = model.init_cache(batch_size) if use_cache else None
         self.fed = 0  # tokens already inside the cache
+        self.padding_mask = padding_mask if padding_mask is not None and bool(padding_mask.any()) else None
+
+    def _padding(self, t: int) -> dict[str, Tensor]:
+        """The padding mask (N, t) and positions (N, t) of the first t columns, or nothing without padding."""
+        if self.padding_mask is None:
+            return {}
+        prompt = self.padding_mask.shape[1]
+        mask = F.pad(self.padding_mask[:, :t], (0, max(t - prompt, 0)), value=False)  # (N, t): generated = real
+        return {"padding_mask": mask, "positions": positions_from_padding(mask)}
 
     def logits(self, tokens: Tensor) -> Tensor:
         """Raw next-token logits (N, V) in float32 after the prefix ``tokens`` (N, t)."""
+        padding = self._padding(tokens.shape[1])
         if self.cache is None:
-            return self.model(input_ids=tokens)["logits"][:, -1].float()
-        logits, self.cache = self.model.decode_step(tokens[:, self.fed :], self.cache)  # (N, t - fed, V)
+            return self.model(input_ids=tokens, **padding)["logits"][:, -1].float()
+        if padding:
+            padding["positions"] = padding["positions"][:, self.fed :]  # the new tokens' positions (N, t - fed)
+        logits, self.cache = self.model.decode_step(tokens[:, self.fed :], self.cache, **padding)  # (N, t - fed, V)
         self.fed = tokens.shape[1]
         return logits[:, -1].float()
 
@@ -56,6 +76,8 @@ class LMStepper:
     def select(self, index: Tensor) -> None:
         if self.cache is not None:
             self.cache = self.cache.select(index)
+        if self.padding_mask is not None:
+            self.padding_mask = self.padding_mask.index_select(0, index)
 
 
 class Seq2SeqStepper:

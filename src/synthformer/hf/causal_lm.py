@@ -8,7 +8,7 @@ from torch import Tensor
 from transformers import GenerationMixin
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
-from synthformer.models import token_cross_entropy
+from synthformer.models import positions_from_padding, token_cross_entropy
 
 from .cache import CACHE_NAME, SynthesizerCache
 from .modeling_base import SynthesizerPreTrainedModel, padding_mask_from_attention
@@ -27,8 +27,9 @@ class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
     already shifted labels; both give the same loss on the same text.)
 
     Generation (``generate()``) decodes one token per step on the native cache (a :class:`SynthesizerCache`).
-    Positions are absolute, as in the native decoders: every prompt of a batch must have the same length (no
-    left padding; an ``attention_mask`` with zeros is refused while decoding with the cache).
+    Prompts of different lengths are left-padded, as ``transformers`` expects of decoder-only models: a token's
+    position is ``position_ids`` when given, else the number of real tokens before it in its row (from
+    ``attention_mask``, the same rule), so that a padded row gives the logits, tokens and scores it gives alone.
     """
 
     arch: ClassVar[str] = "lm"
@@ -42,26 +43,29 @@ class SynthesizerForCausalLM(SynthesizerPreTrainedModel, GenerationMixin):
         self,
         input_ids: Tensor | None = None,
         attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
         labels: Tensor | None = None,
         past_key_values: SynthesizerCache | None = None,
         use_cache: bool | None = None,
         **kwargs: Any,
     ) -> CausalLMOutputWithPast:
-        """See the class docstring. Other ``transformers`` arguments (``position_ids``, ``return_dict``, ...) are
-        accepted and ignored: positions follow from the cache."""
+        """See the class docstring. ``attention_mask`` (B, S) covers every position so far (the cached ones
+        included), ``position_ids`` (B or 1, T) the new tokens. Other ``transformers`` arguments (``return_dict``,
+        ...) are accepted and ignored."""
         if input_ids is None or kwargs.get("inputs_embeds") is not None:
             raise ValueError("SynthesizerForCausalLM needs input_ids (B, L); inputs_embeds is not supported")
-        padding_mask = padding_mask_from_attention(attention_mask)  # (B, L) or None
+        padding_mask = padding_mask_from_attention(attention_mask)  # (B, S) or None
+        positions = position_ids
+        if positions is None and padding_mask is not None:
+            positions = positions_from_padding(padding_mask)[:, -input_ids.shape[1] :]  # (B, T)
         cache = self._decoding_cache(past_key_values, use_cache, kwargs.pop("cache", None))
         if cache is None:
-            logits = self.model(input_ids=input_ids, padding_mask=padding_mask)["logits"]  # (B, L, V)
+            logits = self.model(input_ids=input_ids, padding_mask=padding_mask, positions=positions)["logits"]
         else:
-            if padding_mask is not None:
-                raise ValueError("padded prompts cannot be decoded with the cache (positions are absolute): give "
-                                 "prompts of one length, or generate with use_cache=False")
             if not cache.started:
                 cache.start(self.model.init_cache(input_ids.shape[0]))
-            logits, cache.native = self.model.decode_step(input_ids, cache.native)  # (B, T, V)
+            logits, cache.native = self.model.decode_step(input_ids, cache.native, padding_mask=padding_mask,
+                                                          positions=positions)  # (B, T, V)
         loss = None
         if labels is not None:
             # transformers' convention: labels aligned with input_ids; position t predicts token t + 1

@@ -88,6 +88,11 @@ class SynthesizerConfig(PretrainedConfig):
             raise ValueError(f"id2label has {self.num_labels} labels but num_classes is {typed.num_classes}; "
                              f"expected one label per class")
 
+    @classmethod
+    def register_for_auto_class(cls, auto_class: Any = "AutoConfig") -> None:
+        """Does nothing: see :meth:`SynthesizerPreTrainedModel.register_for_auto_class` (a config loaded with
+        ``trust_remote_code=True`` would otherwise copy this module's source into every folder it is saved to)."""
+
     # ------------------------------------------------------------------ native round trip
     @classmethod
     def from_native(cls, config: ModelConfig, **kwargs: Any) -> SynthesizerConfig:

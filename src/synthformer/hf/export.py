@@ -2,7 +2,10 @@
 
 The folder holds what ``from_pretrained`` reads, offline and without pickle: ``config.json`` (a
 :class:`SynthesizerConfig`), ``model.safetensors`` (each tied tensor once), ``generation_config.json``, the tokenizer
-in ``transformers``' form (``tokenizer.json``, ``tokenizer_config.json``) and a generated model card ``README.md``.
+in ``transformers``' form (``tokenizer.json``, ``tokenizer_config.json``; a language model's pads on the left, as
+batched generation needs) and a generated model card ``README.md``. ``config.json``'s ``auto_map`` and two small
+modules let ``transformers`` load the folder by path with ``trust_remote_code=True`` in a process that has not
+imported :mod:`synthformer.hf` (see :mod:`synthformer.hf.remote_code`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 
 from .auto import MODEL_CLASSES
 from .model_card import model_card
+from .remote_code import auto_map
 from .tokenizer import to_hf_tokenizer
 
 __all__ = ["export_run"]
@@ -47,9 +51,11 @@ def export_run(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = Fa
     if loaded.model_config.classifier and loaded.label_set:
         extra["id2label"] = dict(enumerate(loaded.label_set))
         extra["label2id"] = {label: i for i, label in enumerate(loaded.label_set)}
-    model = MODEL_CLASSES[arch].from_native(loaded.model, **extra)
+    wrapper = MODEL_CLASSES[arch]
+    model = wrapper.from_native(loaded.model, **extra)
+    model.config.auto_map = auto_map(wrapper.auto_class, wrapper.__name__)
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)  # safetensors; tied tensors written once
+    model.save_pretrained(out)  # safetensors, tied tensors written once; the modules auto_map names
     tokenizer = to_hf_tokenizer(loaded.tokenizer, loaded.model_config, max_len=loaded.model_config.max_len)
     tokenizer.save_pretrained(out)
     (out / "README.md").write_text(model_card(loaded), encoding="utf-8")

@@ -109,6 +109,9 @@ def model_card(loaded: Any, repo_id: str = "path/to/exported") -> str:
         f'model = {wrapper.auto_class}.from_pretrained("{repo_id}")',
         f'tokenizer = AutoTokenizer.from_pretrained("{repo_id}")',
         *_usage(mc.classifier), "```", "",
+        "Tools that load the folder by path without that import (`pipeline(model=...)`, lm-evaluation-harness, "
+        "servers) take `trust_remote_code=True`: the modules that `auto_map` names import the installed "
+        'synthformer (`pip install "synthformer[hf]"`).', "",
     ]
     return "\n".join(front + body)
 

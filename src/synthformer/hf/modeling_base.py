@@ -24,6 +24,7 @@ from synthformer.models import Embeddings, build_model
 
 from .cache import CACHE_NAME, SynthesizerCache
 from .config import SynthesizerConfig
+from .remote_code import write_remote_code
 
 __all__ = ["SynthesizerPreTrainedModel", "padding_mask_from_attention"]
 
@@ -101,6 +102,21 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
         """Wrap a native model (shared, not copied: training either trains both). ``config_kwargs`` are extra
         ``PretrainedConfig`` arguments (e.g. ``id2label``)."""
         return cls(SynthesizerConfig.from_native(native.config, **config_kwargs), native=native)
+
+    @classmethod
+    def register_for_auto_class(cls, auto_class: Any = "AutoModel") -> None:
+        """Does nothing. ``transformers`` calls it on a class it loaded with ``trust_remote_code=True``, so that a
+        later ``save_pretrained`` copies the class's source file into the folder; the class here is the installed
+        package's, and a saved folder gets the small modules of :mod:`.remote_code` instead (see
+        :meth:`save_pretrained`)."""
+
+    def save_pretrained(self, save_directory: Any, *args: Any, **kwargs: Any) -> Any:
+        """``transformers``' ``save_pretrained``; when the config has an ``auto_map`` (an exported folder, or a model
+        loaded from one), the modules it names are written beside ``config.json`` too."""
+        out = super().save_pretrained(save_directory, *args, **kwargs)
+        if getattr(self.config, "auto_map", None):
+            write_remote_code(save_directory)
+        return out
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:

@@ -150,6 +150,9 @@ def to_hf_tokenizer(tokenizer: Tokenizer, model_config: ModelConfig | None = Non
         model_config: the model's native config; with it, the tokenizer adds the special tokens the run's data
             pipeline added (see the module docstring).
         max_len: ``model_max_length`` of the tokenizer (the model's ``max_len``).
+
+    A decoder-only model's tokenizer pads on the left (``padding_side="left"``): batched generation appends every
+    row's next token in the last column, and the model takes the positions from the attention mask.
     """
     from tokenizers import processors
 
@@ -161,5 +164,7 @@ def to_hf_tokenizer(tokenizer: Tokenizer, model_config: ModelConfig | None = Non
         backend.post_processor = processors.TemplateProcessing(single=framing[0], pair=framing[1],
                                                                special_tokens=specials)
     extra: dict[str, Any] = {} if max_len is None else {"model_max_length": max_len}
+    if model_config is not None and model_config.decoder_only:
+        extra["padding_side"] = "left"
     return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token=pad, unk_token=unk, bos_token=bos,
                                    eos_token=eos, **extra)

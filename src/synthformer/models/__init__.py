@@ -23,6 +23,7 @@ from .cache import DecoderCache, LayerCache, select_batch
 from .config import FFN_TYPES, NORMS, POSITIONS, ModelConfig
 from .layers import ConvReluFFN, CrossAttention, Embeddings, ReluFFN, TransformerBlock
 from .losses import IGNORE_INDEX, classification_loss, token_cross_entropy
+from .positions import plain_positions, positions_from_padding
 from .presets import get_preset, list_presets
 from .registry import (
     MixerFactory,
@@ -71,7 +72,9 @@ __all__ = [
     "list_archs",
     "list_presets",
     "num_parameters",
+    "plain_positions",
     "pool",
+    "positions_from_padding",
     "register_arch",
     "select_batch",
     "token_cross_entropy",

@@ -65,11 +65,14 @@ class DecoderCache:
         layers: one :class:`LayerCache` per decoder layer.
         length: positions processed so far (the position of the next input token).
         memory_padding_mask: (B, S) bool, True at source padding (seq2seq), or None.
+        positions: (B, length) long, the position of every column so far when the batch is left-padded (see
+            :mod:`synthformer.models.positions`), or None while position = column.
     """
 
     layers: list[LayerCache]
     length: int = 0
     memory_padding_mask: Tensor | None = field(default=None)
+    positions: Tensor | None = field(default=None)
 
     @property
     def batch_size(self) -> int:
@@ -94,5 +97,5 @@ class DecoderCache:
     def nbytes(self) -> int:
         """Bytes held by the cache's tensors."""
         # field by field: cache_nbytes(self) would call this method again
-        return cache_nbytes(self.layers) + cache_nbytes(self.memory_padding_mask)
+        return cache_nbytes(self.layers) + cache_nbytes(self.memory_padding_mask) + cache_nbytes(self.positions)
 

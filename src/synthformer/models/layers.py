@@ -50,7 +50,9 @@ class Embeddings(nn.Module):
         dropout: dropout on the sum.
         scale: multiply the token embedding by ``sqrt(d)`` (False for T5, whose embedding is N(0, 1) already).
 
-    Shapes: ``forward(ids (B, T), start=0) -> (B, T, d)``; the tokens sit at positions ``start .. start+T-1``.
+    Shapes: ``forward(ids (B, T), start=0, positions=None) -> (B, T, d)``; the tokens sit at positions
+    ``start .. start+T-1``, or at ``positions`` (B, T) when given (left-padded rows, see
+    :mod:`synthformer.models.positions`).
     """
 
     def __init__(self, vocab_size: int, d_model: int, max_len: int, positions: str, dropout: float,
@@ -77,13 +79,16 @@ class Embeddings(nn.Module):
         if self.absolute and not self.learned:
             self.table.copy_(sinusoidal_table(self.max_len, self.d_model))
 
-    def forward(self, ids: Tensor, start: int = 0) -> Tensor:
+    def forward(self, ids: Tensor, start: int = 0, positions: Tensor | None = None) -> Tensor:
         t = ids.shape[1]
         if start + t > self.max_len:
             raise ValueError(f"sequence length {start + t} exceeds max_len {self.max_len} of the model")
         x = self.token(ids) * self.scale  # (B, T, d)
         if not self.absolute:
             return self.dropout(x)
+        if positions is not None:
+            table = self.position.weight if self.learned else self.table.to(x.dtype)  # (max_len, d)
+            return self.dropout(x + table[positions])  # (B, T, d) + (B, T, d)
         if self.learned:
             pos = self.position.weight[start : start + t]  # (T, d)
         else:
@@ -258,12 +263,19 @@ class TransformerBlock(nn.Module):
         cache: LayerCache | None = None,
         start: int = 0,
         position_bias: Tensor | None = None,
+        positions: Tensor | None = None,
     ) -> Any:
         """Run the layer. ``memory_kv`` are the cross-attention keys/values of the memory (from
         :meth:`CrossAttention.memory_kv`); in decoding they come from ``cache`` instead, and ``start`` is the
-        position of ``x[:, 0]``."""
+        position of ``x[:, 0]``. ``positions`` (B, start + L) | None: the position of every key column of a
+        left-padded batch (see :mod:`synthformer.models.positions`)."""
         # only attention takes a position bias (the config rejects it with whole token mixers)
         biased = {} if position_bias is None else {"position_bias": position_bias}
+        if positions is not None and getattr(self.self_attn, "takes_positions", False):
+            # The mixers that do not take positions read none: LightConv and DynamicConv zero padded inputs, so
+            # left padding is their zero padding at the start (Linformer, which reads the length axis, is
+            # encoder-only).
+            biased["positions"] = positions
         if cache is None:
             x = self._residual(x, self.norm_self, lambda h: self.self_attn(h, key_padding_mask=padding_mask, **biased))
         else:

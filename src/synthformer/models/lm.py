@@ -11,6 +11,7 @@ from .cache import DecoderCache
 from .config import ModelConfig, check_token_head
 from .layers import Embeddings
 from .losses import token_cross_entropy
+from .positions import plain_positions, step_positions
 from .registry import MixerFactory, register_arch
 from .stacks import Decoder
 
@@ -59,6 +60,11 @@ class TransformerLM(nn.Module):
 
     Incremental decoding: ``cache = model.init_cache(B)``, then ``logits, cache = model.decode_step(ids, cache)``
     with the next T >= 1 tokens; the logits equal the full forward's at the same positions.
+
+    Left padding (batched generation, Hugging Face's convention): pass ``padding_mask`` and ``positions`` (B, L),
+    each token's position counting the real tokens before it in its row
+    (:func:`~synthformer.models.positions_from_padding`); a padded row then gets the logits it gets alone. Positions
+    equal to the columns at every real token are dropped (the fast paths stay on).
     """
 
     def __init__(self, config: LMConfig, mixer_factory: MixerFactory | None = None) -> None:
@@ -78,10 +84,16 @@ class TransformerLM(nn.Module):
         return self.decoder.supports_cache
 
     def forward(
-        self, input_ids: Tensor, labels: Tensor | None = None, padding_mask: Tensor | None = None
+        self, input_ids: Tensor, labels: Tensor | None = None, padding_mask: Tensor | None = None,
+        positions: Tensor | None = None,
     ) -> dict[str, Tensor]:
         """Logits for every position (and the loss when ``labels`` are given); see the class docstring."""
-        h = self.decoder(self.embed(input_ids), padding_mask=padding_mask)  # (B, L, d)
+        if positions is not None and plain_positions(positions, 0, padding_mask):
+            positions = None
+        if positions is not None:
+            positions = positions.long().expand(input_ids.shape[0], -1)  # (1|B, L) -> (B, L)
+        x = self.embed(input_ids, positions=positions)  # (B, L, d)
+        h = self.decoder(x, padding_mask=padding_mask, positions=positions)  # (B, L, d)
         logits = self.lm_head(h)  # (B, L, V)
         out = {"logits": logits}
         if labels is not None:
@@ -93,10 +105,18 @@ class TransformerLM(nn.Module):
         weight = self.lm_head.weight
         return self.decoder.init_cache(batch_size, device=device or weight.device, dtype=dtype or weight.dtype)
 
-    def decode_step(self, input_ids: Tensor, cache: DecoderCache) -> tuple[Tensor, DecoderCache]:
-        """Feed the next T tokens (B, T) at positions ``cache.length ..``; returns (logits (B, T, V), cache)."""
-        x = self.embed(input_ids, start=cache.length)  # (B, T, d)
-        h, cache = self.decoder.step(x, cache)
+    def decode_step(self, input_ids: Tensor, cache: DecoderCache, padding_mask: Tensor | None = None,
+                    positions: Tensor | None = None) -> tuple[Tensor, DecoderCache]:
+        """Feed the next T tokens (B, T) at columns ``cache.length ..``; returns (logits (B, T, V), cache).
+
+        ``padding_mask`` (B, cache.length + T) covers every column so far; ``positions`` (B, T) are the new tokens'
+        positions in left-padded rows (kept by the cache for the later steps). Steps after left-padded ones may omit
+        them: they come from ``padding_mask`` when given, else continue each row's last position."""
+        start = cache.length
+        b, t = input_ids.shape
+        positions = step_positions(cache.positions, positions, padding_mask, start, t, b)  # (B, T) or None
+        x = self.embed(input_ids, start=start, positions=positions)  # (B, T, d)
+        h, cache = self.decoder.step(x, cache, padding_mask=padding_mask, positions=positions)
         return self.lm_head(h), cache
 
 

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from .cache import DecoderCache
 from .config import ModelConfig
 from .layers import TransformerBlock
+from .positions import extend_positions, step_positions
 from .registry import MixerFactory
 from .t5 import RelativePositionBias, RMSNorm
 
@@ -103,9 +104,11 @@ class Decoder(nn.Module):
     kind ``config.cross_kind`` over an encoder memory.
 
     Full forward: ``forward(x (B, T, d), memory (B, S, d) | None, memory_padding_mask (B, S) | None,
-    padding_mask (B, T) | None) -> (B, T, d)``.
-    Decoding: ``init_cache(...)`` then ``step(x (B, T', d), cache) -> ((B, T', d), cache)`` for the next T'
-    positions; the outputs equal those of the full forward at the same positions.
+    padding_mask (B, T) | None, positions (B, T) | None) -> (B, T, d)``.
+    Decoding: ``init_cache(...)`` then ``step(x (B, T', d), cache, padding_mask (B, S' + T') | None, positions
+    (B, T') | None) -> ((B, T', d), cache)`` for the next T' positions; the outputs equal those of the full
+    forward at the same positions. ``positions`` are those of left-padded rows (see
+    :mod:`synthformer.models.positions`); the cache keeps them for the later steps.
     """
 
     def __init__(self, config: ModelConfig, cross: bool, mixer_factory: MixerFactory | None = None) -> None:
@@ -136,6 +139,7 @@ class Decoder(nn.Module):
         memory: Tensor | None = None,
         memory_padding_mask: Tensor | None = None,
         padding_mask: Tensor | None = None,
+        positions: Tensor | None = None,
     ) -> Tensor:
         if self.cross and memory is None:
             raise ValueError("this decoder attends to an encoder memory: pass memory (B, S, d_model)")
@@ -143,7 +147,7 @@ class Decoder(nn.Module):
         for layer in self.layers:
             kv = layer.cross_attn.memory_kv(memory) if self.cross else None
             x = layer(x, padding_mask=padding_mask, memory_kv=kv, memory_padding_mask=memory_padding_mask,
-                      position_bias=bias)
+                      position_bias=bias, positions=positions)
         return self.final_dropout(self.final_norm(x))
 
     def init_cache(
@@ -164,13 +168,19 @@ class Decoder(nn.Module):
         ]
         return DecoderCache(layers=layers, length=0, memory_padding_mask=memory_padding_mask)
 
-    def step(self, x: Tensor, cache: DecoderCache) -> tuple[Tensor, DecoderCache]:
-        """Process the next T positions: x (B, T, d) embedded at positions ``cache.length ..``; returns
-        ((B, T, d), cache) with ``cache.length`` advanced by T."""
+    def step(self, x: Tensor, cache: DecoderCache, padding_mask: Tensor | None = None,
+             positions: Tensor | None = None) -> tuple[Tensor, DecoderCache]:
+        """Process the next T positions: x (B, T, d) embedded at columns ``cache.length ..``; returns
+        ((B, T, d), cache) with ``cache.length`` advanced by T. ``padding_mask`` (B, cache.length + T) covers every
+        column so far; ``positions`` (B, T) are the new tokens' positions in left-padded rows (None: their
+        columns; see :func:`~synthformer.models.positions.step_positions`)."""
         start = cache.length
         bias = self._bias(x.shape[1], start)
+        b, t = x.shape[:2]
+        positions = step_positions(cache.positions, positions, padding_mask, start, t, b)  # (B, T) or None
+        cache.positions = extend_positions(cache.positions, positions, start, b)  # (B, S) or None
         for layer, layer_cache in zip(self.layers, cache.layers, strict=True):
-            x, _ = layer(x, memory_padding_mask=cache.memory_padding_mask, cache=layer_cache, start=start,
-                         position_bias=bias)
+            x, _ = layer(x, padding_mask=padding_mask, memory_padding_mask=cache.memory_padding_mask,
+                         cache=layer_cache, start=start, position_bias=bias, positions=cache.positions)
         cache.length = start + x.shape[1]
         return self.final_dropout(self.final_norm(x)), cache
