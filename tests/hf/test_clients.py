@@ -53,7 +53,7 @@ else:  # transformers 5 removed it: the same batch through the Auto class and ge
 out["class"] = type(generate.model).__module__ + "." + type(generate.model).__name__
 generate.model.save_pretrained(jobs["resaved"])  # a model loaded with remote code, saved again
 out["resaved"] = sorted(p.name for p in pathlib.Path(jobs["resaved"]).iterdir())
-print(json.dumps(out))
+print("\n" + json.dumps(out))  # on a line of its own: the refused load above printed a prompt without a newline
 """
 
 
