@@ -22,7 +22,7 @@ TINY_MODEL = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32}
 TINY_TRAIN = {"steps": 1000, "batch_size": 4, "grad_accum": 2}
 #: What a file-based config of a task type needs besides its training file.
 TYPE_SETTINGS = {"seq2seq": {"format": "tsv"}, "text_to_text": {"options": {"tasks": ["rte", "sst2"]}},
-                 "dialogue": {"format": "jsonl"}}
+                 "dialogue": {"format": "jsonl"}, "retrieval": {"format": "lra_tsv"}}
 
 
 def sparse_file(path: Path, size: int = 2**30) -> Path:

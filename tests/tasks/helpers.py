@@ -226,3 +226,15 @@ def superglue_dir(tmp: Path) -> Path:
                                            "label": "entailment", "idx": i, "pair_id": i}
                                           for i, who in enumerate(["He", "She"])])
     return root
+
+
+def retrieval_config(tmp: Path, **train: Any) -> dict[str, Any]:
+    """LRA Retrieval-style pairs (``label id1 id2 text1 text2``) in ``tmp``, a dual encoder on bytes."""
+    rows = [f"{i % 2}\tP{i}\tQ{i}\tpaper {i} on parsing\tpaper {i % 3}" for i in range(24)]
+    (tmp / "pairs.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return {
+        "task": {"type": "retrieval", "train": str(tmp / "pairs.tsv"), "valid": str(tmp / "pairs.tsv"),
+                 "tokenizer": "byte", "max_len": 24},
+        "model": {**TINY_MODEL, "encoder_kind": "R+V"},
+        "train": {**TINY_TRAIN, **train},
+    }

@@ -15,7 +15,7 @@ import yaml
 
 from synthformer.cli.main import main
 from synthformer.data import load_tokenizer
-from synthformer.tasks import load_run_config
+from synthformer.tasks import load_run_config, prepare_data
 from synthformer.tasks.generators import listops as listops_generator
 from synthformer.train.rundir import RunDir
 
@@ -130,11 +130,20 @@ def test_image_trains_on_cifar_batches(tmp_path: Path, capsys) -> None:
     assert metrics_of(report)["examples"] == 4
 
 
-@pytest.mark.parametrize(("name", "size"), [("lra_pathfinder", 32), ("lra_pathx", 128)])
-def test_pathfinder_trains_on_generated_images(name: str, size: int, tmp_path: Path, capsys) -> None:
-    options = {"size": size, "num_train": 8, "num_valid": 4, "num_test": 4, "seed": 0}
-    report = train_eval_generate(capsys, shipped(name, tmp_path, generator_options=options), tmp_path / "run", None)
+def test_pathfinder_trains_on_generated_images(tmp_path: Path, capsys) -> None:
+    options = {"size": 32, "num_train": 8, "num_valid": 4, "num_test": 4, "seed": 0}
+    config = shipped("lra_pathfinder", tmp_path, generator_options=options)
+    report = train_eval_generate(capsys, config, tmp_path / "run", None)
     assert metrics_of(report)["examples"] == 4
+
+
+def test_pathx_data_is_one_token_per_pixel(tmp_path: Path) -> None:
+    # no training here: a step at 16,384 tokens is no tiny test (V materializes 16K x 16K scores under dropout)
+    options = {"size": 128, "num_train": 2, "num_valid": 2, "num_test": 0, "seed": 0}
+    data = prepare_data(load_run_config(shipped("lra_pathx", tmp_path, generator_options=options)))
+    item = data.datasets["train"][0]
+    assert item["input_ids"].shape == (128 * 128,) and data.model_config.max_len == 128 * 128
+    assert data.tokenizer.vocab_size == 260 and data.label_set == ["0", "1"]
 
 
 def test_an_lra_config_runs_as_a_study(tmp_path: Path, capsys) -> None:

@@ -31,6 +31,7 @@ from .helpers import (
     classification_config,
     dialogue_config,
     lm_config,
+    retrieval_config,
     seq2seq_config,
     span_config,
     summarization_config,
@@ -42,7 +43,8 @@ GENERATORS = list_generators()
 # generator options that keep each generated data set tiny
 SMALL = {"pystdlib": {"max_train_chars": 4000, "max_eval_chars": 1000},
          "listops": {"num_train": 40, "num_valid": 8, "num_test": 8, "max_length": 30},
-         "algorithmic": {"num_train": 40, "num_valid": 8, "num_test": 8, "max_len": 5}}
+         "algorithmic": {"num_train": 40, "num_valid": 8, "num_test": 8, "max_len": 5},
+         "pathfinder": {"num_train": 8, "num_valid": 4, "num_test": 4}}
 
 
 @pytest.mark.parametrize("name", TASK_TYPES)
@@ -64,7 +66,7 @@ def test_task_type_describes_itself(name: str) -> None:
 # A tiny run of every registered task type (a new type adds its entry: the first test below fails until it does).
 TINY_RUNS = {"lm": lm_config, "seq2seq": lambda tmp: seq2seq_config(), "classification": classification_config,
              "span_corruption": span_config, "text_to_text": t2t_config, "summarization": summarization_config,
-             "dialogue": dialogue_config}
+             "dialogue": dialogue_config, "retrieval": retrieval_config}
 
 
 def test_every_task_type_has_a_tiny_run() -> None:

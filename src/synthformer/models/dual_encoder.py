@@ -40,6 +40,7 @@ class DualEncoderConfig(ClassifierConfig):
     classifier: ClassVar[bool] = False
     legacy_fields: ClassVar[dict] = {}
 
+    num_classes: int | None = 2  # a pair matches or not (LRA's Retrieval)
     interaction: str = "nli"
 
     def validate_arch(self) -> None:

@@ -5,11 +5,13 @@ classified).
 Files: ``lra_tsv``, LRA's five tab-separated columns ``label id1 id2 text1 text2`` without a header
 (:func:`~synthformer.data.matching.read_matching_tsv`); each document is cut at ``task.max_len`` tokens (LRA: 4000
 bytes with the ``byte`` tokenizer, the default here). Metrics: loss and accuracy; baseline: the majority class.
-Generation reads one pair per input line, the two texts separated by a tab, and predicts its label.
+Generation reads one pair per input line, the two texts separated by a tab (no tab: an empty second text),
+and predicts its label.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -34,11 +36,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Retrieval"]
 
+logger = logging.getLogger(__name__)
+
 
 def _pair(text: str) -> tuple[str, str]:
     first, sep, second = text.partition("\t")
     if not sep:
-        raise ConfigError(f"retrieval: an input must be two texts separated by a tab, got {text[:60]!r}")
+        logger.warning("retrieval: an input without a tab is compared with an empty second text: %r", text[:60])
     return first, second
 
 
@@ -73,7 +77,9 @@ class Retrieval(Classification):
                                          overflow=run.task.overflow, add_bos=cls_token), None
 
     def count_tokens(self, batch: Mapping[str, Tensor]) -> Tensor:
-        return sum((~batch[f"padding_mask_{side}"]).sum() for side in ("1", "2"))  # type: ignore[return-value]
+        # input tokens of both texts; a batch without masks (a benchmark's random batch) has no padding
+        return sum((~batch[f"padding_mask_{side}"]).sum() if f"padding_mask_{side}" in batch  # type: ignore[return-value]
+                   else torch.tensor(batch[f"input_ids_{side}"].numel()) for side in ("1", "2"))
 
     def generate(self, loaded: LoadedRun, inputs: list[str], options: GenerateOptions) -> list[Generated]:
         """The predicted label of each ``text1<TAB>text2`` input, with its probability as the score."""
