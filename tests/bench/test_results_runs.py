@@ -108,7 +108,8 @@ def test_a_benchmark_records_its_rows_with_the_command_line(records, tmp_path, m
 
 
 def test_every_table_has_rows_and_unknown_rows_are_refused(runs):
-    assert set(runs.TABLES) == {"compare", "listops", "imdb", "shakespeare", "multi30k"}
+    assert set(runs.TABLES) == {"compare", "listops", "imdb", "shakespeare", "multi30k", "t5arch_pretrain",
+                                "t5arch_glue", "t5arch_superglue"}
     assert list(runs.TABLES["imdb"]) == ["V", "R", "FR", "FR+V", "Linformer"]
     assert "train.steps=1600" in runs.TABLES["shakespeare"]["R+V@1600"].overrides
     with pytest.raises(SystemExit):

@@ -82,7 +82,7 @@ def test_the_harness_scores_and_generates_what_synthformer_does(tmp_path, capsys
         with torch.no_grad():
             logp = model(input_ids=torch.tensor([whole[:-1]]))["logits"][0].log_softmax(-1)  # (len - 1, V)
         own = logp[n_context - 1 :].gather(1, torch.tensor(whole[n_context:])[:, None]).sum()
-        assert row["filtered_resps"][0][0] == pytest.approx(float(own), abs=1e-4)
+        assert float(row["filtered_resps"][0][0]) == pytest.approx(float(own), abs=1e-4)  # logged as text
 
     # loglikelihood_rolling: each text scored after <bos> (the harness's prefix token), one window each
     total, count, size = 0.0, 0, 0
@@ -96,6 +96,7 @@ def test_the_harness_scores_and_generates_what_synthformer_does(tmp_path, capsys
     assert math.isfinite(ours) and ours > 0
 
     # generate_until: greedy, left-padded batches of 4, cut at the stop string as the harness cuts
+    capsys.readouterr()  # drop what training and export printed
     for prompt, row in zip(PROMPTS, samples(out, "synth_gen"), strict=True):
         assert main(["generate", str(run_dir), "--prompt", prompt, "--temperature", "0", "--max-new-tokens",
                      str(MAX_GEN)]) == 0

@@ -27,7 +27,8 @@ from .helpers import tiny_config
         (dict(decoder_kind=["V", "X"]), r"decoder_kind\[1\]='X' is not a known token mixer"),
         (dict(decoder_kind_options=[{}]), r"decoder_kind_options has 1 entries but the decoder has 2 layers"),
         (dict(num_classes=3),
-         r"num_classes: not a setting of arch 'lm' \(LMConfig\) \(num_classes=3 is a setting of arch 'classifier'\)"),
+         r"num_classes: not a setting of arch 'lm' \(LMConfig\) \(num_classes=3 is a setting of arch 'classifier' "
+         r"and 'dual_encoder'\)"),
         (dict(tgt_vocab_size=10), r"tgt_vocab_size: not a setting of arch 'lm'.*is a setting of arch 'seq2seq'"),
         (dict(n_decoder_layers=2), r"n_decoder_layers: not a setting of arch 'lm'.*is a setting of arch 'seq2seq'"),
         (dict(cross_kind="R"), r"cross_kind: not a setting of arch 'lm'.*cross_kind='R' is a setting of "
@@ -46,7 +47,8 @@ def test_lm_config_errors_name_the_bad_value(changes, message):
 
 
 def test_arch_specific_errors():
-    with pytest.raises(ValueError, match=r"arch must be one of 'lm', 'seq2seq', 'classifier', got 'decoder'"):
+    with pytest.raises(ValueError, match=r"arch must be one of 'lm', 'seq2seq', 'classifier', 'dual_encoder', "
+                                         r"got 'decoder'"):
         tiny_config("decoder")
     with pytest.raises(ValueError, match=r"num_classes must be an integer >= 2 for arch='classifier', got None"):
         tiny_config("classifier", num_classes=None)
@@ -96,7 +98,8 @@ def test_dict_round_trip_and_unknown_keys():
         ModelConfig.from_dict({"arch": "lm", "d_modle": 64})
     with pytest.raises(ValueError, match=r"a model config needs 'arch'"):
         ModelConfig.from_dict({"d_model": 64})
-    with pytest.raises(ValueError, match=r"arch must be one of 'lm', 'seq2seq', 'classifier', got 'decoder'"):
+    with pytest.raises(ValueError, match=r"arch must be one of 'lm', 'seq2seq', 'classifier', 'dual_encoder', "
+                                         r"got 'decoder'"):
         ModelConfig.from_dict({"arch": "decoder"})
 
 

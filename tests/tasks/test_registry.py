@@ -82,7 +82,8 @@ def test_every_task_type_trains_evaluates_and_generates(name: str, tmp_path: Pat
     assert result.steps == 2 and math.isfinite(result.metrics["eval_loss"])
     report = evaluate_run(tmp_path / "run")
     assert math.isfinite(report.metrics["loss"]) and report.path.is_file()
-    out = generate_texts(load_run(tmp_path / "run"), ["a b"], max_new_tokens=3)
+    prompt = "a\tb" if name == "retrieval" else "a b"  # retrieval reads a pair: two texts and a tab
+    out = generate_texts(load_run(tmp_path / "run"), [prompt], max_new_tokens=3)
     assert len(out) == 1 and isinstance(out[0].output, str)
 
 
@@ -96,7 +97,8 @@ def test_random_batch_trains_the_task_types_architecture(name: str) -> None:
     torch.manual_seed(0)
     model = build_model(config)
     batch = task_type.random_batch(config, 4, 8, torch.Generator().manual_seed(0))
-    ids = [t for key, t in batch.items() if key.endswith("_ids") and key != "tgt_ids"]
+    # token inputs: *_ids, and the dual encoder's input_ids_1 / input_ids_2
+    ids = [t for key, t in batch.items() if "_ids" in key and key != "tgt_ids"]
     assert ids and all(bool((t != config.pad_id).all()) for t in ids)  # no padding inside benchmark batches
     out = model(**batch)
     assert math.isfinite(float(out["loss"].detach()))

@@ -5,8 +5,8 @@ classified).
 Files: ``lra_tsv``, LRA's five tab-separated columns ``label id1 id2 text1 text2`` without a header
 (:func:`~synthformer.data.matching.read_matching_tsv`); each document is cut at ``task.max_len`` tokens (LRA: 4000
 bytes with the ``byte`` tokenizer, the default here). Metrics: loss and accuracy; baseline: the majority class.
-Generation reads one pair per input line, the two texts separated by a tab (no tab: an empty second text),
-and predicts its label.
+Generation reads one pair per input line, the two texts separated by a tab (anything else: a ValueError naming
+the line), and predicts its label.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ logger = logging.getLogger(__name__)
 
 def _pair(text: str) -> tuple[str, str]:
     first, sep, second = text.partition("\t")
-    if not sep:
-        logger.warning("retrieval: an input without a tab is compared with an empty second text: %r", text[:60])
+    if not sep or not first or not second:  # an empty text has no token to encode
+        raise ValueError(f"retrieval: an input is two non-empty texts separated by a tab, got {text[:60]!r}")
     return first, second
 
 
