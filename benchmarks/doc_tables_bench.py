@@ -43,6 +43,10 @@ def newest(name: str, table: str | None = None) -> tuple[dict[str, Any] | None, 
     return entry, str(path.relative_to(ROOT))
 
 
+#: records whose benchmark starts several training processes itself (up to 3 x 2 threads on 2 cores)
+STARTS_PROCESSES = frozenset({"bench_threads"})
+
+
 def cpu_use(entry: dict[str, Any]) -> str:
     """How the CPU was used, from the entry's ``shared_cpu`` flag and its 1-minute load average at the start and
     the end. A benchmark's own threads make a load of about the core count, so a load above the cores plus one is
@@ -50,12 +54,15 @@ def cpu_use(entry: dict[str, Any]) -> str:
     if entry.get("shared_cpu"):
         return "CPU shared with other work: not a publishable timing"
     load = [x for x in entry.get("load_1min") or [] if isinstance(x, (int, float)) and not math.isnan(x)]
+    if entry.get("table") in STARTS_PROCESSES:
+        load = load[:1]  # its own processes raise the load at the end: only the start tells of other work
     cores = re.search(r"(\d+) CPUs", str(entry.get("machine", "")))
+    when = " at the start" + " and end" * (len(load) > 1)
+    loads = " and ".join(f"{x:.1f}" for x in load)
     if load and cores and max(load) > int(cores[1]) + 1:
-        return (f"1-minute load {' and '.join(f'{x:.1f}' for x in load)} at the start and end on {cores[1]} CPUs: "
+        return (f"1-minute load {loads}{when} on {cores[1]} CPUs: "
                 "other work ran beside it, so the times are not those of a quiet machine")
-    return "nothing else running" + (f" (1-minute load {' and '.join(f'{x:.1f}' for x in load)} at the start and end)"
-                                     if load else "")
+    return "nothing else running" + (f" (1-minute load {loads}{when})" if load else "")
 
 
 def note(entry: dict[str, Any], record: str) -> str:
