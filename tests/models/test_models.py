@@ -102,7 +102,7 @@ def test_pre_and_post_norm_compute_different_functions():
     assert not torch.allclose(pre(input_ids=ids)["logits"], post(input_ids=ids)["logits"])
 
 
-@pytest.mark.parametrize("pooling", ["mean", "max", "cls"])
+@pytest.mark.parametrize("pooling", ["mean", "max", "cls", "last"])
 @pytest.mark.parametrize(("kind", "ffn"), [("V", "relu"), ("R", "conv_relu"), ("D+V", "conv_relu"), ("FR", "relu")])
 def test_classifier_ignores_padding_content(pooling, kind, ffn):
     model = tiny_model("classifier", pooling=pooling, encoder_kind=kind, ffn=ffn, positions="learned").eval()
@@ -136,9 +136,17 @@ def test_pooling_by_hand():
     assert torch.equal(pool(h, mask, "mean"), torch.tensor([[2.0, 1.0]]))
     assert torch.equal(pool(h, mask, "max"), torch.tensor([[3.0, 4.0]]))
     assert torch.equal(pool(h, mask, "cls"), torch.tensor([[1.0, -2.0]]))
+    assert torch.equal(pool(h, mask, "last"), torch.tensor([[3.0, 4.0]]))
+    assert torch.equal(pool(h, None, "last"), torch.tensor([[100.0, 100.0]]))
+    # two rows, the second padded from position 1: each row's own last real position
+    two = torch.cat([h, h + 1])  # (2, 3, 2)
+    assert torch.equal(pool(two, torch.tensor([[False, False, True], [False, True, True]]), "last"),
+                       torch.tensor([[3.0, 4.0], [2.0, -1.0]]))
     all_pad = torch.ones(1, 3, dtype=torch.bool)
-    assert torch.equal(pool(h, all_pad, "mean"), torch.zeros(1, 2))
-    assert torch.equal(pool(h, all_pad, "max"), torch.zeros(1, 2))
+    for how in ("mean", "max", "last"):
+        assert torch.equal(pool(h, all_pad, how), torch.zeros(1, 2)), how
+    with pytest.raises(ValueError, match="'last', got 'first'"):
+        pool(h, mask, "first")
 
 
 def test_seq2seq_ignores_source_padding_content():

@@ -20,7 +20,7 @@ from .stacks import Encoder
 __all__ = ["HEADS", "POOLINGS", "ClassifierConfig", "TransformerClassifier", "build_classifier", "classifier_head",
            "pool"]
 
-POOLINGS: tuple[str, ...] = ("mean", "cls", "max")
+POOLINGS: tuple[str, ...] = ("mean", "cls", "max", "last")
 #: ``head`` values: one linear layer, or Long Range Arena's MLP (linear -> ReLU -> linear).
 HEADS: tuple[str, ...] = ("linear", "mlp")
 
@@ -33,8 +33,9 @@ class ClassifierConfig(ModelConfig):
         num_classes: number of classes, >= 2 (required).
         encoder_kind: token mixer of the encoder self-attention: a name or one name per layer.
         encoder_kind_options: options for the encoder's mixers, updating ``kind_options``.
-        pooling: ``"mean"`` or ``"max"`` over the non-padding positions, or ``"cls"`` (the first position; the
-            data must put a summary token, e.g. ``<bos>``, there).
+        pooling: ``"mean"`` or ``"max"`` over the non-padding positions, ``"cls"`` (the first position; the
+            data must put a summary token, e.g. ``<bos>``, there) or ``"last"`` (the last non-padding position:
+            where a query ends the input, as in the associative-recall probe).
         head: ``"linear"`` (one linear layer to the logits) or ``"mlp"`` (Long Range Arena's classifier head:
             linear to ``head_dim`` -> ReLU -> linear to the logits).
         head_dim: hidden width of the ``"mlp"`` head (``None``: ``d_ff``, as LRA's ``mlp_dim``).
@@ -86,11 +87,19 @@ def classifier_head(in_features: int, hidden: list[int], num_classes: int) -> nn
 def pool(h: Tensor, padding_mask: Tensor | None, how: str) -> Tensor:
     """Pool (B, L, d) -> (B, d) over the positions where ``padding_mask`` (B, L) is False.
 
-    ``"mean"``: average of the real positions; ``"max"``: channel-wise maximum over them; ``"cls"``: position 0.
+    ``"mean"``: average of the real positions; ``"max"``: channel-wise maximum over them; ``"cls"``: position 0;
+    ``"last"``: the last real position (padding may sit anywhere; the highest unpadded index is taken).
     A sequence without any real position pools to zeros (never NaN).
     """
     if how == "cls":
         return h[:, 0]
+    if how == "last":
+        if padding_mask is None:
+            return h[:, -1]
+        positions = torch.arange(h.shape[1], device=h.device).expand_as(padding_mask)  # (B, L)
+        last = positions.masked_fill(padding_mask, -1).amax(dim=1)  # (B,): -1 where every position is padding
+        pooled = h[torch.arange(h.shape[0], device=h.device), last.clamp(min=0)]  # (B, d)
+        return pooled.masked_fill((last < 0)[:, None], 0.0)
     if padding_mask is None:
         return h.mean(dim=1) if how == "mean" else h.amax(dim=1)
     keep = (~padding_mask)[..., None]  # (B, L, 1)
@@ -101,7 +110,7 @@ def pool(h: Tensor, padding_mask: Tensor | None, how: str) -> Tensor:
     if how == "max":
         pooled = h.masked_fill(~keep, torch.finfo(h.dtype).min).amax(dim=1)  # (B, d)
         return pooled.masked_fill(~keep.any(dim=1), 0.0)
-    raise ValueError(f"pooling must be 'mean', 'cls' or 'max', got {how!r}")
+    raise ValueError(f"pooling must be one of {', '.join(map(repr, POOLINGS))}, got {how!r}")
 
 
 class TransformerClassifier(nn.Module):
