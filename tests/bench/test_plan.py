@@ -220,3 +220,23 @@ def test_a_resumed_run_plans_with_its_own_vocabulary(tmp_path):
     plan = plan_run(run, run_dir=tmp_path / "run")
     assert plan.vocab_size == 777 and plan.vocab_source.endswith("model_config.json")
     assert plan_run(run).vocab_size != 777
+
+
+@pytest.mark.parametrize("suffix", ["", "@best", "@latest", "@40"])
+def test_the_plan_reads_the_vocabulary_of_init_from_with_a_checkpoint_suffix(tmp_path: Path, suffix: str) -> None:
+    """``init_from: RUN@best`` names a checkpoint inside RUN: the dry run reads RUN's model config, not RUN@best's."""
+    from synthformer.bench.plan_data import DataPlan, _run_tokenizers, plan_vocabulary
+    from synthformer.common.config import from_dict
+    from synthformer.tasks import RunConfig
+    from synthformer.train import RunDir
+
+    from ..tasks.helpers import classification_config
+
+    pre = RunDir(tmp_path / "pre")
+    pre.path.mkdir()
+    pre.model_config_path.write_text(json.dumps({"vocab_size": 321, "num_classes": 3}), encoding="utf-8")
+    pre.tokenizer_path.write_text("{}", encoding="utf-8")
+    run = from_dict(RunConfig, {**classification_config(tmp_path), "init_from": f"{pre.path}{suffix}"})
+    size, where, classes = plan_vocabulary(run, DataPlan("files"))
+    assert (size, classes) == (321, 3) and where == str(pre.model_config_path)
+    assert _run_tokenizers(run, None) == [pre.tokenizer_path]

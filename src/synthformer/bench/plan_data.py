@@ -23,6 +23,7 @@ from synthformer.common.config import ConfigError
 from synthformer.data.errors import DataError
 from synthformer.data.prepared.format import MANIFEST, np_dtype, read_manifest
 from synthformer.tasks import RunConfig, get_generator
+from synthformer.tasks.run.init_from import split_init_from
 from synthformer.train import RunDir
 
 __all__ = ["DataPlan", "format_bytes", "manifest_problems", "plan_data", "plan_vocabulary"]
@@ -216,11 +217,16 @@ def _prepared_plan(run: RunConfig, folder: Path, processes: int, run_dir: str | 
     return plan
 
 
+def _init_from_dir(run: RunConfig) -> str | None:
+    """The run directory of ``init_from`` (``RUN@best`` / ``RUN@STEP`` name a checkpoint inside RUN)."""
+    return split_init_from(str(run.init_from))[0] if run.init_from is not None else None
+
+
 def _run_tokenizers(run: RunConfig, run_dir: str | Path | None) -> list[Path]:
     """Tokenizer files the run would use instead of training one: its own run directory's (a resumed run) and
     its ``init_from`` run's."""
     found = []
-    for folder in (run_dir, run.init_from):
+    for folder in (run_dir, _init_from_dir(run)):
         if folder is not None and RunDir(folder).tokenizer_path.is_file():
             found.append(RunDir(folder).tokenizer_path)
     return found
@@ -252,7 +258,7 @@ def plan_vocabulary(run: RunConfig, data: DataPlan, run_dir: str | Path | None =
     tok = (data.prepared or {}).get("tokenizer") or {}
     if tok.get("vocab_size"):
         return int(tok["vocab_size"]), "the prepared corpus's tokenizer" + note, classes
-    for folder in (run_dir, run.init_from):
+    for folder in (run_dir, _init_from_dir(run)):
         path = RunDir(folder).model_config_path if folder is not None else None
         if path is not None and path.is_file():
             saved = json.loads(path.read_text(encoding="utf-8"))
