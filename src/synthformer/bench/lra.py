@@ -167,8 +167,13 @@ def _causal_factory(kind: str, d_model: int, n_heads: int, max_len: int, causal:
     return build_mixer(kind, d_model, n_heads, max_len, causal=True, dropout=dropout, **options)
 
 
+#: how torch says an allocation failed (CPU: "DefaultCPUAllocator: not enough memory" / "can't allocate memory";
+#: CUDA: "out of memory")
+_OOM_MESSAGES = ("out of memory", "not enough memory", "can't allocate memory")
+
+
 def _is_oom(err: BaseException) -> bool:
-    return isinstance(err, MemoryError) or "out of memory" in str(err).lower() or "can't allocate" in str(err)
+    return isinstance(err, MemoryError) or any(m in str(err).lower() for m in _OOM_MESSAGES)
 
 
 @dataclass
