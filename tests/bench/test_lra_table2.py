@@ -13,7 +13,9 @@ from synthformer.bench.cli import main
 from synthformer.bench.lra import LRA_KINDS, run_lra_table2
 
 TINY = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32}
-FAST = {"lengths": [16], "batch_size": 1, "warmup": 0, "repeats": 1, "overrides": TINY, "threads": 1}
+# the memory guard's meta-device trace is tested on its own below (its first use imports torch's compiler stack)
+FAST = {"lengths": [16], "batch_size": 1, "warmup": 0, "repeats": 1, "overrides": TINY, "threads": 1,
+        "memory_guard": False}
 
 
 def test_every_kind_gets_a_measured_row_with_positive_time_and_memory():
@@ -44,7 +46,7 @@ def test_causal_rows_compare_with_their_own_bidirectional_row_and_linformer_is_s
 
 
 def test_a_kind_over_the_memory_limit_is_skipped_with_its_estimate_not_run():
-    rows = run_lra_table2(kinds=["R"], causal="none", memory_limit=1, **FAST)
+    rows = run_lra_table2(kinds=["R"], causal="none", memory_limit=1, **{**FAST, "memory_guard": True})
     assert [r["status"] for r in rows] == ["skipped", "skipped"]
     assert "memory limit" in rows[1]["reason"] and rows[1]["estimated_mib"] > 0
     assert math.isnan(rows[1]["step_ms"]) and math.isnan(rows[1]["speed_vs_V"])
@@ -93,7 +95,8 @@ def test_bad_options_are_one_line_errors_naming_the_value(argv, named, capsys):
 
 def test_the_command_prints_the_tables_and_writes_md_and_csv(tmp_path, capsys):
     argv = ["--lra-table2", "--kinds", "R", "--lengths", "16", "--batch-size", "1", "--warmup", "0", "--repeats",
-            "1", "--causal", "none", "--no-memory", "--no-progress", "--threads", "1", "--out", str(tmp_path / "t2"),
+            "1", "--causal", "none", "--no-memory", "--no-memory-guard", "--no-progress", "--threads", "1", "--out",
+            str(tmp_path / "t2"),
             "--set", *(f"{k}={v}" for k, v in TINY.items())]
     assert main(argv, prog="synthformer bench") == 0
     out = capsys.readouterr().out

@@ -40,6 +40,7 @@ on TPUs; ratios, not absolute speeds, are what compare.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import math
 import os
@@ -240,8 +241,8 @@ def _measure_group(group: list[_Model], batch_size: int, warmup: int, repeats: i
     for m in group:
         if m.status != "measured":
             continue
-        need, keeps = _estimate(m, batch_size)
-        m.estimated = (kept + need) / MIB
+        need, keeps = _estimate(m, batch_size) if limit is not None else (0, 0)
+        m.estimated = (kept + need) / MIB if limit is not None else math.nan
         if limit is not None and kept + need > limit:
             m.status = "skipped"
             m.reason = (f"estimated {m.estimated:,.0f} MiB (this step and the models built before it) > the memory "
@@ -262,7 +263,8 @@ def _measure_group(group: list[_Model], batch_size: int, warmup: int, repeats: i
             m.times = times
     finally:
         for m in live:
-            m.step = None  # free the model before the next group is built
+            m.step = None  # free the models before the next group is built (4K: gigabytes for R's L x L)
+        gc.collect()
 
 
 def run_lra_table2(
@@ -276,6 +278,7 @@ def run_lra_table2(
     overrides: dict[str, Any] | None = None,
     memory: bool = True,
     memory_limit: int | None = None,
+    memory_guard: bool = True,
     seed: int = 0,
     progress: bool = False,
     threads: int | None = None,
@@ -291,6 +294,8 @@ def run_lra_table2(
         overrides: :class:`ClassifierConfig` fields changed in LRA Text's model (e.g. ``{"d_model": 16}``).
         memory: measure each model's peak memory (one profiled step each; NaN when off).
         memory_limit: bytes a length's models may use together; None: 90% of :func:`available_bytes`.
+        memory_guard: estimate each model's footprint on the meta device first and skip those over the limit;
+            False builds every model whatever it needs (no meta-device trace: tiny runs start faster).
         seed: seed of every model's initialization and of the random batch.
         progress: a tqdm progress bar on stderr.
         threads: torch threads for the run (restored afterwards); None keeps torch's.
@@ -313,7 +318,9 @@ def run_lra_table2(
                                ("steps", steps, 1)):
         _positive(name, value, least)
     lra_text_config(lengths[0], overrides)  # a bad override fails now, not after the first length
-    if memory_limit is None:
+    if not memory_guard:
+        memory_limit = None
+    elif memory_limit is None:
         free = available_bytes()
         memory_limit = None if free is None else int(0.9 * free)
     modes = {"both": (False, True), "only": (True,), "none": (False,)}[causal]

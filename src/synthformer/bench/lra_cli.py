@@ -59,6 +59,8 @@ def build_lra_parser(prog: str = f"synthformer bench {FLAG}") -> argparse.Argume
     p.add_argument("--memory-limit", type=float, default=None, metavar="GIB",
                    help="memory the models of one length may use together (default: 90%% of the available memory); "
                    "a kind whose estimate exceeds it is reported as skipped")
+    p.add_argument("--no-memory-guard", dest="memory_guard", action="store_false",
+                   help="build every model whatever its estimated footprint (no meta-device estimate first)")
     p.add_argument("--no-memory", dest="memory", action="store_false", help="skip the peak-memory measurement")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--seed", type=int, default=0, help="seed of the models and the batch (default: 0)")
@@ -83,7 +85,7 @@ def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
         kinds=_kinds(args.kinds), lengths=args.lengths, batch_size=args.batch_size, causal=args.causal,
         warmup=args.warmup, repeats=args.repeats, steps=args.steps, overrides=parse_overrides(args.overrides),
         memory=args.memory, memory_limit=None if args.memory_limit is None else int(args.memory_limit * 2**30),
-        seed=args.seed, progress=args.progress, threads=args.threads)
+        memory_guard=args.memory_guard, seed=args.seed, progress=args.progress, threads=args.threads)
 
 
 def report(rows: Sequence[dict[str, Any]], command: str | None = None) -> str:
