@@ -90,7 +90,9 @@ def table2_markdown(rows: Sequence[dict[str, Any]], causal: bool = False) -> str
             measured += 1
             speed, limit, memory = _num(r["speed_vs_V"]), _num(r["speed_limit"]), _num(r["memory_vs_V"])
             if kind == "V":
-                cells += [f"{_num(r['step_ms']):,.0f} ms", f"{_num(r['peak_mib']):,.0f} MiB"]
+                ms, mib = _num(r["step_ms"]), _num(r["peak_mib"])
+                cells += [f"{ms:,.0f} ms" if ms >= 100 else f"{ms:.1f} ms",
+                          "-" if math.isnan(mib) else f"{mib:,.0f} MiB" if mib >= 100 else f"{mib:.1f} MiB"]
                 continue
             cells += [f"{speed:.2f} ({limit:.2f})" if not math.isnan(limit) else f"{speed:.2f}",
                       "-" if math.isnan(memory) else f"{memory:.2f}"]
