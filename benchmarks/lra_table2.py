@@ -3,7 +3,7 @@ a JSONL record, from which ``benchmarks/doc_tables_lra.py`` builds docs/benchmar
 
 The options are those of ``synthformer bench --lra-table2`` (:mod:`synthformer.bench.lra_cli`) plus
 ``--record FILE``, ``--name`` and ``--shared-cpu`` (``benchmarks/records.py``). The defaults (8 kinds, 1K-4K,
-batch 2, bidirectional and causal, 1 warm-up and 3 timed rounds) take about 20-25 minutes on the 2-core CPU:
+batch 1, bidirectional and causal, 1 warm-up and 3 timed rounds) take about 20-25 minutes on the 2-core CPU:
 
     python benchmarks/lra_table2.py --record benchmarks/results/bench_lra_table2.jsonl
     python benchmarks/lra_table2.py --lengths 32 --set d_model=16 n_heads=2 n_layers=1 d_ff=32 --repeats 1 \

@@ -32,9 +32,11 @@ state of the models already built for that length; a kind whose estimate exceeds
 the memory available at the start) is reported as skipped with both numbers, and one whose step still fails for
 lack of memory as "out of memory", instead of ending the run.
 
-Cost: the default (batch 2, 1 warm-up round, 3 timed rounds, 8 kinds at 1K-4K, bidirectional and causal) is about
-6.5 steps per model, some 40 TFLOP in all: about 20-25 minutes on the 2-core development CPU. LRA used batch 32
-on TPUs; ratios, not absolute speeds, are what compare.
+Cost: the default (batch 1, 8 kinds at 1K-4K, bidirectional and causal, each model: a first step, a profiled step,
+1 warm-up and 3 timed rounds) is 6 training steps of each of 60 models (15 per length), about 45 TFLOP counted as in
+:func:`~synthformer.bench.flops.classifier_macs` (causal models counted at full cost, as those that mask do):
+about 20-25 minutes on the 2-core development CPU at the 30-40 GFLOP/s a training step of this model reaches
+there. Batch 2 doubles it. LRA used batch 32 on TPUs; ratios, not absolute speeds, are what compare.
 """
 
 from __future__ import annotations
@@ -82,9 +84,9 @@ logger = logging.getLogger(__name__)
 MIB = 2**20
 #: LRA Table 2's lengths.
 DEFAULT_LENGTHS: tuple[int, ...] = (1024, 2048, 3072, 4096)
-#: sequences per step: LRA used 32 on TPUs; 2 keeps the whole table (bidirectional and causal) within 20-25 minutes
-#: on a 2-core CPU.
-DEFAULT_BATCH_SIZE = 2
+#: sequences per step: LRA used 32 on TPUs; 1 keeps the whole table (bidirectional and causal) within 20-25 minutes
+#: on a 2-core CPU (a step at 4K is still 4,096 tokens).
+DEFAULT_BATCH_SIZE = 1
 #: ``causal``: measure bidirectional and causal models, only causal ones, or only bidirectional ones.
 CAUSAL_MODES: tuple[str, ...] = ("both", "only", "none")
 #: the issue's goal: a synthesized kind's speed at least (1 - this) x its FLOP-ratio limit.

@@ -80,7 +80,7 @@ def table2_markdown(rows: Sequence[dict[str, Any]], causal: bool = False) -> str
     lengths = _lengths(sel)
     body = []
     for kind in _kinds(sel):
-        cells, slow, heavy, measured = [], [], [], 0
+        cells, slow, heavy, measured, weighed = [], [], [], 0, 0
         for n in lengths:
             r = _find(sel, kind, n, causal)
             missing = _missing(r)
@@ -100,7 +100,8 @@ def table2_markdown(rows: Sequence[dict[str, Any]], causal: bool = False) -> str
                 slow.append(n)
             if memory > 1.0:
                 heavy.append(n)
-        tail = ["", ""] if kind == "V" else [_verdict(slow, measured), _verdict(heavy, measured)]
+            weighed += not math.isnan(memory)
+        tail = ["", ""] if kind == "V" else [_verdict(slow, measured), _verdict(heavy, weighed)]
         body.append([kind, *cells, *tail])
     header = ["kind", *(c for n in lengths for c in (f"{_label(n)} speed (limit)", f"{_label(n)} memory")),
               f"speed within {SPEED_TOLERANCE:.0%} of limit", "memory at most V's"]
@@ -150,9 +151,11 @@ def goal_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
         if bidir:
             slow = [int(r["L"]) for r in bidir if not r["within_10pct"]]
             heavy = [int(r["L"]) for r in bidir if _num(r["memory_vs_V"]) > 1.0]
+            weighed = any(not math.isnan(_num(r["memory_vs_V"])) for r in bidir)
+            memory = "not measured" if not weighed else "holds" if not heavy else "does not hold at " + _at(heavy)
             lines.append(f"goal {kind}: speed within {SPEED_TOLERANCE:.0%} of its FLOP-ratio limit: "
                          f"{'holds' if not slow else 'does not hold at ' + _at(slow)}; peak memory at most V's: "
-                         f"{'holds' if not heavy else 'does not hold at ' + _at(heavy)}")
+                         f"{memory}")
         causal = [r for r in rows if r["kind"] == kind and r["causal"]]
         causal = [r for r in causal if not math.isnan(_num(r.get("causal_speedup")))]
         if causal:
