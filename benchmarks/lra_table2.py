@@ -15,6 +15,7 @@ from __future__ import annotations
 import shlex
 import sys
 
+import torch
 from records import add_record_options, load, write_record  # benchmarks/records.py, beside this script
 
 from synthformer.bench.lra_cli import build_lra_parser, report, run_from_args, write_outputs
@@ -28,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(args_list)
     started = load()
+    if args.threads is not None and args.threads > 0:
+        torch.set_num_threads(args.threads)  # for the record's ``threads`` too (the run restores what it found)
     try:
         rows = run_from_args(args)
     except ValueError as err:
