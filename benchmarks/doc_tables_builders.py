@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import table3  # noqa: E402 - the sibling script: Table 3's layout lives there
 from doc_tables_bench import BENCH_BUILDERS  # noqa: E402 - docs/benchmarks.md's sections 1 and 2
 from doc_tables_bench_goals import GOALS_BUILDERS  # noqa: E402 - sections 3 to 5, reliability.md's Threads
+from doc_tables_lra import LRA_BUILDERS  # noqa: E402 - LRA's Table 2 (issue 31)
 from doc_tables_t5 import T5_BUILDERS  # noqa: E402 - the T5 setting's tables (issue 28)
 from records import RESULTS, ROOT, latest  # noqa: E402
 
@@ -186,5 +187,6 @@ BUILDERS: dict[str, Callable[[], str]] = {
     "table3-times": table3_times,
     **BENCH_BUILDERS,
     **GOALS_BUILDERS,
+    **LRA_BUILDERS,
     **T5_BUILDERS,
 }

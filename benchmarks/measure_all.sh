@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every timing table of docs/benchmarks.md, measured in sequence and appended to benchmarks/results/bench_*.jsonl.
 # Run it on a QUIET machine (nothing else running: no tests, no training, no second lane), from the repository
-# root: `bash benchmarks/measure_all.sh` (about an hour, 45-75 minutes, on the 2-core development CPU).
+# root: `bash benchmarks/measure_all.sh` (about 1.5 hours, 65-100 minutes, on the 2-core development CPU;
+# step 6, LRA's Table 2, is 20-25 of them).
 # Pass --shared-cpu as the first argument only to try it out: the entries then say the CPU was shared, and such
 # timings are not published. It also measures docs/reliability.md's "Threads" table.
 # Then `python benchmarks/docs_tables.py` rebuilds every table of docs/benchmarks.md and reliability.md's Threads
@@ -46,6 +47,9 @@ python benchmarks/hf_generate.py --threads 2 --record $R/bench_hf_generate.jsonl
 # 5. the fused materialized path: issue 15's goals (~3 min) and the backends of a fused block
 "${TUNED[@]}" "${A[@]}" --goals --record $R/bench_goals.jsonl "${SHARED[@]}"
 "${TUNED[@]}" python benchmarks/fused_backends.py --record $R/bench_fused_backends.jsonl "${SHARED[@]}"
+
+# 6. LRA's Table 2: LRA Text's classifier at 1K-4K, 8 kinds, bidirectional and causal (~20-25 min)
+python benchmarks/lra_table2.py --no-progress --record $R/bench_lra_table2.jsonl "${SHARED[@]}"
 
 # docs/reliability.md's "Threads" table: 1 to 3 training processes sharing the cores (~3 min)
 python benchmarks/threads.py --seconds 20 --record $R/bench_threads.jsonl "${SHARED[@]}"

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from synthformer.bench.lra_report import goal_lines
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
@@ -139,3 +141,67 @@ def test_hf_goals_and_threads(goals, tmp_path):
     assert "| R | 12,384 | 0.50x |" in goals.GOALS_BUILDERS["bench-hf-cache"]()
     _record(tmp_path, "threads", [{"scenario": "2 processes", "threads": 1, "tokens_per_s": [1000.4, 2000.0]}])
     assert "| 2 processes | 1 | 1,000 / 2,000 | 3,000 |" in goals.GOALS_BUILDERS["bench-threads"]()
+
+# --------------------------------------------------------------------------- LRA's Table 2 (issue 31)
+# docs/benchmarks.md's LRA Table 2 section from a made-up record (benchmarks/doc_tables_lra.py through
+# synthformer.bench.lra_report): speed beside its FLOP-ratio limit, the 10% and memory verdicts, skipped kinds with
+# their reason, causal against bidirectional; and the command that fills it while there is no record.
+NAN = float("nan")
+
+
+@pytest.fixture()
+def builders(bench, monkeypatch):
+    """The LRA builders, loaded over the fresh ``bench`` (whose record folder is the test's)."""
+    return _load("doc_tables_lra", monkeypatch).LRA_BUILDERS
+
+
+def _row(kind, length, speed, limit, memory, causal=False, status="measured", **more):
+    return {"kind": kind, "L": length, "causal": causal, "status": status, "reason": more.pop("reason", ""),
+            "speed_vs_V": speed, "speed_limit": limit, "memory_vs_V": memory, "step_ms": 100.0 / speed,
+            "peak_mib": 200.0 * memory, "within_10pct": speed >= 0.9 * limit, **more}
+
+
+ROWS = [
+    _row("V", 1024, 1.0, 1.0, 1.0), _row("R", 1024, 1.30, 1.40, 0.90), _row("D", 1024, 0.80, 1.0, 1.20),
+    _row("V", 2048, 1.0, 1.0, 1.0), _row("R", 2048, NAN, 1.45, NAN, status="skipped",
+                                         reason="estimated 9,999 MiB > the memory limit 8,000 MiB"),
+    _row("D", 2048, 0.85, 1.0, 1.30),
+    _row("V", 1024, 1.0, 1.0, 1.0, causal=True, causal_speedup=1.15, causal_limit=1.90),
+    _row("R", 1024, 1.0, 1.5, 0.9, causal=True, causal_speedup=0.95, causal_limit=1.60),
+    _row("V", 2048, 1.0, 1.0, 1.0, causal=True, causal_speedup=1.40, causal_limit=1.95),
+    _row("R", 2048, 1.0, 1.5, 0.9, causal=True, causal_speedup=1.10, causal_limit=1.70),
+]
+
+
+def test_without_a_record_the_blocks_give_the_command_that_fills_them(builders):
+    for build in builders.values():
+        text = build()
+        assert text.startswith("(not measured yet: `python benchmarks/lra_table2.py --record")
+        assert "bench_lra_table2.jsonl" in text
+
+
+def test_table2_shows_speed_beside_its_limit_memory_and_the_verdicts(builders, tmp_path):
+    entry = {"table": "bench_lra_table2", "row": "bench_lra_table2", "rows": ROWS, "date": "2026-11-27 09:00 UTC",
+             "commit": "abc1234", "machine": "AMD EPYC, 2 CPUs", "threads": 2, "shared_cpu": False,
+             "command": "python benchmarks/lra_table2.py", "load_1min": [2.0, 2.1]}
+    (tmp_path / "results" / "bench_lra_table2.jsonl").write_text(json.dumps(entry) + "\n")
+    text = builders["bench-lra-table2"]()
+    assert ("| kind | 1K speed (limit) | 1K memory | 2K speed (limit) | 2K memory | speed within 10% of limit | "
+            "memory at most V's |") in text
+    assert "| V | 100 ms | 200 MiB | 100 ms | 200 MiB |  |  |" in text
+    assert "| R | 1.30 (1.40) | 0.90 | skipped | skipped | yes | yes |" in text  # 1.30 >= 0.9 x 1.40
+    assert "| D | 0.80 (1.00) | 1.20 | 0.85 (1.00) | 1.30 | no at 1K, 2K | no at 1K, 2K |" in text
+    assert "- R at L=2048: skipped: estimated 9,999 MiB > the memory limit 8,000 MiB" in text
+    assert "2026-11-27 09:00 UTC" in text and "nothing else running" in text
+    causal = builders["bench-lra-causal"]()
+    assert "| V (SDPA) | 1.15x (1.90) | 1.40x (1.95) | yes | yes |" in causal
+    assert "| R | 0.95x (1.60) | 1.10x (1.70) | no at 1K | no at 2K |" in causal  # 1.10 < the 1.3x aimed at
+
+
+def test_the_goal_lines_name_the_lengths_where_a_goal_fails():
+    lines = goal_lines(ROWS)
+    assert ("goal D: speed within 10% of its FLOP-ratio limit: does not hold at 1K, 2K; peak memory at most V's: "
+            "does not hold at 1K, 2K") in lines
+    assert "goal R: speed within 10% of its FLOP-ratio limit: holds; peak memory at most V's: holds" in lines
+    assert ("goal causal R: at least as fast as bidirectional: does not hold at 1K; 1.3x from 2K: does not hold "
+            "at 2K") in lines

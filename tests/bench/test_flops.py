@@ -73,3 +73,37 @@ def test_unknown_kinds_are_named():
             layer_macs("Banded15", B, L, D, H)
     finally:
         unregister("Banded15")
+
+
+def test_causal_counts_only_the_pairs_at_or_before_each_query():
+    """L = 16: 16 x 17 / 2 = 136 of the 256 pairs; every pairwise product is counted over those."""
+    from synthformer.bench.flops import query_key_pairs
+
+    assert (query_key_pairs(L), query_key_pairs(L, causal=True)) == (256, 136)
+    core = B * (L * 2 * D * D + 136 * D)  # G(X), output projection: per token; P @ V: per pair
+    assert layer_macs("V", B, L, D, H, causal=True) == core + B * (L * 2 * D * D + 136 * D)
+    assert layer_macs("R", B, L, D, H, causal=True) == core
+    assert layer_macs("FR", B, L, D, H, causal=True, k=3) == core + H * 136 * 3
+    assert layer_macs("D", B, L, D, H, causal=True) == core + B * (L * D * D + 136 * D)
+    assert layer_macs("FD", B, L, D, H, causal=True, a=4, b=4) == core + B * (L * (64 + 8 * 8) + H * 136)
+
+
+def test_linformer_counts_its_projections_and_the_k_compressed_positions():
+    # per token: Q, K, V, output projections 4 d^2; E K and F V, Q (EK)^T and P (FV): k d each
+    assert layer_macs("Linformer", B, L, D, H, k=3) == B * L * (4 * 64 + 4 * 3 * 8)
+    assert layer_macs("Linformer", B, L, D, H) == B * L * (4 * 64 + 4 * 32 * 8)  # k = 32 by default
+    with pytest.raises(ValueError, match="Linformer cannot be causal"):
+        layer_macs("Linformer", B, L, D, H, causal=True)
+
+
+def test_a_whole_classifier_adds_its_ffns_and_its_mlp_head():
+    from synthformer.bench.flops import classifier_macs
+    from synthformer.models import ModelConfig
+
+    config = ModelConfig.from_dict({"arch": "classifier", "vocab_size": 64, "d_model": D, "n_heads": H,
+                                    "n_layers": 2, "d_ff": 16, "max_len": L, "num_classes": 3, "head": "mlp",
+                                    "head_dim": 4})
+    attention = B * L * (2 * 64 + 16 * 8) * 2  # V: core + logits, 8192 each
+    ffn = B * L * 2 * D * 16  # two linear maps d -> d_ff -> d per token
+    head = B * (D * 4 + 4 * 3)  # the MLP head on the pooled vector: d -> 4 -> 3 classes
+    assert classifier_macs(config, B, L) == 2 * (attention + ffn) + head == 49240

@@ -8,10 +8,12 @@ Example::
     results = run_table("lm-small", batch_size=4, repeats=3)
     print(to_markdown(results))
 
-Command line: ``python -m synthformer.bench --preset lm-base`` (see :mod:`synthformer.bench.cli`).
+Command line: ``python -m synthformer.bench --preset lm-base`` (see :mod:`synthformer.bench.cli`); Long Range
+Arena's Table 2 (speed and memory at 1K-4K): ``python -m synthformer.bench --lra-table2`` (:mod:`.lra`).
 """
 
 from .cli import build_parser, main, parse_overrides
+from .lra import LRA_KINDS, run_lra_table2
 from .measure import DTYPES, TrainStep, batch_tokens, count_flops, peak_bytes, random_batch, tensor_bytes
 from .rows import (
     ALL_ROWS,
@@ -34,6 +36,7 @@ __all__ = [
     "DECODER_ROWS",
     "DTYPES",
     "ENCODER_ROWS",
+    "LRA_KINDS",
     "FAIRSEQ_KERNEL_SIZES",
     "Row",
     "TrainStep",
@@ -52,6 +55,7 @@ __all__ = [
     "random_batch",
     "resolve_rows",
     "row_config",
+    "run_lra_table2",
     "run_table",
     "tensor_bytes",
     "to_csv",

@@ -7,6 +7,7 @@ Examples::
     python -m synthformer.bench --preset cls-base --rows V FR FR+V Linformer --seq-len 512
     python -m synthformer.bench --preset lm-small --batch-size 4 --bf16 --out results/table4-small
     python -m synthformer.bench --preset lm-base --set n_layers=2 d_model=256 --rows "Syn (R)" LightConv
+    python -m synthformer.bench --lra-table2                           # LRA's Table 2 (see bench.lra_cli)
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ def build_parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the models and the batch (default: 0)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     p.add_argument("--list-rows", action="store_true", help="print the valid row names and exit")
+    p.add_argument("--lra-table2", action="store_true",
+                   help="Long Range Arena's Table 2 instead (speed and memory at 1K-4K, causal against bidirectional); "
+                   f"its options: {prog} --lra-table2 --help")
     p.add_argument("-v", "--verbose", action="store_true", help="log each model's parameters and speed")
     return p
 
@@ -105,8 +109,12 @@ def main(argv: Sequence[str] | None = None, prog: str = DEFAULT_PROG) -> int:
         prog: the command that was run (``"synthformer bench"`` when called from the main CLI); shown with the
             arguments as the exact command line in the report.
     """
-    parser = build_parser(prog)
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if "--lra-table2" in args_list:  # its own options (synthformer.bench.lra_cli)
+        from .lra_cli import FLAG, lra_main
+
+        return lra_main([a for a in args_list if a != FLAG], prog=f"{prog} {FLAG}")
+    parser = build_parser(prog)
     args = parser.parse_args(args_list)
     if args.list_rows:
         sys.stdout.write("\n".join(valid_row_names()) + "\n")

@@ -16,7 +16,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
@@ -34,6 +35,7 @@ __all__ = [
     "count_flops",
     "peak_bytes",
     "random_batch",
+    "round_robin",
     "tensor_bytes",
 ]
 
@@ -189,3 +191,34 @@ class TrainStep:
     def resident_bytes(self) -> int:
         """Bytes allocated between steps: parameters (shared ones once) and the optimizer state."""
         return tensor_bytes([list(self.model.parameters()), list(self.optimizer.state.values())])
+
+
+def round_robin(
+    steps: Sequence[Callable[[], Any]],
+    warmup: int,
+    repeats: int,
+    steps_per_sample: int = 1,
+    tick: Callable[[str, int], None] | None = None,
+) -> list[list[float]]:
+    """Time each of ``steps`` (training steps of different models): ``warmup`` untimed rounds, then ``repeats``
+    rounds that time ``steps_per_sample`` consecutive calls of each step in turn. Round-robin, so load that comes
+    and goes hits every model alike instead of one.
+
+    ``tick(phase, n)`` is called after every ``n`` calls (``phase``: ``"warm-up"`` or ``"timing, repeat r/R"``),
+    e.g. to advance a progress bar. Returns one list of ``repeats`` seconds-per-step samples per step.
+    """
+    for _ in range(warmup):
+        for step in steps:
+            step()
+            if tick is not None:
+                tick("warm-up", 1)
+    times: list[list[float]] = [[] for _ in steps]
+    for r in range(repeats):
+        for i, step in enumerate(steps):
+            start = time.perf_counter()
+            for _ in range(steps_per_sample):
+                step()
+            times[i].append((time.perf_counter() - start) / steps_per_sample)
+            if tick is not None:
+                tick(f"timing, repeat {r + 1}/{repeats}", steps_per_sample)
+    return times

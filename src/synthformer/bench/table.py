@@ -16,7 +16,6 @@ import math
 import os
 import platform
 import statistics
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from tqdm.auto import tqdm
 
 from synthformer.models import ModelConfig, build_model, get_preset, num_parameters
 
-from .measure import DTYPES, TrainStep, batch_tokens, peak_bytes, random_batch
+from .measure import DTYPES, TrainStep, batch_tokens, peak_bytes, random_batch, round_robin
 from .rows import Row, conv_kernel_sizes, resolve_rows, row_config
 
 __all__ = [
@@ -243,20 +242,15 @@ def _measure(
             if memory:
                 step_peak[c.row.name] = float(peak_bytes(c.step))
                 bar.update(1)
-        bar.set_postfix_str("warm-up")
-        for _ in range(warmup):
-            for c in candidates:
-                c.step()
-                bar.update(1)
-        for r in range(repeats):
-            bar.set_postfix_str(f"timing, repeat {r + 1}/{repeats}")
-            # round-robin: each repeat times every row once, so load that comes and goes hits all rows alike
-            for c in candidates:
-                start = time.perf_counter()
-                for _ in range(steps):
-                    c.step()
-                c.times.append((time.perf_counter() - start) / steps)
-                bar.update(steps)
+
+        def tick(phase: str, n: int) -> None:
+            bar.set_postfix_str(phase)
+            bar.update(n)
+
+        # round-robin: each repeat times every row once, so load that comes and goes hits all rows alike
+        for c, times in zip(candidates, round_robin([c.step for c in candidates], warmup, repeats, steps, tick),
+                            strict=True):
+            c.times = times
     finally:
         bar.close()
 
