@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -69,6 +70,43 @@ def keep_mask(seed: int, block: int, shape: tuple[int, ...], p: float, like: Ten
     return torch.rand(shape, generator=gen, device=like.device, dtype=torch.float32) >= p
 
 
+class ChunkMask(NamedTuple):
+    """The mask of one causal query chunk ``[q0, q1)`` (over keys ``[0, q1)``), analysed once per forward.
+
+    In a causal layer the keys ``[0, q0)`` are all allowed for every query of the chunk unless a padding mask
+    disallows some, so only the chunk's diagonal square (keys ``[q0, q1)``) needs the fill; and a row can be fully
+    masked only where padding covers every key up to and including its own position. Both are decided once for
+    the whole batch here instead of in every (samples, heads) block: the torch kernels then fill only ``fill``'s
+    columns and zero ``empty``'s rows without a check of their own.
+
+    Attributes:
+        fill: (B|1, 1, T_c, keys - start) bool, the disallowed pairs over keys ``[start, q1)``, or None.
+        start: the first key column ``fill`` covers (0 when padding masks some of keys ``[0, q0)``, else q0).
+        empty: (B|1, 1, T_c, 1) bool, True on fully masked rows; None when the chunk has none.
+    """
+
+    fill: Tensor | None
+    start: int
+    empty: Tensor | None
+
+    def cut(self, rows: slice, batch: int) -> ChunkMask:
+        """This mask for a block of samples ``rows`` (axis 0 cut when it is the batch's)."""
+        every = slice(None)  # the mask's head axis has size 1: never cut (n_heads 0 below)
+        return ChunkMask(_cut(self.fill, rows, every, batch, 0), self.start, _cut(self.empty, rows, every, batch, 0))
+
+
+def chunk_mask(mask: Tensor, q0: int, q1: int) -> ChunkMask:
+    """The :class:`ChunkMask` of causal chunk ``[q0, q1)`` of ``mask`` (B|1, 1, T, S), True where disallowed."""
+    whole = mask[..., q0:q1, :q1]  # (B|1, 1, T_c, q1)
+    start = q0 if q0 > 0 and not any_true(whole[..., :q0]) else 0
+    fill = whole[..., start:] if any_true(whole[..., start:]) else None
+    empty = None
+    if fill is not None and start == 0:  # with keys [0, q0) allowed (start == q0 > 0) no row can be empty
+        empty = whole.all(-1, keepdim=True)  # (B|1, 1, T_c, 1)
+        empty = empty if any_true(empty) else None
+    return ChunkMask(fill, start, empty)
+
+
 class _Plan:
     """What the block loop needs besides tensors: block sizes, how to slice and rebuild the factors.
 
@@ -83,6 +121,22 @@ class _Plan:
         # fixed at the forward: the backward may run outside the settings block the forward ran in
         settings = current()
         self.backend, self.causal_chunk = settings.backend, settings.causal_chunk
+        # the torch kernels take each causal chunk's mask analysed once per forward (``ChunkMask``)
+        self.diagonal = rows is not None and mask is not None and settings.causal_diagonal_mask
+        self.diagonal = self.diagonal and self.backend == "torch"
+        self.chunk_masks = [chunk_mask(mask, q0, q1) for q0, q1, _ in self.chunks()] if self.diagonal else []
+
+    def block_mask(self, rows: slice, hs: slice, batch: int, heads: int) -> Tensor | None:
+        """The mask of a block of samples ``rows`` and heads ``hs``: (s|1, 1, T, S) or None."""
+        return None if self.mask is None else _cut(self.mask, rows, hs, batch, heads)
+
+    def chunk_mask(self, block: Tensor | None, c: int, rows: slice, batch: int) -> Tensor | ChunkMask | None:
+        """What the kernels get as chunk ``c``'s mask: a ``ChunkMask`` (torch kernels, causal) or the block's mask
+        cut to the chunk's queries and keys (``block``, from :meth:`block_mask`)."""
+        if self.diagonal:
+            return self.chunk_masks[c].cut(rows, batch)
+        q0, q1, keys = self.chunks()[c]
+        return None if block is None else block[..., q0:q1, :keys]
 
     def kernels(self) -> tuple[Callable, Callable]:
         """The (probs_, grads_) pair of this call's backend."""
@@ -126,30 +180,37 @@ def _cut(t: Tensor | None, rows: slice, heads: slice, batch: int, n_heads: int) 
     return t[:, heads] if t.dim() > 1 and t.shape[1] == n_heads else t
 
 
-def _softmax_rows_(logits: Tensor, mask: Tensor | None) -> Tensor:
+def _softmax_rows_(logits: Tensor, mask: Tensor | ChunkMask | None) -> Tensor:
     """Masked softmax of ``logits`` (s, h, T, S), in place when ``logits`` is contiguous; returns P.
 
     The same kernel on the same logits in the forward and the backward gives bitwise the same P, so nothing but
     the logits' inputs needs to be kept. Disallowed pairs get the dtype's most negative value (as
     ``masking.masked_softmax``: ``-inf`` would make a fully masked row NaN), and such rows are then zeroed.
+    ``mask``: (s|1, 1, T, S) bool, True where disallowed (fully masked rows found here), or a causal chunk's
+    :class:`ChunkMask` (only its columns filled, its rows zeroed: bitwise the same P).
     """
-    if mask is not None:
-        logits.masked_fill_(mask, torch.finfo(logits.dtype).min)
+    if isinstance(mask, ChunkMask):
+        fill, start, empty = mask
+    else:
+        fill, start, empty = mask, 0, None
+        if mask is not None:
+            fully_masked = mask.all(-1, keepdim=True)  # (s|1, 1, T, 1)
+            empty = fully_masked if any_true(fully_masked) else None
+    if fill is not None:
+        logits[..., start:].masked_fill_(fill, torch.finfo(logits.dtype).min)
     if logits.is_contiguous():
         probs = torch._softmax(logits, -1, False, out=logits)  # the out= overload: no second (T, S) buffer
     else:  # (D's logits are a transposed view) the kernel writes a strided out= wrongly when it aliases
         probs = torch.softmax(logits, -1)
-    if mask is not None:
-        fully_masked = mask.all(-1, keepdim=True)  # (s|1, 1, T, 1)
-        if any_true(fully_masked):
-            probs.masked_fill_(fully_masked, 0.0)
+    if empty is not None:
+        probs.masked_fill_(empty, 0.0)
     return probs
 
 
-def block_probs_(logits: Tensor, mask: Tensor | None, keep: Tensor | None, scale: float) -> Tensor:
+def block_probs_(logits: Tensor, mask: Tensor | ChunkMask | None, keep: Tensor | None, scale: float) -> Tensor:
     """``dropout(softmax(mask(logits)))`` of a (s, h, T, S) block, in place when ``logits`` is contiguous.
 
-    ``keep``: (s, h, T, S) bool, True where kept, or None; ``scale``: 1 / (1 - p).
+    ``mask``: as :func:`_softmax_rows_`; ``keep``: (s, h, T, S) bool, True where kept, or None; ``scale``: 1 / (1 - p).
     """
     calls["fused:torch"] += 1
     probs = _softmax_rows_(logits, mask)
@@ -157,7 +218,13 @@ def block_probs_(logits: Tensor, mask: Tensor | None, keep: Tensor | None, scale
 
 
 def block_grads_(
-    logits: Tensor, mask: Tensor | None, p: Tensor, dp: Tensor, delta: Tensor, keep: Tensor | None, scale: float
+    logits: Tensor,
+    mask: Tensor | ChunkMask | None,
+    p: Tensor,
+    dp: Tensor,
+    delta: Tensor,
+    keep: Tensor | None,
+    scale: float,
 ) -> tuple[Tensor, Tensor]:
     """Recompute P from ``logits`` (s|1, h, T, S) into ``p`` (s, h, T, S); dS into ``dp`` (dO V^T on entry).
 
@@ -201,12 +268,12 @@ class FusedAttention(torch.autograd.Function):
         for n, rows, hs in plan.blocks(b, heads):
             block = [_cut(x, rows, hs, b, heads) for x in leaves]
             vb = v[rows, hs]  # (s, h, S, d_h)
-            mb = None if plan.mask is None else _cut(plan.mask, rows, hs, b, heads)
+            mb = plan.block_mask(rows, hs, b, heads)
             for c, (q0, q1, keys) in enumerate(chunks):
                 fac = plan.factors(block, q0, q1)
                 logits = _own(plan.combine(fac, keys), vb.shape[0], leaves)  # (s, h, q1-q0, keys), in place
                 keep = plan.keep(n * len(chunks) + c, vb.shape[:2] + logits.shape[-2:], logits)
-                probs = probs_(logits, None if mb is None else mb[..., q0:q1, :keys], keep, 1.0 / (1.0 - plan.drop))
+                probs = probs_(logits, plan.chunk_mask(mb, c, rows, b), keep, 1.0 / (1.0 - plan.drop))
                 out[rows, hs, q0:q1] = probs @ vb[:, :, :keys]  # (s, h, T_c, keys) @ (s, h, keys, d_h)
         ctx.plan = plan
         # the backward recomputes the logits under the forward's autocast state (bf16 GEMMs give bf16 logits)
@@ -249,7 +316,7 @@ class FusedAttention(torch.autograd.Function):
             block = [_cut(x, rows, hs, b, heads) for x in leaves]
             # where each leaf's gradient goes (a leaf without one stands in for itself and is never written)
             dest = [x if g is None else _cut(g, rows, hs, b, heads) for x, g in zip(block, grads, strict=True)]
-            vb_all, mb_all = v[rows, hs], None if plan.mask is None else _cut(plan.mask, rows, hs, b, heads)
+            vb_all, mb_all = v[rows, hs], plan.block_mask(rows, hs, b, heads)
             for c, (q0, q1, keys) in enumerate(chunks):
                 cut, _ = tree_flatten(plan.factors(block, q0, q1))
                 cut = [None if x is None else x.detach().requires_grad_(w) for x, w in zip(cut, wanted, strict=True)]
@@ -261,7 +328,7 @@ class FusedAttention(torch.autograd.Function):
                     size = vb.shape[0] * vb.shape[1] * logits.shape[-2] * plan.s
                     buffers = [logits.new_empty(size), logits.new_empty(size, dtype=torch.result_type(gb, vb))]
                 p_buf, dp_buf = (t[: math.prod(shape)].view(shape) for t in buffers)
-                mb = None if mb_all is None else mb_all[..., q0:q1, :keys]
+                mb = plan.chunk_mask(mb_all, c, rows, b)
                 d_probs = torch.matmul(gb, vb.transpose(-1, -2), out=dp_buf)  # (s, h, T_c, keys): dO V^T
                 keep = plan.keep(n * len(chunks) + c, shape, p_buf)
                 # P recomputed (bitwise the forward's), what multiplied V in the forward, and dS in place of dP

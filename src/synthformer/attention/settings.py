@@ -73,6 +73,11 @@ class FastPathSettings:
             blocks, D 344 / 360 ms, FD 335 / 350, R+V 428 / 428.
         causal_chunk: query rows per chunk in causal fused layers (a chunk reads keys up to its last row;
             smaller chunks skip more of the upper triangle but run smaller GEMMs).
+        causal_diagonal_mask: with the "torch" backend, analyse each causal query chunk's mask once per forward
+            (``fused.ChunkMask``): fill only the chunk's diagonal square when padding masks none of the keys
+            before it, and zero fully masked rows only in chunks that have some, instead of filling every key
+            and searching for fully masked rows in every block and chunk. The same probabilities bitwise;
+            False runs the previous code (kept for A/B benchmarks, ``benchmarks/causal_ab.py``).
         chunk_elements: the materialized paths process about this many logits at once (``samples * heads * T *
             S``, at least one head of one sample): 8 MiB in fp32, so that a block's logits, probabilities and
             their gradient (3 x 8 MiB) fit the 32 MiB L3 cache. Measured (benchmarks/attention.py, B=16, H=8,
@@ -109,6 +114,7 @@ class FastPathSettings:
     fuse_min_keys: int = 1024
     fuse_min_keys_causal: int = 256
     causal_chunk: int = 128
+    causal_diagonal_mask: bool = True
     chunk_elements: int = 1 << 21
     block_size: tuple[int, int] | None = None
     fr_sdpa_min_len: int = 2048
