@@ -12,6 +12,7 @@ import errno
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -102,21 +103,26 @@ def _model(seed: int) -> tuple[nn.Module, torch.optim.Optimizer, Any]:
 def _save(run: Path, step: int, seed: int, keep: int = 2, best: int | None = None) -> None:
     """Save the model of ``seed`` as ``step``, keeping ``keep`` checkpoints (and the one ``best`` names: the step
     of the best so far, written as the new best when it is ``step``)."""
-    model, opt, sched = _model(seed)
+    model, opt, sched = _saved(seed)
     record = None if best is None else BestRecord(f"step_{best:06d}", "eval_loss", float(best), "min", best)
     save_checkpoint(run, step, model, optimizer=opt, scheduler=sched, rng_states=[capture_rng_state()],
                     trainer_state={"seed": seed}, max_checkpoints=keep, best=record)
 
 
+@functools.cache  # saving only reads them: built once per seed, not once per save and per tensor checked
+def _saved(seed: int) -> tuple[nn.Module, torch.optim.Optimizer, Any]:
+    return _model(seed)
+
+
 def _weights(seed: int) -> dict[str, torch.Tensor]:
-    return _model(seed)[0].state_dict()
+    return _saved(seed)[0].state_dict()
 
 
 def _check_intact(run: Path, allowed: dict[int, tuple[int, ...]]) -> int:
     """Every listed checkpoint loads and holds the weights saved for its step (``allowed``: step -> the seeds of
     the models that may have been saved there); return the latest step."""
+    model, opt, sched = _model(99)  # every load replaces all of its state: one for all the checkpoints
     for path in list_checkpoints(run):
-        model, opt, sched = _model(99)
         ckpt = load_checkpoint(path, model, optimizer=opt, scheduler=sched)
         assert ckpt.step in allowed, path
         loaded = model.state_dict()
@@ -126,9 +132,9 @@ def _check_intact(run: Path, allowed: dict[int, tuple[int, ...]]) -> int:
     return load_checkpoint(latest).step
 
 
-def _sequence(tmp: Path, step: int) -> list[str]:
+def _sequence(tmp: Path, step: int, base: Path) -> list[str]:
     run = tmp / "record"
-    _save(run, 1, seed=1)
+    shutil.copytree(base, run)
     recorder = Injector()
     with injected(recorder):
         _save(run, step, seed=2)
@@ -158,7 +164,9 @@ def _run_with_fault(run: Path, step: int, at: int, mode: str, save: Callable[[],
 @pytest.mark.parametrize("resave", [False, True], ids=["new-step", "same-step-again"])
 def test_a_fault_at_any_step_of_a_save_leaves_a_loadable_run(tmp_path: Path, resave: bool) -> None:
     step = 1 if resave else 2  # saving step 1 again happens when a run is resumed at its last checkpoint
-    calls = _sequence(tmp_path, step)
+    base = tmp_path / "base"  # step 1 saved: every case starts from a copy of it (one save, not one per case)
+    _save(base, 1, seed=1)
+    calls = _sequence(tmp_path, step, base)
     assert calls[0] == "save_model" and "replace" in calls and "atomic_write_text" in calls
     writers = _writers(calls)
     tried = 0
@@ -167,7 +175,7 @@ def test_a_fault_at_any_step_of_a_save_leaves_a_loadable_run(tmp_path: Path, res
             if "half" in mode and at not in writers:
                 continue
             run = tmp_path / f"run-{at}-{mode}"
-            _save(run, 1, seed=1)
+            shutil.copytree(base, run)
             _run_with_fault(run, step, at, mode)
             # re-saving step 1: the old or the new copy, whichever was in place when the fault struck
             latest = _check_intact(run, {1: (1, 2)} if resave else {1: (1,), 2: (2,)})
@@ -196,9 +204,11 @@ def _rotate(run: Path, new_best: bool) -> None:
 
 
 def test_a_fault_at_any_call_of_a_rotating_save_keeps_what_latest_and_best_name(tmp_path: Path) -> None:
+    before = tmp_path / "before"  # every case starts from a copy of it (three saves once, not per case)
+    _before_rotation(before)
     tried = 0
     for new_best in (False, True):
-        _before_rotation(tmp_path / f"record-{new_best}")
+        shutil.copytree(before, tmp_path / f"record-{new_best}")
         recorder = Injector()
         with injected(recorder):
             _rotate(tmp_path / f"record-{new_best}", new_best)
@@ -211,7 +221,7 @@ def test_a_fault_at_any_call_of_a_rotating_save_keeps_what_latest_and_best_name(
                 if "half" in mode and at not in writers:
                     continue
                 run = tmp_path / f"run-{new_best}-{at}-{mode}"
-                _before_rotation(run)
+                shutil.copytree(before, run)
                 _run_with_fault(run, 4, at, mode, functools.partial(_rotate, run, new_best))
                 latest = _check_intact(run, {s: (s,) for s in (1, 2, 3, 4)})
                 best = read_best(run / "checkpoints")
