@@ -92,11 +92,16 @@ def test_gradcheck_through_the_fused_backward(kind):
     entry check of the same function is tests/attention/test_reference.py's gradcheck on the unfused path, and
     the fused gradients equal that path's to 1e-12 (the test above), so the projection is what this test adds:
     the fused backward in float64 against finite differences, at a tenth of the time."""
+    gradcheck_fused_causal(kind, padding(2, 5))
+
+
+def gradcheck_fused_causal(kind: str, mask: torch.Tensor | None) -> None:
+    """float64 fast-mode ``gradcheck`` of a causal ``kind`` layer forced onto the fused path, chunks of 2 rows over
+    5 queries of 2 samples, with the padding ``mask`` (2, 5) or none."""
     attn = build(kind, causal=True)
     names = [n for n, p in attn.named_parameters() if p.requires_grad]
     params = [attn.get_parameter(n).detach().clone().requires_grad_() for n in names]
     x = torch.randn(2, 5, D_MODEL, dtype=torch.float64, requires_grad=True)
-    mask = padding(2, 5)
 
     def fn(x, *ps):
         return functional_call(attn, dict(zip(names, ps, strict=True)), (x, mask))

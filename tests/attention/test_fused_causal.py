@@ -17,7 +17,7 @@ from synthformer.attention.settings import fast_path_settings
 
 from .conftest import D_MODEL, MAX_LEN, build, padding
 from .reference import reference_forward
-from .test_fused import FUSED_KINDS, _assert_same, _grads, _run_forced
+from .test_fused import FUSED_KINDS, _assert_same, _grads, _run_forced, gradcheck_fused_causal
 
 
 def _forward_backward(attn, x, mask, diagonal: bool) -> list[torch.Tensor | None]:
@@ -78,15 +78,4 @@ def test_causal_without_padding_equals_the_reference_in_float64(kind):
 @pytest.mark.parametrize("kind", ["D", "FD", "R+V"])
 def test_gradcheck_causal_without_padding(kind):
     """float64 ``gradcheck`` (fast mode) through the diagonal-only fill, chunks of 2 over 5 queries."""
-    attn = build(kind, causal=True)
-    names = [n for n, p in attn.named_parameters() if p.requires_grad]
-    params = [attn.get_parameter(n).detach().clone().requires_grad_() for n in names]
-    x = torch.randn(2, 5, D_MODEL, dtype=torch.float64, requires_grad=True)
-
-    def fn(x, *ps):
-        return functional_call(attn, dict(zip(names, ps, strict=True)), (x, None))
-
-    fused.calls.clear()
-    with fast_path_settings(fused="always", causal_chunk=2):
-        assert torch.autograd.gradcheck(fn, (x, *params), eps=1e-6, atol=1e-6, fast_mode=True)
-    assert fused.calls["fused"] > 0
+    gradcheck_fused_causal(kind, None)
