@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.func import functional_call
 
 from synthformer.attention import fused
 from synthformer.attention.settings import fast_path_settings
