@@ -66,7 +66,7 @@ COMPARE_TASKS: dict[str, dict[str, Any]] = {
         },
         "model": {**_SMALL_MODEL, "decoder_kind": "V"},
         "train": {
-            "steps": 600, "batch_size": 32, "lr": 4.0e-3, "warmup_steps": 50, "schedule": "cosine", "min_lr": 1.0e-4,
+            "steps": 400, "batch_size": 32, "lr": 4.0e-3, "warmup_steps": 50, "schedule": "cosine", "min_lr": 1.0e-4,
             "weight_decay": 0.01, "eval_every": 0, "save_every": 0, "log_every": 50, "max_checkpoints": 1, "seed": 0,
         },
     },
