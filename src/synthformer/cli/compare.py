@@ -19,7 +19,7 @@ DEFAULT_KINDS: tuple[str, ...] = ("V", "R", "D", "R+V")
 
 _EPILOG = """\
 examples:
-  synthformer compare                                  # V, R, D, R+V: character LM on Python's stdlib (~7 min)
+  synthformer compare                                  # V, R, D, R+V: character LM on Python's stdlib (~8 min)
   synthformer compare --kinds V R FR D FD R+V --steps 300
   synthformer compare --task listops --out runs/listops-compare
   synthformer compare model.n_layers=4 train.lr=1e-3   # overrides of the base config

@@ -20,7 +20,7 @@ __all__ = ["build_parser", "main"]
 
 _EPILOG = """\
 examples:
-  synthformer compare                                   # the main job: V, R, D, R+V on a built-in task (~7 min)
+  synthformer compare                                   # the main job: V, R, D, R+V on a built-in task (~8 min)
   synthformer train configs/algorithmic_reverse.yaml train.steps=300 --run-dir runs/reverse
   synthformer eval runs/reverse --beam 4
   synthformer generate runs/reverse --prompt 12345
