@@ -58,3 +58,24 @@ def test_dropout_and_the_cpu_stay_on_the_pytorch_paths():
         attn(x)  # the kernels have no dropout: the PyTorch path runs
     assert fused.calls["triton"] == 0
     assert not triton_kernels.available(torch.device("cpu"))
+
+
+def test_the_kernels_read_only_constexpr_globals():
+    """Compiled Triton (3.x) refuses a kernel that reads a module global that is not a ``tl.constexpr`` ("Cannot
+    access global variable BLOCK_M", found on an H100 with Triton 3.6); the interpreter these tests run on does not
+    check it, so the rule is checked here: every global name a kernel reads is a constexpr, a module or a kernel."""
+    import types
+
+    import triton.language as tl
+    from triton.runtime.jit import KernelInterface  # compiled (JITFunction) and interpreted kernels alike
+
+    from synthformer.attention import _triton_code
+
+    kernels = {name: obj for name, obj in vars(_triton_code).items() if isinstance(obj, KernelInterface)}
+    assert kernels, "no @triton.jit kernel found in _triton_code"
+    for name, kernel in kernels.items():
+        for used in kernel.fn.__code__.co_names:
+            value = vars(_triton_code).get(used)
+            if value is None or isinstance(value, types.ModuleType | KernelInterface):
+                continue  # an attribute name (tl.zeros' "zeros"), a builtin, a module or another kernel
+            assert isinstance(value, tl.constexpr), f"kernel {name} reads global {used!r} = {value!r}, not a constexpr"

@@ -15,8 +15,13 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-BLOCK_M = 32
-BLOCK_N = 32
+# The kernels read the block sizes as globals, which compiled Triton (3.x) accepts only for tl.constexpr
+# instances ("Cannot access global variable BLOCK_M ... only constexpr", seen on an H100 with Triton 3.6; the CPU
+# interpreter does not check it); the host code computes its grids from the plain ints.
+_BLOCK_M_INT = 32
+_BLOCK_N_INT = 32
+BLOCK_M = tl.constexpr(_BLOCK_M_INT)
+BLOCK_N = tl.constexpr(_BLOCK_N_INT)
 
 
 @triton.jit
@@ -174,7 +179,7 @@ def forward(q, k, bias, v, pad, causal: bool) -> tuple[Tensor, Tensor]:
     out = torch.empty(b, h, t, dv, device=v.device, dtype=v.dtype)
     lse = torch.empty(b, h, t, device=v.device, dtype=torch.float32)
     (q_, k_, b_, p_), strides = _args(q, k, bias, pad, v)
-    grid = (triton.cdiv(t, BLOCK_M), b * h)
+    grid = (triton.cdiv(t, _BLOCK_M_INT), b * h)
     _forward_kernel[grid](q_, k_, b_, p_, v, out, lse, h, t, s, e, dv, *strides, **_meta(q, bias, pad, v, causal))
     return out, lse
 
@@ -192,14 +197,14 @@ def backward(q, k, bias, v, pad, out, lse, d_out, causal: bool) -> tuple:
     (q_, k_, b_, p_), strides = _args(q, k, bias, pad, v)
     meta = _meta(q, bias, pad, v, causal)
     dummy = dv
-    _dkdv_kernel[(triton.cdiv(s, BLOCK_N), b * h)](
+    _dkdv_kernel[(triton.cdiv(s, _BLOCK_N_INT), b * h)](
         q_, k_, b_, p_, v, d_out, lse, delta, dk if dk is not None else dummy, dv,
         dbias if dbias is not None else dummy, h, t, s, e, dv_width, *strides, **meta
     )
     dq = None
     if q is not None:
         dq = torch.empty(b, h, t, e, **f32)
-        _dq_kernel[(triton.cdiv(t, BLOCK_M), b * h)](
+        _dq_kernel[(triton.cdiv(t, _BLOCK_M_INT), b * h)](
             q_, k_, b_, p_, v, d_out, lse, delta, dq, h, t, s, e, dv_width, *strides, **meta
         )
     return (
