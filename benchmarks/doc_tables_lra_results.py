@@ -88,7 +88,7 @@ def lra_results_table() -> str:
             f"| {name} | {KINDS[kind]} | {100 * test['accuracy']:.2f}% ({test['examples']:,}) | "
             f"{_lra_cell(task, kind)} | {100 / classes:.0f}% | "
             f"{'-' if valid is None else f'{100 * valid:.2f}%'} | {e['steps']:,} x {batch} | "
-            f"{100 * seen / (lra_steps * lra_batch):.2f}% | {e['train_s'] / 60:.1f} min | "
+            f"{100 * seen / (lra_steps * lra_batch):.2g}% | {e['train_s'] / 60:.1f} min | "
             f"{(e['train_wall_s'] + e['eval_wall_s']) / 60:.1f} min |")
     return "\n".join([*lines, "", _provenance(entries, str(path.relative_to(ROOT)))])
 
@@ -106,7 +106,7 @@ def lra_budget_table() -> str:
         b = LRA_BUDGETS[task]
         model = f"{m['n_layers']} x d{m['d_model']}, {m['n_heads']} heads, MLP {m['d_ff']}"
         lines.append(f"| {name} | {model} | {lra_steps:,} x {lra_batch} | {b.steps:,} x {b.batch_size} | "
-                     f"{100 * b.steps * b.batch_size / (lra_steps * lra_batch):.2f}% | {b.warmup_steps} | "
+                     f"{100 * b.steps * b.batch_size / (lra_steps * lra_batch):.2g}% | {b.warmup_steps} | "
                      f"{b.eval_steps * b.batch_size} examples | {b.eval_limit:,} |")
     return "\n".join(lines)
 

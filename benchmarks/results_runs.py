@@ -116,12 +116,17 @@ class LraBudget:
                 f"task.eval_limit={self.eval_limit}")
 
 
-#: Chosen so that V's row trains in about 30-45 minutes on one thread of this machine (measured: see
-#: docs/results.md, "Long Range Arena (Table 1)"); LRA's steps x batch: ListOps 5,000 x 32, Text 20,000 x 32,
-#: Pathfinder 62,500 x 512.
-LRA_BUDGETS = {"listops": LraBudget(steps=100, batch_size=2, eval_steps=25, eval_limit=500),
-               "text": LraBudget(steps=100, batch_size=32, eval_steps=4, eval_limit=2000),
-               "pathfinder": LraBudget(steps=600, batch_size=64, eval_steps=8, eval_limit=2000)}
+#: Chosen so that V's row trains in about 30-45 minutes on one thread of this shared machine. V's step on one thread
+#: (2026-11-26, a few steps each beside 2-3 other jobs on the 2 cores: rounded up): ListOps about 28 s at batch 2
+#: (7-46 s: the lengths vary), Text 22 s at batch 8 (60 s at LRA's 32), Pathfinder 6.3 s at batch 16 and 21 s at
+#: 64. At LRA's batches that is a few dozen steps at most (ListOps at 32: minutes per step, and 80 GiB of math-path
+#: activations; Pathfinder at 512: about 3 minutes), so the batch is cut, never the model: ListOps 2 (and still
+#: under 100 steps: out of this machine's reach at LRA's size), Text 8, Pathfinder 32 (LRA 512; the config's 64).
+#: LRA's steps x batch: ListOps 5,000 x 32, Text 20,000 x 32, Pathfinder 62,500 x 512. Test examples: a subset
+#: where scoring all would take too long (ListOps' forward takes seconds per example on one thread).
+LRA_BUDGETS = {"listops": LraBudget(steps=80, batch_size=2, eval_steps=10, eval_limit=200),
+               "text": LraBudget(steps=100, batch_size=8, eval_steps=8, eval_limit=1000),
+               "pathfinder": LraBudget(steps=200, batch_size=32, eval_steps=8, eval_limit=2000)}
 
 
 def _lra(task: str, kind: str) -> Row:
