@@ -20,6 +20,8 @@ import table3  # noqa: E402 - the sibling script: Table 3's layout lives there
 from doc_tables_bench import BENCH_BUILDERS  # noqa: E402 - docs/benchmarks.md's sections 1 and 2
 from doc_tables_bench_goals import GOALS_BUILDERS  # noqa: E402 - sections 3 to 5, reliability.md's Threads
 from doc_tables_lra import LRA_BUILDERS  # noqa: E402 - LRA's Table 2 (issue 31)
+from doc_tables_lra_results import LRA_RESULTS_BUILDERS  # noqa: E402 - LRA's Table 1 (issue 31)
+from doc_tables_superglue import SUPERGLUE_BUILDERS  # noqa: E402 - the paper's Table 6 (issue 29)
 from doc_tables_t5 import T5_BUILDERS  # noqa: E402 - the T5 setting's tables (issue 28)
 from records import RESULTS, ROOT, latest  # noqa: E402
 
@@ -188,5 +190,7 @@ BUILDERS: dict[str, Callable[[], str]] = {
     **BENCH_BUILDERS,
     **GOALS_BUILDERS,
     **LRA_BUILDERS,
+    **LRA_RESULTS_BUILDERS,
+    **SUPERGLUE_BUILDERS,
     **T5_BUILDERS,
 }

@@ -17,6 +17,7 @@ checkpoints is continued with ``--resume`` (``compare`` cannot resume: an unreco
     python benchmarks/results_runs.py --table t5arch_pretrain                    # T5's architecture (issue 28)
     python benchmarks/results_runs.py --table t5arch_glue                        # from t5arch_pretrain's runs
     python benchmarks/results_runs.py --table t5arch_superglue                   # likewise (issue 29)
+    python benchmarks/results_runs.py --table lra --rows listops-V text-V        # LRA's Table 1 (issue 31)
     python benchmarks/results_runs.py --table imdb --rows V R --runs /tmp/runs   # some rows, elsewhere
     python benchmarks/results_runs.py --table imdb --steps 4 --record /tmp/x.jsonl   # a smoke run
     python benchmarks/results_runs.py --table compare --rerun    # re-measure recorded rows (a quiet machine)
@@ -81,6 +82,58 @@ def _t5_finetune(config: str, kind: str, pretrained: str) -> Row:
                       split="valid")
 
 
+# issue 31: LRA's Table 1 at LRA's model sizes (the configs), with a CPU step budget. LRA's own Synthesizer is its
+# SynthesizerEncoder's default, random logits plus the dot product summed (synthesizer_mode "random", the dot product
+# kept): R+V here; its factorized mode has k = 32 (FR's k here, as in the paper's encoder tasks). LRA's Linformer
+# projects keys and values with one (max_len, 16) matrix (low_rank_features=16, shared by K and V and the heads).
+_LRA_CONFIGS = {"listops": "configs/lra_listops.yaml", "text": "configs/lra_text.yaml",
+                "pathfinder": "configs/lra_pathfinder.yaml"}
+_LRA_KINDS: dict[str, tuple[str, ...]] = {"V": (), "R": (), "FR": (_K32,), "D": (), "R+V": (),
+                                          "Linformer": ("model.kind_options={k: 16, share_kv: true}",)}
+
+
+@dataclass(frozen=True)
+class LraBudget:
+    """One task's CPU budget, equal for every kind: ``steps`` of ``batch_size``; validation on the first
+    ``eval_steps`` batches of the valid split at the middle and the end; the test accuracy over ``eval_limit``
+    test examples (a seeded subset: the full test sets take longer to score than the training)."""
+
+    steps: int
+    batch_size: int
+    eval_steps: int
+    eval_limit: int
+
+    @property
+    def warmup_steps(self) -> int:
+        """LRA warms up for 1,000-8,000 steps, longer than these runs: here 10% of the steps (the peak lr stays
+        the config's, LRA's peak), then the config's schedule (inverse square root, or cosine)."""
+        return max(1, self.steps // 10)
+
+    def overrides(self) -> tuple[str, ...]:
+        return (f"train.steps={self.steps}", f"train.batch_size={self.batch_size}",
+                f"train.warmup_steps={self.warmup_steps}", f"train.eval_every={self.steps // 2}",
+                f"train.save_every={self.steps // 2}", f"train.eval_steps={self.eval_steps}",
+                f"task.eval_limit={self.eval_limit}")
+
+
+#: Chosen so that V's row trains in about 30-45 minutes on one thread of this shared machine. V's step on one thread
+#: (2026-11-26, a few steps each beside 2-3 other jobs on the 2 cores: rounded up): ListOps about 28 s at batch 2
+#: (7-46 s: the lengths vary), Text 22 s at batch 8 (60 s at LRA's 32), Pathfinder 6.3 s at batch 16 and 21 s at
+#: 64. At LRA's batches that is a few dozen steps at most (ListOps at 32: minutes per step, and 80 GiB of math-path
+#: activations; Pathfinder at 512: about 3 minutes), so the batch is cut, never the model: ListOps 2 (and still
+#: under 100 steps: out of this machine's reach at LRA's size), Text 8, Pathfinder 32 (LRA 512; the config's 64).
+#: LRA's steps x batch: ListOps 5,000 x 32, Text 20,000 x 32, Pathfinder 62,500 x 512. Test examples: a subset
+#: where scoring all would take too long (ListOps' forward takes seconds per example on one thread).
+LRA_BUDGETS = {"listops": LraBudget(steps=80, batch_size=2, eval_steps=10, eval_limit=200),
+               "text": LraBudget(steps=100, batch_size=8, eval_steps=8, eval_limit=1000),
+               "pathfinder": LraBudget(steps=200, batch_size=32, eval_steps=8, eval_limit=2000)}
+
+
+def _lra(task: str, kind: str) -> Row:
+    return _train_row(_LRA_CONFIGS[task], f"model.encoder_kind={kind}", *_LRA_KINDS[kind],
+                      *LRA_BUDGETS[task].overrides(), split="test")
+
+
 TABLES: dict[str, dict[str, Row]] = {
     "compare": {k: Row(compare_kind=k) for k in ("V", "R", "D", "R+V")},
     "listops": {k: Row(compare_kind=k, compare_task="listops") for k in ("V", "R", "D", "R+V")},
@@ -100,6 +153,7 @@ TABLES: dict[str, dict[str, Row]] = {
                     "transformer-V": _t5_finetune("configs/t5_cpu_glue.yaml", "V", "transformer-V")},
     # issue 29
     "t5arch_superglue": {k: _t5_finetune("configs/t5arch_cpu_superglue.yaml", k, k) for k in _T5_KINDS},
+    "lra": {f"{task}-{kind}": _lra(task, kind) for task in _LRA_CONFIGS for kind in _LRA_KINDS},
 }
 
 

@@ -109,8 +109,33 @@ def test_a_benchmark_records_its_rows_with_the_command_line(records, tmp_path, m
 
 def test_every_table_has_rows_and_unknown_rows_are_refused(runs):
     assert set(runs.TABLES) == {"compare", "listops", "imdb", "shakespeare", "multi30k", "t5arch_pretrain",
-                                "t5arch_glue", "t5arch_superglue"}
+                                "t5arch_glue", "t5arch_superglue", "lra"}
     assert list(runs.TABLES["imdb"]) == ["V", "R", "FR", "FR+V", "Linformer"]
     assert "train.steps=1600" in runs.TABLES["shakespeare"]["R+V@1600"].overrides
     with pytest.raises(SystemExit):
         runs.main(["--table", "imdb", "--rows", "Nope"])
+
+
+def test_the_lra_rows_load_with_lras_sizes_the_budget_and_the_kinds_options(runs):
+    from synthformer.attention.registry import get_mixer
+    from synthformer.tasks.run.config import load_run_config
+
+    rows = runs.TABLES["lra"]
+    assert list(rows) == [f"{t}-{k}" for t in ("listops", "text", "pathfinder")
+                          for k in ("V", "R", "FR", "D", "R+V", "Linformer")]
+    sizes = {"listops": (6, 512, 2001), "text": (4, 256, 1001), "pathfinder": (1, 128, 1024)}  # LRA's models
+    for name, row in rows.items():  # every kind of a task gets its task's budget: equal steps
+        task, kind = name.split("-", 1)
+        config = load_run_config(row.config, list(row.overrides))
+        budget = runs.LRA_BUDGETS[task]
+        assert (config.model.n_layers, config.model.d_model, config.task.max_len) == sizes[task], name
+        assert config.model.encoder_kind == kind and row.split == "test", name
+        assert (config.train.steps, config.train.batch_size, config.task.eval_limit) == (
+            budget.steps, budget.batch_size, budget.eval_limit), name
+        assert config.train.warmup_steps == budget.steps // 10 == budget.warmup_steps, name
+        assert config.train.eval_every == budget.steps // 2, name
+        options = {"FR": {"k": 32}, "Linformer": {"k": 16, "share_kv": True}}.get(kind, {})
+        assert config.model.kind_options == options, name
+        if options:  # the mixer takes them (an unknown option would raise)
+            assert get_mixer(kind).num_params(config.model.d_model, config.model.n_heads, config.task.max_len,
+                                              **options) > 0
