@@ -40,14 +40,17 @@ STUDIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "control": ("configs/probe_matching.yaml", ("task.generator=matching:control",)),
     "mqar": ("configs/probe_mqar.yaml", ()),
 }
+#: The studies ``run``, ``record`` and ``analyze`` take without ``--tasks``. MQAR is left out: no setting was found
+#: where V learns it at this budget (configs/probe_mqar.yaml), so its study could not test the explanation.
+DEFAULT_TASKS: tuple[str, ...] = ("pair", "control")
 KINDS = "V,R,Fix,FR,D,FD,R+V,D+V,Linformer,LightConv,DynamicConv"
-LENGTHS = (32, 64)
+LENGTHS = (16, 32)
 SEEDS = 3
 #: (length, seeds) in training order: each step grows that length's studies to that many seeds.
 PLAN: tuple[tuple[int, int], ...] = ((LENGTHS[0], 1), (LENGTHS[1], 1), (LENGTHS[0], SEEDS), (LENGTHS[1], SEEDS))
-#: Equal budgets for every variant (the configs' own; spelled out so the record's command shows them). Sized so
-#: that the 198 runs take about an hour of the 2-core machine alone (docs/results.md gives the arithmetic).
-BUDGET: tuple[str, ...] = ("train.steps=1000", "train.eval_every=200", "train.save_every=500")
+#: Equal budgets for every variant (the configs' own; spelled out so the record's command shows them): the
+#: smallest at which V solves the pair task at both lengths in the grid of issue 34 (validation 1.000 at 500 steps).
+BUDGET: tuple[str, ...] = ("train.steps=500", "train.eval_every=100", "train.save_every=500")
 RECORD = RESULTS / "probe.jsonl"
 TABLE = "probe"
 FIGURES = ROOT / "docs" / "figures"
@@ -133,10 +136,16 @@ def record(args: argparse.Namespace) -> int:
 
 
 def matching_example(seed: int = 7) -> str:
-    """A ``match`` example of the pair task at the first length (A and B the same symbols, B shuffled)."""
+    """A ``match`` example of the pair task at the first length (A and B the same symbols, B shuffled), drawn with
+    the pair config's vocabulary and number of replaced symbols."""
+    import yaml
+
     from synthformer.tasks.generators.matching import generate_pairs, pair_label
 
-    for ex in generate_pairs(64, vocab=256, length=(LENGTHS[0] - 1) // 2, num_replaced=1, seed=seed):
+    config = yaml.safe_load((ROOT / STUDIES["pair"][0]).read_text(encoding="utf-8"))
+    options = config["task"]["generator_options"]
+    for ex in generate_pairs(64, vocab=options["vocab"], length=(LENGTHS[0] - 1) // 2,
+                             num_replaced=options["num_replaced"], seed=seed):
         if pair_label(ex) == "match":
             return ex.text
     raise RuntimeError("no match example among 64 draws")  # probability 2**-64
@@ -159,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=("run", "record", "analyze"))
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "probe", help="where the studies train")
-    parser.add_argument("--tasks", nargs="+", choices=list(STUDIES), default=list(STUDIES))
+    parser.add_argument("--tasks", nargs="+", choices=list(STUDIES), default=list(DEFAULT_TASKS))
     parser.add_argument("--lanes", type=int, default=2, help="processes per study (one thread each when > 1)")
     parser.add_argument("--shared-cpu", action="store_true", help="record that other work shared the CPU")
     args = parser.parse_args(argv)
