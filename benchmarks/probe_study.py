@@ -1,14 +1,15 @@
-"""Issue 34's study: the cross-segment matching probes (``matching:pair``, its control ``matching:control``,
-``mqar:recall``) over the paper's kinds, Linformer and the convolutions, 3 seeds, at two lengths.
+"""Issue 34's study: the cross-segment matching probes (``matching:pair``, its control ``matching:control``;
+``mqar:recall`` only when asked for, see :data:`DEFAULT_TASKS`) over the paper's kinds, Linformer and the
+convolutions, 3 seeds, at two lengths.
 
 One ``synthformer study`` directory per task and length under RUNS (default ``runs/probe``:
-``study-probe-<task>-<length>``), trained in the order of :data:`PLAN`: seed 0 of every task at length 32, then
-at 64, then the other seeds, so that a study stopped early already has a complete row per kind. Resumable: the
+``study-probe-<task>-<length>``), trained in the order of :data:`PLAN`: seed 0 of every task at length 16, then
+at 32, then the other seeds, so that a study stopped early already has a complete row per kind. Resumable: the
 same ``run`` command continues (finished runs are read back, a half-finished one resumes from its checkpoint).
 ``--lanes 2`` starts two processes of each study command, one thread each, which share its runs (the way
 ``synthformer study`` shares a study between terminals).
 
-    python benchmarks/probe_study.py run --lanes 2                  # ~1 hour of the 2-core machine alone
+    python benchmarks/probe_study.py run --lanes 2                  # ~25-30 min of the 2-core machine alone
     python benchmarks/probe_study.py record --shared-cpu            # tables, curves and the JSONL record
     python benchmarks/probe_study.py analyze                        # V and D heatmaps on a matching example
 
@@ -17,6 +18,10 @@ own table (mean ± std, Welch's t-test against V at the same length) and curves,
 ``docs/figures/study-probe-<task>-<length>/`` and appends one entry per study to ``benchmarks/results/probe.jsonl`` (its
 rows, the study command, date, machine, commit, runs done); ``benchmarks/docs_tables.py`` builds the tables of
 ``docs/results.md`` from that record.
+
+Time: 132 runs (2 tasks x 11 kinds x 3 seeds x 2 lengths) of 16-32 s of one core's process time each at length
+32 (about 270 s for the 11 kinds), about 0.8 of that at 16 (210 s), measured per run on the shared machine (not a
+benchmark): about 25-30 minutes on two lanes alone; ``--tasks pair control mqar`` (198 runs) about 40.
 """
 
 from __future__ import annotations
