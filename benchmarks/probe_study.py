@@ -9,7 +9,7 @@ same ``run`` command continues (finished runs are read back, a half-finished one
 ``--lanes 2`` starts two processes of each study command, one thread each, which share its runs (the way
 ``synthformer study`` shares a study between terminals).
 
-    python benchmarks/probe_study.py run --lanes 2                  # ~25-30 min of the 2-core machine alone
+    python benchmarks/probe_study.py run --lanes 2                  # ~40-45 min of the 2-core machine alone
     python benchmarks/probe_study.py record --shared-cpu            # tables, curves and the JSONL record
     python benchmarks/probe_study.py analyze                        # V and D heatmaps on a matching example
 
@@ -19,9 +19,11 @@ own table (mean ± std, Welch's t-test against V at the same length) and curves,
 rows, the study command, date, machine, commit, runs done); ``benchmarks/docs_tables.py`` builds the tables of
 ``docs/results.md`` from that record.
 
-Time: 132 runs (2 tasks x 11 kinds x 3 seeds x 2 lengths) of 16-32 s of one core's process time each at length
-32 (about 270 s for the 11 kinds), about 0.8 of that at 16 (210 s), measured per run on the shared machine (not a
-benchmark): about 25-30 minutes on two lanes alone; ``--tasks pair control mqar`` (198 runs) about 40.
+Time: 132 runs (2 tasks x 11 kinds x 3 seeds x 2 lengths) of 1,000 steps. Measured per run on the shared machine
+(process time, start-up and evaluation included; not a benchmark): 500 steps took 20-32 s at length 32 (about 270 s
+for the 11 kinds) and 17-20 s at 16; 1,000 steps took 45 s (V) at 32 and 26-30 s (V, R, LightConv) at 16. Scaled,
+about 475 s for the 11 kinds at 32 and 325 s at 16, so about 40-45 minutes on two lanes alone;
+``--tasks pair control mqar`` (198 runs) about an hour.
 """
 
 from __future__ import annotations
@@ -54,8 +56,9 @@ SEEDS = 3
 #: (length, seeds) in training order: each step grows that length's studies to that many seeds.
 PLAN: tuple[tuple[int, int], ...] = ((LENGTHS[0], 1), (LENGTHS[1], 1), (LENGTHS[0], SEEDS), (LENGTHS[1], SEEDS))
 #: Equal budgets for every variant (the configs' own; spelled out so the record's command shows them): the
-#: smallest at which V solves the pair task at both lengths in the grid of issue 34 (validation 1.000 at 500 steps).
-BUDGET: tuple[str, ...] = ("train.steps=500", "train.eval_every=100", "train.save_every=500")
+#: budget at which V solves the pair task at both lengths in the grid of issue 34 (validation 1.000 at 16, 0.954 at
+#: 32, seed 0).
+BUDGET: tuple[str, ...] = ("train.steps=1000", "train.eval_every=100", "train.save_every=500")
 RECORD = RESULTS / "probe.jsonl"
 TABLE = "probe"
 FIGURES = ROOT / "docs" / "figures"
