@@ -83,6 +83,21 @@ def test_pair_and_control_labels_by_brute_force(vocab: int, max_len: int, replac
     assert pair.label_set == ["match", "mismatch"] and control.label_set == ["high", "low"]
 
 
+def test_pair_mismatch_from_present_symbols_keeps_the_symbol_set() -> None:
+    # replace_with=present: a mismatch copies other symbols of A into B, so no count of distinct symbols (what max
+    # pooling over symbol features reads) tells the labels apart
+    pair = _load("matching:pair", 21, num_train=300, vocab=12, num_replaced=3, replace_with="present", seed=4)
+    labels = Counter()
+    for split in ("train", "valid", "test"):
+        for text, label in pair.splits[split]:
+            a, b = _segments(text)
+            assert label == _brute_pair(text) and len(set(a)) == len(a) == len(b) == 10
+            assert set(b) <= set(a)  # the sequence holds A's symbols and no others, under both labels
+            assert len(set(a) - set(b)) == (0 if label == "match" else 3)
+            labels[label] += 1
+    assert 120 < labels["match"] < 220 and labels["mismatch"] > 120
+
+
 def test_recall_and_control_labels_by_brute_force() -> None:
     options = dict(num_train=300, num_keys=24, num_values=6, queries=3, seed=5)
     recall, control = _load("mqar:recall", 22, **options), _load("mqar:control", 22, **options)
@@ -113,6 +128,8 @@ def test_probes_are_deterministic_by_seed(generator: str) -> None:
     ("matching:pair", dict(vocab=15), r"vocab: 15 symbols cannot give 15 distinct symbols plus 1"),
     ("matching:pair", dict(vocab=300), r"generator_options\.vocab: expected an integer in \[2, 256\].*got 300"),
     ("matching:control", dict(length=0), r"generator_options\.length: expected an integer >= 1.*got 0"),
+    ("matching:pair", dict(replace_with="fresh"), r"replace_with: expected one of absent, present, got 'fresh'"),
+    ("matching:pair", dict(replace_with="present", length=4, num_replaced=4), r"num_replaced: 4 .* < length = 4"),
     ("mqar:recall", dict(num_keys=10), r"num_keys: 10 keys cannot give 15 distinct"),
     ("mqar:recall", dict(num_pairs=2, queries=3), r"queries: 3 distinct queries need as many pairs"),
     ("mqar:control", dict(num_values="8"), r"num_values: expected an integer in \[2, 256\].*got '8'"),

@@ -14,7 +14,10 @@ answers it (up to the tie), with no token compared with another, so every kind s
 
 Options: ``num_train``, ``num_valid``, ``num_test`` (examples), ``seed`` (split k uses ``seed + k``), ``vocab``
 (symbols drawn from, at most 256), ``length`` (symbols per segment; None: the most that fit ``task.max_len``,
-``(max_len - 1) // 2``), ``num_replaced``. The vocabulary is fixed (the 256 symbols and ``|``), whatever
+``(max_len - 1) // 2``), ``num_replaced``, ``replace_with`` (``absent``: a mismatch's replacements are symbols
+absent from A, so the sequence then holds ``num_replaced`` more distinct symbols than a match, a count that max
+pooling over symbol features reads without comparing any two tokens; ``present``: copies of A's other symbols, so
+both labels show the same set of symbols). The vocabulary is fixed (the 256 symbols and ``|``), whatever
 ``vocab`` is, so one tokenizer serves every setting.
 """
 
@@ -39,6 +42,8 @@ __all__ = ["MAX_SYMBOLS", "MatchingGenerator", "PairExample", "control_label", "
 
 #: Symbols of the fixed vocabulary (``vocab`` may use fewer).
 MAX_SYMBOLS = 256
+#: ``replace_with`` values: where a mismatch's replacement symbols come from.
+REPLACE_WITH: tuple[str, ...] = ("absent", "present")
 #: The separator between A and B.
 SEPARATOR = "|"
 
@@ -75,10 +80,20 @@ def control_label(example: PairExample) -> str:
     return "low" if 2 * low > len(example.a) else "high"
 
 
-def generate_pairs(n: int, *, vocab: int, length: int, num_replaced: int, seed: int) -> list[PairExample]:
+def generate_pairs(n: int, *, vocab: int, length: int, num_replaced: int, seed: int,
+                   replace_with: str = "absent") -> list[PairExample]:
     """``n`` seeded ``A | B`` inputs, B a shuffled A (probability 1/2) or a shuffled A with ``num_replaced``
-    positions replaced by symbols absent from A. Needs ``vocab >= length + num_replaced``."""
-    if vocab < length + num_replaced:
+    positions replaced by symbols absent from A (``replace_with="absent"``; needs ``vocab >= length +
+    num_replaced``) or by copies of A's symbols at B's other positions (``"present"``: B then repeats some of A's
+    symbols and lacks the replaced ones, so the sequence holds the same set of symbols under both labels; needs
+    ``num_replaced < length``)."""
+    if replace_with not in REPLACE_WITH:
+        raise ConfigError(f"task.generator_options.replace_with: expected one of {', '.join(REPLACE_WITH)}, "
+                          f"got {replace_with!r}")
+    if replace_with == "present" and num_replaced >= length:
+        raise ConfigError(f"task.generator_options.num_replaced: {num_replaced} replaced positions leave no symbol "
+                          f"of B to copy; expected num_replaced < length = {length} with replace_with='present'")
+    if vocab < length + (num_replaced if replace_with == "absent" else 0):
         raise ConfigError(f"task.generator_options.vocab: {vocab} symbols cannot give {length} distinct symbols "
                           f"plus {num_replaced} absent from them; expected vocab >= {length + num_replaced}")
     rng = random.Random(seed)
@@ -86,11 +101,17 @@ def generate_pairs(n: int, *, vocab: int, length: int, num_replaced: int, seed: 
     for _ in range(n):
         a = rng.sample(range(vocab), length)
         b = rng.sample(a, length)  # a shuffled copy
-        if rng.random() < 0.5:
-            present = set(a)
-            fresh = rng.sample([s for s in range(vocab) if s not in present], num_replaced)
-            for position, s in zip(rng.sample(range(length), num_replaced), fresh, strict=True):
-                b[position] = s
+        if rng.random() < 0.5:  # one draw per example in both modes: "absent" keeps its earlier data
+            if replace_with == "present":
+                positions = rng.sample(range(length), num_replaced)
+                kept = [b[i] for i in range(length) if i not in positions]
+                for position in positions:  # each replaced symbol is now missing from B: a mismatch
+                    b[position] = rng.choice(kept)
+            else:
+                present = set(a)
+                fresh = rng.sample([s for s in range(vocab) if s not in present], num_replaced)
+                for position, s in zip(rng.sample(range(length), num_replaced), fresh, strict=True):
+                    b[position] = s
         out.append(PairExample(tuple(a), tuple(b), vocab))
     return out
 
@@ -102,7 +123,7 @@ class MatchingGenerator(ProbeGenerator):
     name = "matching"
     arguments = ("pair", "control")
     option_defaults: dict[str, Any] = dict(num_train=10000, num_valid=500, num_test=500, seed=0, vocab=MAX_SYMBOLS,
-                                           length=None, num_replaced=1)
+                                           length=None, num_replaced=1, replace_with="absent")
 
     def examples(self, task: TaskConfig, opts: dict[str, Any]) -> tuple[Callable[[int, int], list[PairExample]],
                                                                          Callable[[PairExample], str], list[str]]:
@@ -112,7 +133,8 @@ class MatchingGenerator(ProbeGenerator):
         replaced = check_int(spec, "num_replaced", opts["num_replaced"], 1, length)
 
         def make(n: int, seed: int) -> list[PairExample]:
-            return generate_pairs(n, vocab=vocab, length=length, num_replaced=replaced, seed=seed)
+            return generate_pairs(n, vocab=vocab, length=length, num_replaced=replaced, seed=seed,
+                                  replace_with=opts["replace_with"])
 
         if task.generator_arg == "control":
             return make, control_label, ["high", "low"]
