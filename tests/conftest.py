@@ -63,6 +63,15 @@ def _quiet_machine():
         yield
 
 
+@pytest.fixture(scope="session")
+def two_processes(tmp_path_factory):
+    """Every two-process job of the suite, run in one torchrun launch (tests/two_processes.py): a
+    ``TwoProcessRuns``. Its tests carry ``two_processes.ONE_LAUNCH``, so one pytest-xdist worker runs them all."""
+    from tests.two_processes import launch
+
+    return launch(tmp_path_factory.mktemp("two_processes"))
+
+
 @pytest.fixture
 def restore_logging():
     """Undo what a CLI call in the test did to the root logger (level and handlers)."""

@@ -1,8 +1,8 @@
 """Two processes with torchrun (gloo on CPU): replicas stay identical and resume is exact (DDP); DDP and FSDP2 train
 as one process does on the same global batch, and checkpoints move between 1 and 2 processes.
 
-The two-process runs are jobs of the folder's one torchrun launch (two_processes.py, the fixture ``two_processes``);
-the tests check what each job wrote.
+The two-process runs are jobs of the suite's one torchrun launch (tests/two_processes.py, the fixture
+``two_processes``); the tests check what each job wrote.
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from two_processes import rewind, train_one
 
-#: one torchrun launch for every test of the folder that reads it: on one pytest-xdist worker
-ONE_LAUNCH = pytest.mark.xdist_group("torchrun")
+from tests.two_processes import ONE_LAUNCH, rewind, train_one
 
 
 @ONE_LAUNCH

@@ -2,7 +2,8 @@
 their union is the batch one process reads with the same global batch: the order of the examples does not depend
 on the number of processes.
 
-The two processes are a job of the folder's one torchrun launch (two_processes.py, the fixture ``two_processes``)."""
+The two processes are a job of the suite's one torchrun launch (tests/two_processes.py, the fixture
+``two_processes``)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from stream_script import run as run_one
 
+from tests.two_processes import ONE_LAUNCH
 
-@pytest.mark.xdist_group("torchrun")  # one launch for the folder: on the worker of the other tests reading it
+
+@ONE_LAUNCH
 def test_two_processes_read_disjoint_halves_of_the_one_process_sequence(two_processes, tmp_path: Path) -> None:
     # 19 pieces: 2 global batches of 8 an epoch, so 5 steps cross two epoch boundaries (new order, new noise)
     two = two_processes.root / "stream"  # stream_script.py's job: 2 processes of batch 4

@@ -1,14 +1,18 @@
-"""The two-process jobs of this folder's tests (torchrun, 2 processes, gloo on CPU), all in ONE launch.
+"""The suite's two-process jobs (torchrun, 2 processes, gloo on CPU), all in ONE launch.
 
 Every launch costs its three processes (the launcher and two workers) their imports of torch, accelerate and
-synthformer and the process group's start, several seconds of a 2-core CPU: more than most of the jobs themselves.
-So the tests share one launch of two_process_script.py (the session fixture ``two_processes`` of conftest.py),
+synthformer and the process group's start, 7-9 s of a 2-core CPU: more than most of the jobs themselves. So the
+tests share one launch of two_process_script.py (the session fixture ``two_processes`` of tests/conftest.py),
 which runs every job in turn, each into its own folder of the launch's root, and each test reads its job's folder:
 
-- ``agree``: ddp_script.py, replicas agree and resume is exact (test_distributed.py);
-- ``ddp``, ``fsdp``: parallel_script.py in that mode, against the one-process run ``single`` trained here first
-  and rewound to step 3 into ``<mode>/one_to_two`` for the 1 -> 2 resume (test_distributed.py);
-- ``stream``: stream_script.py on a prepared span-corruption corpus (test_stream_distributed.py).
+- ``agree``: train/ddp_script.py, replicas agree and resume is exact (train/test_distributed.py);
+- ``ddp``, ``fsdp``: train/parallel_script.py in that mode, against the one-process run ``single`` trained here
+  first and rewound to step 3 into ``<mode>/one_to_two`` for the 1 -> 2 resume (train/test_distributed.py);
+- ``stream``: train/stream_script.py on a prepared span-corruption corpus (train/test_stream_distributed.py);
+- ``sharded_eval``: tasks/sharded_eval_script.py, evaluation shared by the processes (tasks/test_sharded_eval.py).
+
+The tests carry the ``xdist_group`` mark ``torchrun`` (``ONE_LAUNCH``), so pytest-xdist (``--dist loadgroup``)
+runs them on one worker: one launch per test session.
 
 The tests only read what the launch wrote; one that trains further (the 2 -> 1 resume) works on a copy.
 """
@@ -22,8 +26,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).parent
-ROOT = HERE.parents[1]
+import pytest
+
+HERE = Path(__file__).parent  # tests/
+ROOT = HERE.parent
+TRAIN = HERE / "train"  # the jobs' scripts and toymodels.py, imported as plain modules
+if str(TRAIN) not in sys.path:
+    sys.path.insert(0, str(TRAIN))
+
+#: the mark of every test that reads the launch
+ONE_LAUNCH = pytest.mark.xdist_group("torchrun")
 
 
 @dataclass(frozen=True)
@@ -79,9 +91,10 @@ def launch(root: Path) -> TwoProcessRuns:
     for mode in ("ddp", "fsdp"):
         rewind(single, root / mode / "one_to_two", 3)
     (root / "agree").mkdir()
+    (root / "sharded_eval").mkdir()
     runs = TwoProcessRuns(root, single, stream_config(root / "stream"))
     env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(TRAIN), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            str(HERE / "two_process_script.py"), str(root), str(runs.stream_config)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
