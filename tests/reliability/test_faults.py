@@ -122,14 +122,17 @@ def _check_intact(run: Path, allowed: dict[int, tuple[int, ...]]) -> int:
     """Every listed checkpoint loads and holds the weights saved for its step (``allowed``: step -> the seeds of
     the models that may have been saved there); return the latest step."""
     model, opt, sched = _model(99)  # every load replaces all of its state: one for all the checkpoints
+    steps = {}
     for path in list_checkpoints(run):
         ckpt = load_checkpoint(path, model, optimizer=opt, scheduler=sched)
         assert ckpt.step in allowed, path
         loaded = model.state_dict()
         assert any(all(torch.equal(v, _weights(seed)[k]) for k, v in loaded.items()) for seed in allowed[ckpt.step])
+        steps[path.resolve()] = ckpt.step
     latest = latest_checkpoint(run)
     assert latest is not None
-    return load_checkpoint(latest).step
+    # loaded in full above when listed (not loaded twice); else loaded here
+    return steps[latest.resolve()] if latest.resolve() in steps else load_checkpoint(latest).step
 
 
 def _sequence(tmp: Path, step: int, base: Path) -> list[str]:
