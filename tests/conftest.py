@@ -64,6 +64,20 @@ def _quiet_machine():
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_disk_flush():
+    """``os.fsync`` does nothing in the test processes: every checkpoint, prepared shard and atomic write flushes
+    its files and directories to the disk (tens of milliseconds a save on the development machine, a large part of
+    the suite's time over its thousands of saves). A flush matters only when the machine loses power, which no test
+    simulates; the code around it still runs (files opened, written, renamed in the same order, faults injected at
+    each call). Processes the tests start flush as usual."""
+    import os
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fsync", lambda fd: None)
+        yield
+
+
 @pytest.fixture(scope="session")
 def two_processes(tmp_path_factory):
     """Every two-process job of the suite, run in one torchrun launch (tests/two_processes.py): a
