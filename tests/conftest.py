@@ -5,27 +5,28 @@ from __future__ import annotations
 import pytest
 import torch
 
-#: The slowest tests (5-30 s each in one process on the 2-core development CPU, 2026-11-26; most start processes),
+#: The slowest tests (5-35 s each in one process on the 2-core development CPU, 2026-11-26; most start processes),
 #: slowest first. They run before every other test: with pytest-xdist a long test that starts last, when the other
 #: worker has nothing left, is the suite's tail. A prefix of node ids (a whole test function, every parameter).
+#: The tests of the suite's one torchrun launch (the fixture ``two_processes``, about 35 s) come first: with
+#: ``--dist loadgroup`` they are one unit of work, which pytest-xdist hands out before the single tests anyway.
 SLOW_FIRST = (
+    "tests/train/test_stream_distributed.py::",
+    "tests/train/test_distributed.py::",
+    "tests/tasks/test_sharded_eval.py::test_two_processes_evaluate_like_one",
     "tests/hf/test_lm_eval.py::test_the_harness_scores_and_generates_what_synthformer_does",
     "tests/reliability/test_long_runs.py::test_a_process_that_dies_mid_step_or_mid_save",
-    "tests/train/test_stream_distributed.py::test_two_processes_read_disjoint_halves",
-    "tests/train/test_distributed.py::test_two_processes_equal_one_and_checkpoints_move_between_world_sizes",
     "tests/reliability/test_faults.py::test_a_fault_at_any_call_of_a_rotating_save",
     "tests/tasks/test_seeded_losses.py::test_seeded_losses_are_those_of_the_previous_version",
     "tests/hf/test_clients.py::test_folders_load_by_path",
     "tests/tasks/test_text_metrics.py::test_dialogue_metrics_reproduce_nlg_eval_readme_example",
     "tests/hf/test_export.py::test_exported_runs_load_offline_in_a_fresh_process",
-    "tests/tasks/test_sharded_eval.py::test_two_processes_evaluate_like_one",
-    "tests/train/test_distributed.py::test_torchrun_two_processes_train_and_agree",
-    "tests/reliability/test_faults.py::test_a_fault_at_any_step_of_a_save",
-    "tests/reliability/test_bad_inputs_meta.py::test_a_real_terminal_sees_one_line",
-    "tests/train/test_rundir.py::test_a_second_process_fails_fast",
-    "tests/reliability/test_long_runs.py::test_sigterm_and_sigusr1",
     "tests/reliability/test_two_processes.py::",
-    "tests/cli/test_cli.py::test_resume_of_a_killed_cli_run",
+    "tests/reliability/test_faults.py::test_a_kill_during_a_training_checkpoint",
+    "tests/reliability/test_bad_inputs_meta.py::test_a_real_terminal_sees_one_line",
+    "tests/reliability/test_long_runs.py::test_sigterm_and_sigusr1",
+    "tests/train/test_rundir.py::test_a_second_process_fails_fast",
+    "tests/analysis/test_runner.py::test_cli_verb_and_a_study_directory",
 )
 
 
@@ -61,6 +62,29 @@ def _quiet_machine():
         if hasattr(os, "getloadavg"):
             patch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_disk_flush():
+    """``os.fsync`` does nothing in the test processes: every checkpoint, prepared shard and atomic write flushes
+    its files and directories to the disk (tens of milliseconds a save on the development machine, a large part of
+    the suite's time over its thousands of saves). A flush matters only when the machine loses power, which no test
+    simulates; the code around it still runs (files opened, written, renamed in the same order, faults injected at
+    each call). Processes the tests start flush as usual."""
+    import os
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fsync", lambda fd: None)
+        yield
+
+
+@pytest.fixture(scope="session")
+def two_processes(tmp_path_factory):
+    """Every two-process job of the suite, run in one torchrun launch (tests/two_processes.py): a
+    ``TwoProcessRuns``. Its tests carry ``two_processes.ONE_LAUNCH``, so one pytest-xdist worker runs them all."""
+    from tests.two_processes import launch
+
+    return launch(tmp_path_factory.mktemp("two_processes"))
 
 
 @pytest.fixture

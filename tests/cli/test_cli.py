@@ -1,13 +1,10 @@
-"""The command line: train -> eval -> generate for each task type, resume of a killed run, compare, errors, help."""
+"""The command line: train -> eval -> generate for each task type, compare, errors, help (the resume of a killed run:
+tests/reliability/test_two_processes.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -127,41 +124,8 @@ def test_classification_train_eval_generate(tmp_path: Path, capsys) -> None:
 # resume
 
 
-def test_resume_of_a_killed_cli_run(tmp_path: Path, capsys) -> None:
-    # A run far too long to finish, killed (SIGKILL: no chance to save) once a checkpoint is on disk.
-    cfg = write_yaml(tmp_path / "lm.yaml", lm_config(tmp_path, steps=100000, save_every=5, eval_every=0))
-    run_dir = tmp_path / "run"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "synthformer.cli.main", "train", str(cfg), "--run-dir", str(run_dir), "-q"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    latest = run_dir / "checkpoints" / "latest"
-    deadline = time.monotonic() + 60
-    try:
-        while not latest.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
-    assert latest.exists(), "the run never saved a checkpoint"
-    step = int(latest.read_text().strip().split("_")[1])
-    assert step >= 5 and step % 5 == 0
-
-    # Without --resume the run is refused, untouched.
-    code, _, err = run_cli(capsys, "train", cfg, "--run-dir", run_dir)
-    assert code == 2 and "already holds a run" in err and "--resume" in err
-
-    # --resume continues from that checkpoint up to the (now shorter) goal.
-    goal = step + 4
-    code, out, err = run_cli(capsys, "train", cfg, f"train.steps={goal}", "--run-dir", run_dir, "--resume", "-q")
-    assert code == 0, err
-    assert "trained 4 steps" in out
-    steps = [json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert steps == sorted(steps) and steps[-1] == goal
-    assert (run_dir / "checkpoints" / "latest").read_text().strip() == f"step_{goal:06d}"
+# The resume of a killed command-line run (refused without --resume, continued with it) is checked on the killed
+# process of tests/reliability/test_two_processes.py: one process to start and kill, not two.
 
 
 def test_interrupt_prints_how_to_resume(tmp_path: Path, capsys, monkeypatch) -> None:

@@ -13,12 +13,17 @@ from synthformer.generate import beam_search, beam_search_loop, gnmt_length_pena
 from tests.models.helpers import BATCHES, EOS, PAD, tiny_model, train
 
 
-@functools.cache
-def _trained(kind: str = "V", ffn: str = "relu", steps: int = 120, lr: float = 1e-2):
+def _trained(kind: str = "V", ffn: str = "relu"):
     """A seq2seq model trained briefly on the copy task: its outputs depend on the source and end with <eos>
-    at different lengths, so the search loops meet both ends (an <eos>, the length limit)."""
+    at different lengths, so the search loops meet both ends (an <eos>, the length limit). Trained once per
+    process and kind (``_trained()`` and ``_trained("V")`` are the same model; tests put it back in eval mode)."""
+    return _train_once(kind, ffn)
+
+
+@functools.cache
+def _train_once(kind: str, ffn: str):
     model = tiny_model("seq2seq", decoder_kind=kind, ffn=ffn)
-    train(model, "seq2seq", steps=steps, lr=lr)
+    train(model, "seq2seq", steps=120, lr=1e-2)
     return model.eval()
 
 
@@ -85,13 +90,16 @@ def test_beam_search_is_batch_independent():
 
 
 def test_beam_search_runs_in_eval_mode_and_restores_training_mode():
-    model = _trained(steps=250, lr=5e-3)
+    model = _trained()  # the other tests' model (cached): any trained model shows the mode switch
     src, mask = _src()
     model.eval()
     in_eval = beam_search(model, src, mask, beam_size=4)
     model.train()
-    out = beam_search(model, src, mask, beam_size=4)
-    assert model.training  # restored after the call
+    try:
+        out = beam_search(model, src, mask, beam_size=4)
+        assert model.training  # restored after the call
+    finally:
+        model.eval()  # as the cache hands it to the other tests
     # a model left in training mode decodes exactly as in eval mode (this tiny model has no dropout, so the check
     # is on the mode switch and determinism; how many rows are exact copies depends on the short training run,
     # which differed across installs, not on the search)

@@ -1,9 +1,12 @@
 """Two ``synthformer train`` processes, one run directory: the second fails at once in one line naming the first
-(pid and host), touches nothing, and once the first is killed its lock file blocks nobody (a stale lock)."""
+(pid and host), touches nothing, and once the first is killed its lock file blocks nobody (a stale lock); the
+killed run is refused without ``--resume`` and continues with it (the command line's resume of a killed run, checked
+on the same killed process: each such process pays torch's import and trains to its first checkpoint)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -59,7 +62,18 @@ def test_a_second_train_into_a_run_in_use_fails_at_once_and_a_killed_first_block
         first.stderr.close()
     assert (run / ".lock").is_file()  # the killed first left its lock file: stale, the kernel released the lock
     step = int((run / "checkpoints" / "latest").read_text().strip()[len("step_"):])
-    assert main(["train", str(cfg), f"train.steps={step + 2}", "--run-dir", str(run), "--resume", "--no-progress",
+    assert step >= 5 and step % 5 == 0  # SIGKILL: no chance to save, so the last checkpoint is a periodic one
+
+    # without --resume the killed run is refused, untouched
+    assert main(["train", str(cfg), "--run-dir", str(run), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "already holds a run" in err and "--resume" in err
+    # --resume continues from that checkpoint up to the (now shorter) goal
+    goal = step + 4
+    assert main(["train", str(cfg), f"train.steps={goal}", "--run-dir", str(run), "--resume", "--no-progress",
                  "-q"]) == 0
-    assert (run / "checkpoints" / "latest").read_text().strip() == f"step_{step + 2:06d}"
+    assert "trained 4 steps" in capsys.readouterr().out
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == sorted(steps) and steps[-1] == goal
+    assert (run / "checkpoints" / "latest").read_text().strip() == f"step_{goal:06d}"
     assert not (run / ".lock").exists()

@@ -1,4 +1,5 @@
-"""Run by test_sharded_eval.py under ``torchrun --standalone --nproc_per_node=2`` (gloo on CPU): ``ROOT``.
+"""Run by tests/two_process_script.py (the suite's one torchrun launch, 2 processes, gloo on CPU), or alone under
+``torchrun --standalone --nproc_per_node=2``: ``ROOT``.
 
 Each process evaluates its part of the same validation samples (a character LM, a seq2seq task decoded with beam
 search) and gathers; each writes what it got to ROOT/rank{r}.json. The test computes the one-process numbers
@@ -49,7 +50,9 @@ def evaluate_all(root: Path, shard: EvalShard) -> dict[str, Any]:
 
 
 def main(root: Path) -> None:
-    torch.distributed.init_process_group("gloo")
+    own_group = not torch.distributed.is_initialized()  # run alone; in the suite's launch the trainers made one
+    if own_group:
+        torch.distributed.init_process_group("gloo")
     shard = EvalShard.current()
     assert shard.world_size == 2, shard
     # every process builds the same data and model (seeded); a folder each, so they do not write one file at once
@@ -57,7 +60,8 @@ def main(root: Path) -> None:
     own.mkdir()
     result = evaluate_all(own, shard)
     (root / f"rank{shard.rank}.json").write_text(json.dumps(result))
-    torch.distributed.destroy_process_group()
+    if own_group:
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

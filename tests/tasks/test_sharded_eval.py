@@ -4,16 +4,11 @@ of the same sample and the sums and decoded hypotheses are gathered (synthformer
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from synthformer.train.sharding import EvalShard
-
-HERE = Path(__file__).parent
+from tests.two_processes import ONE_LAUNCH
 
 
 def test_shard_parts_cover_the_sample_in_order():
@@ -33,16 +28,12 @@ def test_shard_parts_cover_the_sample_in_order():
     assert not accepts_shard(lambda model: {}) and not accepts_shard(print)
 
 
-def test_two_processes_evaluate_like_one(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           str(HERE / "sharded_eval_script.py"), str(tmp_path)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+@ONE_LAUNCH
+def test_two_processes_evaluate_like_one(two_processes, tmp_path):
+    job = two_processes.root / "sharded_eval"  # sharded_eval_script.py's job in the suite's one torchrun launch
+    ranks = [json.loads((job / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0] == ranks[1]  # every process ends with the metrics of the whole sample
 
-    sys.path.insert(0, str(HERE.parent.parent))
     from tests.tasks.sharded_eval_script import evaluate_all
 
     (tmp_path / "one").mkdir()

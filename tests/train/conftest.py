@@ -17,3 +17,4 @@ def _single_thread_and_quiet(caplog):
     caplog.set_level(logging.INFO, logger="synthformer.train")
     yield
     torch.set_num_threads(threads)
+

@@ -1,4 +1,4 @@
-"""Run by test_distributed.py under ``torchrun --standalone --nproc_per_node=2`` (gloo on CPU).
+"""Run by two_process_script.py (test_distributed.py's job ``agree``) under torchrun, 2 processes, gloo on CPU.
 
 Trains the toy LM for 10 steps (ROOT/reference), and separately for 6 steps then resumed to 10 (ROOT/run), and
 writes each rank's final weights to ROOT/{reference,run}-rank{r}.safetensors for the test to compare.

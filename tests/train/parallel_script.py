@@ -1,4 +1,5 @@
-"""Run by test_distributed.py under ``torchrun --standalone --nproc_per_node=2`` (gloo on CPU): ``MODE ROOT``.
+"""Run by two_process_script.py (test_distributed.py's jobs ``ddp`` and ``fsdp``) under torchrun, 2 processes, gloo
+on CPU: ``main(MODE, ROOT)``, or ``MODE ROOT`` as a script.
 
 Trains :func:`toymodels.tiny_seq2seq` for 6 steps with ``train.distributed=MODE`` into ROOT/two, then resumes
 ROOT/one_to_two (a single-process run the test rewound to its step-3 checkpoint) to step 6. Writes for the test:

@@ -1,4 +1,4 @@
-"""Run by test_stream_distributed.py under ``torchrun --nproc_per_node 2`` (and in-process for 1 process): train
+"""Run by two_process_script.py under torchrun, 2 processes (and by test_stream_distributed.py in-process for 1): train
 a run config (a prepared span-corruption corpus) and record, for each step, the source rows of the batch this
 process consumed, to ``OUT/batches-rank<r>.json``."""
 

@@ -1,31 +1,26 @@
 """Two processes with torchrun (gloo on CPU): replicas stay identical and resume is exact (DDP); DDP and FSDP2 train
-as one process does on the same global batch, and checkpoints move between 1 and 2 processes."""
+as one process does on the same global batch, and checkpoints move between 1 and 2 processes.
+
+The two-process runs are jobs of the suite's one torchrun launch (tests/two_processes.py, the fixture
+``two_processes``); the tests check what each job wrote.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-HERE = Path(__file__).parent
+from tests.two_processes import ONE_LAUNCH, rewind, train_one
 
 
-def test_torchrun_two_processes_train_and_agree(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(
-        [str(HERE), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           str(HERE / "ddp_script.py"), str(tmp_path)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-
-    weights = {(name, r): load_file(tmp_path / f"{name}-rank{r}.safetensors")
+@ONE_LAUNCH
+def test_torchrun_two_processes_train_and_agree(two_processes):
+    root = two_processes.root / "agree"  # ddp_script.py's job
+    weights = {(name, r): load_file(root / f"{name}-rank{r}.safetensors")
                for name in ("reference", "run") for r in (0, 1)}
     ref = weights["reference", 0]
     # Both replicas agree, and the stopped-and-resumed run equals the uninterrupted one bit for bit.
@@ -34,14 +29,14 @@ def test_torchrun_two_processes_train_and_agree(tmp_path):
 
     from synthformer.train import load_checkpoint
 
-    run = tmp_path / "run"
+    run = root / "run"
     ck = load_checkpoint(run)
     assert ck.step == 10 and len(ck.rng_states) == 2 and ck.trainer_state["world_size"] == 2
     assert not torch.equal(ck.rng_states[0]["torch"], ck.rng_states[1]["torch"])  # per-process dropout
     lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [d["step"] for d in lines if "loss" in d] == [2, 4, 6, 8, 10]
     assert [d["step"] for d in lines if "eval_loss" in d] == [3, 6, 9, 10]
-    result = json.loads((tmp_path / "result.json").read_text())
+    result = json.loads((root / "result.json").read_text())
     assert result["loss"] < lines[0]["loss"]  # it learned
 
 
@@ -56,29 +51,6 @@ WEIGHT_TOL = 1e-4
 #: Key biases are compared apart: softmax over the keys ignores a key bias, so its true gradient is 0 and what it
 #: gets is rounding noise, which AdamW scales up to a sizeable part of an update whatever the order of the sums.
 KEY_BIAS_TOL = 0.2 * 1e-2 * 6  # a fifth of 6 full updates
-
-
-def train_one(run_dir: Path, *, resume: bool = False):
-    """One process, the global batch of parallel_script.py (2 x 4 examples) in one batch of 8."""
-    from toymodels import CountingPairs, tiny_seq2seq
-
-    from synthformer.train import TrainConfig, Trainer, seed_everything
-
-    seed_everything(0)
-    cfg = TrainConfig(steps=6, batch_size=8, grad_accum=2, lr=1e-2, schedule="constant", save_every=1, log_every=1,
-                      eval_every=3, max_checkpoints=0)
-    return Trainer(tiny_seq2seq(), CountingPairs(64), cfg, run_dir, eval_data=CountingPairs(9, seed=1),
-                   progress=False, resume=resume)
-
-
-def rewind(src: Path, dst: Path, step: int) -> Path:
-    """A copy of run ``src`` as it was when the checkpoint of ``step`` was its latest."""
-    shutil.copytree(src, dst)
-    for ckpt in (dst / "checkpoints").glob("step_*"):
-        if int(ckpt.name.split("_")[1]) > step:
-            shutil.rmtree(ckpt)
-    (dst / "checkpoints" / "latest").write_text(f"step_{step:06d}\n")
-    return dst
 
 
 def weights(run: Path, step: int) -> dict[str, torch.Tensor]:
@@ -104,33 +76,19 @@ def metric(run: Path, name: str = "loss") -> dict[int, float]:
     return {d["step"]: d[name] for d in lines if name in d}
 
 
-@pytest.fixture(scope="module")
-def single(tmp_path_factory) -> Path:
-    """A 6-step single-process run, a checkpoint after every step."""
-    run = tmp_path_factory.mktemp("single") / "one"
-    with train_one(run) as trainer:
-        trainer.train()
-    return run
-
-
+@ONE_LAUNCH
 @pytest.mark.parametrize("mode", ["ddp", "fsdp"])
-def test_two_processes_equal_one_and_checkpoints_move_between_world_sizes(mode, single, tmp_path):
-    rewind(single, tmp_path / "one_to_two", 3)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(
-        [str(HERE), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           str(HERE / "parallel_script.py"), mode, str(tmp_path)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    two = tmp_path / "two"
+def test_two_processes_equal_one_and_checkpoints_move_between_world_sizes(mode, two_processes, tmp_path):
+    single, job = two_processes.single, two_processes.root / mode  # parallel_script.py's job in this mode
+    two = job / "two"
     measured = {}
 
     # Replicas (DDP) or the shards gathered on each process (FSDP) agree, and are what the checkpoint holds.
-    rank0, rank1 = (load_file(tmp_path / f"two-rank{r}.safetensors") for r in (0, 1))
+    rank0, rank1 = (load_file(job / f"two-rank{r}.safetensors") for r in (0, 1))
     assert all(torch.equal(rank0[k], rank1[k]) for k in rank0)
     assert all(torch.equal(rank0[k], v) for k, v in weights(two, 6).items())
     if mode == "fsdp":  # sharded indeed: each block is a unit, and each process holds part of every block tensor
-        shards = json.loads((tmp_path / "shards.json").read_text())
+        shards = json.loads((job / "shards.json").read_text())
         # fully_shard subclasses each unit (TransformerBlock -> FSDPTransformerBlock)
         assert shards["units"] == ["FSDPSeq2SeqTransformer", "FSDPTransformerBlock", "FSDPTransformerBlock",
                                    "FSDPSynthesizerCrossAttention"]
@@ -156,14 +114,14 @@ def test_two_processes_equal_one_and_checkpoints_move_between_world_sizes(mode, 
     measured["key bias step 6"] = max_diff(weights(single, 6), weights(two, 6), key_bias=True)
 
     # 1 -> 2: the resumed processes start from the checkpoint's weights and end where one process did.
-    resumed = tmp_path / "one_to_two"
+    resumed = job / "one_to_two"  # the launch's fixture rewound `single` to step 3 there
     for r in (0, 1):
-        start = load_file(tmp_path / f"resumed-rank{r}.safetensors")
+        start = load_file(job / f"resumed-rank{r}.safetensors")
         assert all(torch.equal(start[k], v) for k, v in weights(single, 3).items())
     measured["1->2 weights step 6"] = max_diff(weights(single, 6), weights(resumed, 6))
     measured["1->2 loss"] = max(abs(loss_one[s] - metric(resumed)[s]) for s in range(4, 7))
 
-    # 2 -> 1: likewise, in this process.
+    # 2 -> 1: likewise, in this process (on a copy: the launch's runs are shared by the tests).
     back = rewind(two, tmp_path / "two_to_one", 3)
     with train_one(back, resume=True) as trainer:
         assert trainer.step == 3
