@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import torch
 from synthformer.cli.main import main
 from synthformer.train import latest_checkpoint, list_checkpoints, load_checkpoint
 from tests.tasks.helpers import lm_config, write_yaml
+from tests.two_processes import rewind
 
 from .long_runs import cases
 from .test_faults import final_weights, uninterrupted  # noqa: F401 - uninterrupted: the fixture
@@ -104,15 +104,6 @@ def two_processes(spec: list[dict], out: Path) -> list[subprocess.Popen[str]]:
     port = str(free_port())
     return [launch(spec, out, {"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
                                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}) for r in (0, 1)]
-
-
-def rewind(src: Path, dst: Path, step: int) -> None:
-    """A copy of run ``src`` as it was when its checkpoint of ``step`` was the latest."""
-    shutil.copytree(src, dst)
-    for ckpt in (dst / "checkpoints").glob("step_*"):
-        if int(ckpt.name.split("_")[1]) > step:
-            shutil.rmtree(ckpt)
-    (dst / "checkpoints" / "latest").write_text(f"step_{step:06d}\n")
 
 
 def survivor(proc: subprocess.Popen[str], out: Path, rank: int) -> str:
