@@ -164,16 +164,6 @@ def _run_with_fault(run: Path, step: int, at: int, mode: str, save: Callable[[],
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 
-@pytest.fixture
-def no_disk_flush(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``os.fsync`` does nothing in the fault loops (hundreds of saves, each flushing every file and directory to
-    the disk: most of their time). A flush matters only when the machine loses power, which no case simulates: a
-    killed process loses nothing the kernel holds. The calls around it still run in order (``_fsync_path`` opens
-    and closes each file, and a fault is injected at each such call), as does every check."""
-    monkeypatch.setattr(os, "fsync", lambda fd: None)
-
-
-@pytest.mark.usefixtures("no_disk_flush")
 @pytest.mark.parametrize("resave", [False, True], ids=["new-step", "same-step-again"])
 def test_a_fault_at_any_step_of_a_save_leaves_a_loadable_run(tmp_path: Path, resave: bool) -> None:
     step = 1 if resave else 2  # saving step 1 again happens when a run is resumed at its last checkpoint
@@ -216,7 +206,6 @@ def _rotate(run: Path, new_best: bool) -> None:
     _save(run, 4, seed=4, keep=1, best=4 if new_best else 1)
 
 
-@pytest.mark.usefixtures("no_disk_flush")
 def test_a_fault_at_any_call_of_a_rotating_save_keeps_what_latest_and_best_name(tmp_path: Path) -> None:
     before = tmp_path / "before"  # every case starts from a copy of it (three saves once, not per case)
     _before_rotation(before)
