@@ -23,29 +23,9 @@ from doc_tables_lra import LRA_BUILDERS  # noqa: E402 - LRA's Table 2 (issue 31)
 from doc_tables_lra_results import LRA_RESULTS_BUILDERS  # noqa: E402 - LRA's Table 1 (issue 31)
 from doc_tables_superglue import SUPERGLUE_BUILDERS  # noqa: E402 - the paper's Table 6 (issue 29)
 from doc_tables_t5 import T5_BUILDERS  # noqa: E402 - the T5 setting's tables (issue 28)
-from records import RESULTS, ROOT, latest  # noqa: E402
+from records import RESULTS, ROOT, latest, provenance  # noqa: E402
 
 FIGURES = ROOT / "docs" / "figures"
-
-
-def _cpu(entries: list[dict[str, Any]]) -> str:
-    """``1 thread, CPU shared with other work`` (or the mix of them) over a table's entries."""
-    threads = sorted({str(e.get("threads") or "default") for e in entries})
-    shared = {bool(e.get("shared_cpu")) for e in entries}
-    where = ("CPU shared with other work" if shared == {True} else "nothing else running" if shared == {False}
-             else "some rows on a shared CPU")
-    word = "thread" if threads == ["1"] else "threads"
-    return f"{' / '.join(threads)} {word}, {where}"
-
-
-def provenance(entries: list[dict[str, Any]], record: str) -> str:
-    """The line under a table: its record, the dates, commits and how the CPU was used."""
-    dates = sorted(str(e.get("date", "?")) for e in entries)
-    span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
-    commits = ", ".join(dict.fromkeys(str(e.get("commit", "?")) for e in entries))
-    machines = "; ".join(dict.fromkeys(str(e.get("machine", "?")) for e in entries))
-    rows = f"{len(entries)} row{'s' if len(entries) != 1 else ''}"
-    return f"Record: `{record}` ({rows}; {span}; commit {commits}; {machines}; {_cpu(entries)})."
 
 
 def _rows(name: str, order: list[str]) -> tuple[list[dict[str, Any]], str]:

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from records import RESULTS, ROOT, latest  # noqa: E402 - the sibling module
+from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - the sibling module
 
 TABLE = "lra"
 #: task -> (its name in LRA's Table 1, classes, LRA's training steps, LRA's batch): LRA's configs
@@ -37,12 +37,6 @@ LRA_TABLE1: dict[str, dict[str, float]] = {
     "Linformer": {"listops": 35.70, "text": 53.94, "pathfinder": 76.34},
 }
 LRA_NAMES = {"V": "Transformer", "R+V": "Synthesizer", "Linformer": "Linformer"}
-
-
-def _provenance(entries: list[dict[str, Any]], record: str) -> str:
-    from doc_tables_builders import provenance  # the shared provenance line (imported late: that module imports us)
-
-    return provenance(entries, record)
 
 
 def row_names() -> list[str]:
@@ -90,7 +84,7 @@ def lra_results_table() -> str:
             f"{'-' if valid is None else f'{100 * valid:.2f}%'} | {e['steps']:,} x {batch} | "
             f"{100 * seen / (lra_steps * lra_batch):.2g}% | {e['train_s'] / 60:.1f} min | "
             f"{(e['train_wall_s'] + e['eval_wall_s']) / 60:.1f} min |")
-    return "\n".join([*lines, "", _provenance(entries, str(path.relative_to(ROOT)))])
+    return "\n".join([*lines, "", provenance(entries, str(path.relative_to(ROOT)))])
 
 
 def lra_budget_table() -> str:

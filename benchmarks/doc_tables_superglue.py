@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from records import RESULTS, ROOT, latest  # noqa: E402 - the sibling module
+from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - the sibling module
 
 TABLE = "t5arch_superglue"
 ROWS = {"V": "T5 (V)", "R": "Syn (R)", "D": "Syn (D)", "R+V": "Syn (R+V)", "D+V": "Syn (D+V)"}
@@ -50,12 +50,6 @@ PAPER_TABLE6: dict[str, tuple[float, list[tuple[float, ...]]]] = {
     "Syn (D+V)": (69.7, [(79.3,), (74.3, 85.7), (64.0,), (73.8, 33.7), (69.9, 69.2), (78.7,), (64.3,), (68.3,)]),
     "Syn (R+V)": (72.2, [(79.3,), (82.7, 91.1), (64.0,), (74.3, 34.9), (70.8, 69.9), (82.7,), (64.6,), (75.0,)]),
 }
-
-
-def _provenance(entries: list[dict[str, Any]], record: str) -> str:
-    from doc_tables_builders import provenance  # the shared provenance line (imported late: that module imports us)
-
-    return provenance(entries, record)
 
 
 def _cell(values: list[float] | None, digits: int = 1) -> str:
@@ -134,7 +128,7 @@ def superglue_table() -> str:
         lines.append(f"| majority label | {_cell(majority.get('average'))} | " + " | ".join(cells) + " | 0 | - |")
     note = (_missing_line(entries) + "BoolQ is not trained here (the shared folder has its val set only) and "
             "ReCoRD's data is not here. ")
-    return "\n".join([*lines, "", note + _provenance(entries, str(path.relative_to(ROOT)))])
+    return "\n".join([*lines, "", note + provenance(entries, str(path.relative_to(ROOT)))])
 
 
 def config_tasks() -> list[str]:

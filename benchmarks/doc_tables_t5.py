@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from records import RESULTS, ROOT, latest  # noqa: E402 - the sibling module
+from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - the sibling module
 
 PRETRAIN_ROWS = {"V": "T5 (V)", "R": "Syn (R)", "D": "Syn (D)", "R+V": "Syn (R+V)", "D+V": "Syn (D+V)",
                  "transformer-V": "Transformer (V), the earlier setting"}
@@ -27,12 +27,6 @@ def _entries(table: str, order: dict[str, str]) -> tuple[list[dict[str, Any]], s
     path = RESULTS / f"{table}.jsonl"
     found = latest(path, table)
     return [found[r] for r in order if r in found], str(path.relative_to(ROOT))
-
-
-def _provenance(entries: list[dict[str, Any]], record: str) -> str:
-    from doc_tables_builders import provenance  # the shared provenance line (imported late: that module imports us)
-
-    return provenance(entries, record)
 
 
 def _minutes(entry: dict[str, Any]) -> str:
@@ -52,7 +46,7 @@ def t5_pretrain_table() -> str:
         lines.append(f"| {PRETRAIN_ROWS[e['row']]} | {e['parameters']:,} | {v['log_perplexity']:.3f} | "
                      f"{v['noise_density']:.4f} | {v['mean_span_length']:.3f} | {e['steps']} | "
                      f"{e['steps'] / e['train_s']:.2f} | {_minutes(e)} |")
-    return "\n".join([*lines, "", _provenance(entries, record)])
+    return "\n".join([*lines, "", provenance(entries, record)])
 
 
 def t5_glue_table() -> str:
@@ -75,7 +69,7 @@ def t5_glue_table() -> str:
     if GLUE_DIR.is_dir():
         average, cells = majority_cells(GLUE_DIR, present)
         lines.append(f"| majority label | {average:.1f} | " + " | ".join(cells) + " | 0 | - |")
-    return "\n".join([*lines, "", _provenance(entries, record)])
+    return "\n".join([*lines, "", provenance(entries, record)])
 
 
 T5_BUILDERS: dict[str, Callable[[], str]] = {"t5arch-pretrain": t5_pretrain_table, "t5arch-glue": t5_glue_table}
