@@ -79,3 +79,19 @@ def test_the_kernels_read_only_constexpr_globals():
             if value is None or isinstance(value, types.ModuleType | KernelInterface):
                 continue  # an attribute name (tl.zeros' "zeros"), a builtin, a module or another kernel
             assert isinstance(value, tl.constexpr), f"kernel {name} reads global {used!r} = {value!r}, not a constexpr"
+
+
+@pytest.mark.parametrize("setting, want", [("highest", "ieee"), ("high", "tf32"), ("medium", "tf32")])
+def test_the_kernels_multiply_fp32_as_torch_is_set_to(setting, want):
+    """Triton's ``tl.dot`` defaults to TF32 for fp32 blocks; the kernels follow PyTorch's fp32 matmul setting instead
+    (exact "ieee" at PyTorch's default "highest"), so they are as exact as the path they replace."""
+    from synthformer.attention import _triton_code
+
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision(setting)
+        assert _triton_code.input_precision() == want
+        v = torch.zeros(1, 1, 4, 4)
+        assert _triton_code._meta(None, torch.zeros(1, 1, 4, 4), None, v, False)["PREC"] == want
+    finally:
+        torch.set_float32_matmul_precision(before)

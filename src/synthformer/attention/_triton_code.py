@@ -28,7 +28,7 @@ BLOCK_N = tl.constexpr(_BLOCK_N_INT)
 def _logits(Q, K, BIAS, PAD, b, h, offs_m, offs_n, T, S, E,
             sqb, sqh, sqt, sqe, skb, skh, sks, ske, sbb, sbh, sbt, sbs, spb, sps,
             EP: tl.constexpr, HAS_QK: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_PAD: tl.constexpr,
-            CAUSAL: tl.constexpr):
+            CAUSAL: tl.constexpr, PREC: tl.constexpr):
     """The masked (BLOCK_M, BLOCK_N) fp32 logits of queries offs_m against keys offs_n; -inf where disallowed."""
     s = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if HAS_QK:
@@ -37,7 +37,7 @@ def _logits(Q, K, BIAS, PAD, b, h, offs_m, offs_n, T, S, E,
                     mask=(offs_m[:, None] < T) & (offs_e[None, :] < E), other=0.0)
         k = tl.load(K + b * skb + h * skh + offs_n[:, None] * sks + offs_e[None, :] * ske,
                     mask=(offs_n[:, None] < S) & (offs_e[None, :] < E), other=0.0)
-        s += tl.dot(q, tl.trans(k)).to(tl.float32)
+        s += tl.dot(q, tl.trans(k), input_precision=PREC).to(tl.float32)
     if HAS_BIAS:
         s += tl.load(BIAS + b * sbb + h * sbh + offs_m[:, None] * sbt + offs_n[None, :] * sbs,
                      mask=(offs_m[:, None] < T) & (offs_n[None, :] < S), other=0.0).to(tl.float32)
@@ -54,7 +54,7 @@ def _logits(Q, K, BIAS, PAD, b, h, offs_m, offs_n, T, S, E,
 def _forward_kernel(Q, K, BIAS, PAD, V, O, LSE, H, T, S, E, DV,
                     sqb, sqh, sqt, sqe, skb, skh, sks, ske, sbb, sbh, sbt, sbs, spb, sps, svb, svh, svs, svd,
                     EP: tl.constexpr, DP: tl.constexpr, HAS_QK: tl.constexpr, HAS_BIAS: tl.constexpr,
-                    HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr):
+                    HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr, PREC: tl.constexpr):
     m_block, bh = tl.program_id(0), tl.program_id(1)
     b, h = bh // H, bh % H
     offs_m = m_block * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -66,14 +66,14 @@ def _forward_kernel(Q, K, BIAS, PAD, V, O, LSE, H, T, S, E, DV,
     for n0 in range(0, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         s = _logits(Q, K, BIAS, PAD, b, h, offs_m, offs_n, T, S, E, sqb, sqh, sqt, sqe, skb, skh, sks, ske,
-                    sbb, sbh, sbt, sbs, spb, sps, EP, HAS_QK, HAS_BIAS, HAS_PAD, CAUSAL)
+                    sbb, sbh, sbt, sbs, spb, sps, EP, HAS_QK, HAS_BIAS, HAS_PAD, CAUSAL, PREC)
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with nothing allowed yet stays at 0
         p = tl.exp(s - m_safe[:, None])
         alpha = tl.exp(m_i - m_safe)
         v = tl.load(V + b * svb + h * svh + offs_n[:, None] * svs + offs_d[None, :] * svd,
                     mask=(offs_n[:, None] < S) & (offs_d[None, :] < DV), other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v).to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC).to(tl.float32)
         l_i = l_i * alpha + tl.sum(p, 1)
         m_i = m_new
     out = tl.where(l_i[:, None] > 0, acc / tl.where(l_i > 0, l_i, 1.0)[:, None], 0.0)  # fully masked rows: 0
@@ -87,7 +87,7 @@ def _forward_kernel(Q, K, BIAS, PAD, V, O, LSE, H, T, S, E, DV,
 def _dkdv_kernel(Q, K, BIAS, PAD, V, DO, LSE, DELTA, DK, DV_OUT, DBIAS, H, T, S, E, DV,
                  sqb, sqh, sqt, sqe, skb, skh, sks, ske, sbb, sbh, sbt, sbs, spb, sps, svb, svh, svs, svd,
                  EP: tl.constexpr, DP: tl.constexpr, HAS_QK: tl.constexpr, HAS_BIAS: tl.constexpr,
-                 HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr):
+                 HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr, PREC: tl.constexpr):
     n_block, bh = tl.program_id(0), tl.program_id(1)
     b, h = bh // H, bh % H
     offs_n = n_block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -101,19 +101,19 @@ def _dkdv_kernel(Q, K, BIAS, PAD, V, DO, LSE, DELTA, DK, DV_OUT, DBIAS, H, T, S,
     for m0 in range(first, T, BLOCK_M):
         offs_m = m0 + tl.arange(0, BLOCK_M)
         s = _logits(Q, K, BIAS, PAD, b, h, offs_m, offs_n, T, S, E, sqb, sqh, sqt, sqe, skb, skh, sks, ske,
-                    sbb, sbh, sbt, sbs, spb, sps, EP, HAS_QK, HAS_BIAS, HAS_PAD, CAUSAL)
+                    sbb, sbh, sbt, sbs, spb, sps, EP, HAS_QK, HAS_BIAS, HAS_PAD, CAUSAL, PREC)
         row = bh * T + offs_m
         lse = tl.load(LSE + row, mask=offs_m < T, other=float("inf"))
         p = tl.exp(s - lse[:, None])  # (BLOCK_M, BLOCK_N); 0 where masked
         do = tl.load(DO + row[:, None] * DV + offs_d[None, :], mask=(offs_m[:, None] < T) & (offs_d[None, :] < DV),
                      other=0.0)
-        dv += tl.dot(tl.trans(p.to(do.dtype)), do).to(tl.float32)
-        dp = tl.dot(do, tl.trans(v)).to(tl.float32)
+        dv += tl.dot(tl.trans(p.to(do.dtype)), do, input_precision=PREC).to(tl.float32)
+        dp = tl.dot(do, tl.trans(v), input_precision=PREC).to(tl.float32)
         ds = p * (dp - tl.load(DELTA + row, mask=offs_m < T, other=0.0)[:, None])
         if HAS_QK:
             q = tl.load(Q + b * sqb + h * sqh + offs_m[:, None] * sqt + offs_e[None, :] * sqe,
                         mask=(offs_m[:, None] < T) & (offs_e[None, :] < E), other=0.0)
-            dk += tl.dot(tl.trans(ds.to(q.dtype)), q).to(tl.float32)
+            dk += tl.dot(tl.trans(ds.to(q.dtype)), q, input_precision=PREC).to(tl.float32)
         if HAS_BIAS:
             tl.store(DBIAS + (bh * T + offs_m[:, None]) * S + offs_n[None, :], ds,
                      mask=(offs_m[:, None] < T) & (offs_n[None, :] < S))
@@ -127,7 +127,7 @@ def _dkdv_kernel(Q, K, BIAS, PAD, V, DO, LSE, DELTA, DK, DV_OUT, DBIAS, H, T, S,
 def _dq_kernel(Q, K, BIAS, PAD, V, DO, LSE, DELTA, DQ, H, T, S, E, DV,
                sqb, sqh, sqt, sqe, skb, skh, sks, ske, sbb, sbh, sbt, sbs, spb, sps, svb, svh, svs, svd,
                EP: tl.constexpr, DP: tl.constexpr, HAS_QK: tl.constexpr, HAS_BIAS: tl.constexpr,
-               HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr):
+               HAS_PAD: tl.constexpr, CAUSAL: tl.constexpr, PREC: tl.constexpr):
     m_block, bh = tl.program_id(0), tl.program_id(1)
     b, h = bh // H, bh % H
     offs_m = m_block * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -143,14 +143,14 @@ def _dq_kernel(Q, K, BIAS, PAD, V, DO, LSE, DELTA, DQ, H, T, S, E, DV,
     for n0 in range(0, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         s = _logits(Q, K, BIAS, PAD, b, h, offs_m, offs_n, T, S, E, sqb, sqh, sqt, sqe, skb, skh, sks, ske,
-                    sbb, sbh, sbt, sbs, spb, sps, EP, HAS_QK, HAS_BIAS, HAS_PAD, CAUSAL)
+                    sbb, sbh, sbt, sbs, spb, sps, EP, HAS_QK, HAS_BIAS, HAS_PAD, CAUSAL, PREC)
         p = tl.exp(s - lse[:, None])
         v = tl.load(V + b * svb + h * svh + offs_n[:, None] * svs + offs_d[None, :] * svd,
                     mask=(offs_n[:, None] < S) & (offs_d[None, :] < DV), other=0.0)
-        ds = p * (tl.dot(do, tl.trans(v)).to(tl.float32) - delta[:, None])
+        ds = p * (tl.dot(do, tl.trans(v), input_precision=PREC).to(tl.float32) - delta[:, None])
         k = tl.load(K + b * skb + h * skh + offs_n[:, None] * sks + offs_e[None, :] * ske,
                     mask=(offs_n[:, None] < S) & (offs_e[None, :] < E), other=0.0)
-        dq += tl.dot(ds.to(k.dtype), k).to(tl.float32)
+        dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC).to(tl.float32)
     tl.store(DQ + row[:, None] * E + offs_e[None, :], dq, mask=(offs_m[:, None] < T) & (offs_e[None, :] < E))
 
 
@@ -165,10 +165,19 @@ def _args(q: Tensor | None, k: Tensor | None, bias: Tensor | None, pad: Tensor |
     return (q_, k_, b_, p_), (*qs, *ks, *bs, *ps, *v.stride())
 
 
+def input_precision() -> str:
+    """How ``tl.dot`` multiplies fp32 blocks: as PyTorch's own fp32 matmuls do. Triton's default is TF32 on
+    tensor cores (10-bit mantissas), which PyTorch uses only when asked (``torch.set_float32_matmul_precision``
+    "high" or "medium", or ``torch.backends.cuda.matmul.allow_tf32``): at the default "highest" the kernels would
+    otherwise be less exact than the PyTorch path and SDPA they stand in for. bf16 / fp16 blocks ignore it."""
+    return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+
+
 def _meta(q: Tensor | None, bias: Tensor | None, pad: Tensor | None, v: Tensor, causal: bool) -> dict:
     e = q.shape[-1] if q is not None else 1
     return dict(EP=max(16, triton.next_power_of_2(e)), DP=max(16, triton.next_power_of_2(v.shape[-1])),
-                HAS_QK=q is not None, HAS_BIAS=bias is not None, HAS_PAD=pad is not None, CAUSAL=causal)
+                HAS_QK=q is not None, HAS_BIAS=bias is not None, HAS_PAD=pad is not None, CAUSAL=causal,
+                PREC=input_precision())
 
 
 def forward(q, k, bias, v, pad, causal: bool) -> tuple[Tensor, Tensor]:
