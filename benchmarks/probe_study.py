@@ -66,16 +66,21 @@ FIGURES = ROOT / "docs" / "figures"
 HEATMAPS: tuple[tuple[str, str], ...] = (("pair", "V"), ("pair", "D"))
 
 
+def _threads(args: argparse.Namespace) -> int:
+    """Torch threads per study process: ``--threads``, else one per lane with several lanes, two with one."""
+    return args.threads if args.threads is not None else (1 if args.lanes > 1 else 2)
+
+
 def study_dir(runs: Path, task: str, length: int) -> Path:
     """``RUNS/study-probe-<task>-<length>``."""
     return runs / f"study-probe-{task}-{length}"
 
 
-def study_command(task: str, length: int, runs: Path, seeds: int, lanes: int) -> list[str]:
+def study_command(task: str, length: int, runs: Path, seeds: int, threads: int) -> list[str]:
     """The ``synthformer study`` command of ``task`` at ``length`` (without the interpreter), ``seeds`` seeds."""
     config, overrides = STUDIES[task]
     return ["study", config, *overrides, f"task.max_len={length}", *BUDGET, "--kinds", KINDS, "--seeds", str(seeds),
-            "--out", str(study_dir(runs, task, length)), "--threads", "1" if lanes > 1 else "2"]
+            "--out", str(study_dir(runs, task, length)), "--threads", str(threads)]
 
 
 def _env() -> dict[str, str]:
@@ -89,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     for length, seeds in PLAN:
         for task in args.tasks:
             argv = ["nice", "-n", "19", sys.executable, "-m", "synthformer.cli.main",
-                    *study_command(task, length, args.runs, seeds, args.lanes)]
+                    *study_command(task, length, args.runs, seeds, _threads(args))]
             print(f"# {shlex.join(argv)}", flush=True)
             procs = [subprocess.Popen(argv, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL if i else None)
                      for i in range(args.lanes)]
@@ -132,11 +137,11 @@ def record(args: argparse.Namespace) -> int:
             data = json.loads((out / "results.json").read_text(encoding="utf-8"))
             total = len(variants) * SEEDS
             command = "python -m synthformer.cli.main " + shlex.join(
-                study_command(task, length, Path("runs/probe"), SEEDS, args.lanes))
+                study_command(task, length, Path("runs/probe"), SEEDS, _threads(args)))
             entry = {"table": TABLE, "row": f"{task}-{length}", "task": task, "length": length,
                      "metric": data["metric"], "rows": data["rows"], "runs_done": len(records), "runs_total": total,
-                     "driver": f"python benchmarks/probe_study.py run --lanes {args.lanes}",
-                     **metadata(command, 1 if args.lanes > 1 else 2, bool(args.shared_cpu)), "load_1min": [load()]}
+                     "driver": f"python benchmarks/probe_study.py run --lanes {args.lanes} --threads {_threads(args)}",
+                     **metadata(command, _threads(args), bool(args.shared_cpu)), "load_1min": [load()]}
             append(RECORD, entry)
             print(f"# {out.name}: {len(records)} of {total} runs recorded in {RECORD.relative_to(ROOT)}; "
                   f"{outputs.markdown}")
@@ -178,10 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "probe", help="where the studies train")
     parser.add_argument("--tasks", nargs="+", choices=list(STUDIES), default=list(DEFAULT_TASKS))
     parser.add_argument("--lanes", type=int, default=2, help="processes per study (one thread each when > 1)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads per process (default: 1 with several lanes, else 2); 1 leaves a core to "
+                             "other work")
     parser.add_argument("--shared-cpu", action="store_true", help="record that other work shared the CPU")
     args = parser.parse_args(argv)
     if args.lanes < 1:
         parser.error(f"--lanes must be >= 1, got {args.lanes}")
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads must be >= 1, got {args.threads}")
     return {"run": run, "record": record, "analyze": analyze}[args.action](args)
 
 
