@@ -95,3 +95,30 @@ def test_the_kernels_multiply_fp32_as_torch_is_set_to(setting, want):
         assert _triton_code._meta(None, torch.zeros(1, 1, 4, 4), None, v, False)["PREC"] == want
     finally:
         torch.set_float32_matmul_precision(before)
+
+
+@pytest.mark.parametrize("kind", FUSED_KINDS)
+def test_the_kernels_get_one_dtype_for_q_and_k_under_autocast(kind, monkeypatch):
+    """Under autocast a kind's query and key features can come in different dtypes (a bf16 linear against an fp32
+    weight: D, GLU, Bottleneck; a side scaled by a mixture's fp32 weight: R+V, Fix+V) while ``tl.dot`` takes one
+    dtype. Found on an H100 as a compile error ("Both operands must be same dtype"); the interpreter enforces the
+    same rule, so the CPU's bf16 autocast reproduces it here. Only the dtypes are checked: the interpreter's bf16
+    arithmetic is not the GPU's (its results differ wildly for every kind, bias-only ones too), so the values in
+    bf16 are checked on a GPU by tests/attention/test_triton_gpu.py."""
+    seen = []
+    apply = triton_kernels.TritonAttention.apply
+
+    def spy(q, k, bias, v, pad, causal):
+        seen.append((None if q is None else q.dtype, None if k is None else k.dtype, v.dtype))
+        return apply(q, k, bias, v, pad, causal)
+
+    monkeypatch.setattr(triton_kernels.TritonAttention, "apply", spy)
+    attn = build(kind, dtype=torch.float32)
+    x = torch.randn(2, MAX_LEN, D_MODEL, requires_grad=True)
+    with fast_path_settings(triton="always"), torch.autocast("cpu", dtype=torch.bfloat16):
+        y = attn(x, padding(2, MAX_LEN))  # before the fix: InterpreterError "Both operands must be same dtype"
+    (grad,) = torch.autograd.grad(y.float().sum(), x)  # the backward kernels' tl.dot calls too
+    assert len(seen) == 1 and y.dtype == torch.bfloat16 and grad.shape == x.shape
+    q_dtype, k_dtype, v_dtype = seen[0]
+    assert q_dtype == k_dtype, f"{kind}: q {q_dtype} and k {k_dtype} reach the kernels"
+    assert v_dtype == torch.bfloat16

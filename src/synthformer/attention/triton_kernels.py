@@ -87,6 +87,22 @@ class TritonAttention(torch.autograd.Function):
         return dq, dk, dbias, dv, None, None
 
 
+def _common_dtype(q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+    """q and k in the one dtype ``tl.dot`` requires of its operands: the dtype PyTorch's ``q @ k^T`` would multiply
+    in, autocast's when it is on (it casts both operands), else the promoted type. Under autocast they can differ:
+    D's, GLU's and Bottleneck's keys are an fp32 weight while their queries come from a bf16 linear, and a mixture
+    scales one side by its fp32 weight (R+V, Fix+V). Found on an H100 as a compile error ("Both operands must be
+    same dtype") for those five kinds under bf16; the interpreter raises the same (tests/attention/test_triton.py)."""
+    if q.dtype == k.dtype:
+        return q, k
+    device = q.device.type
+    if torch.is_autocast_enabled(device):
+        dtype = torch.get_autocast_dtype(device)
+    else:
+        dtype = torch.promote_types(q.dtype, k.dtype)
+    return q.to(dtype), k.to(dtype)  # autograd casts the gradients back
+
+
 def triton_attention(
     q: Tensor | None, k: Tensor | None, bias: Tensor | None, v: Tensor, key_padding_mask: Tensor | None, causal: bool
 ) -> Tensor:
@@ -102,6 +118,7 @@ def triton_attention(
     b, h, s, _ = v.shape
     t = q.shape[2] if q is not None else bias.shape[2]
     if q is not None:
+        q, k = _common_dtype(q, k)
         q, k = q.expand(b, h, t, -1), k.expand(b, h, s, -1)  # autograd sums a shared k's gradient
     if bias is not None:
         bias = bias.expand(b, h, t, s)
