@@ -256,7 +256,8 @@ def run_row(table: str, name: str, s: Sitting) -> None:
         return
     row = TABLES[table][name]
     run_dir = s.runs / table / name.replace("@", "-")
-    if recorded:  # a re-measurement trains from scratch, into a directory of its own (the old run is kept)
+    if recorded and run_dir.exists():  # a re-measurement trains from scratch, beside the old run (kept); on a
+        # machine without the old run it takes the plain name, where a finetuning row's init_from looks
         run_dir = run_dir.with_name(f"{run_dir.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
     load_start, code = load(), commit()  # of the code that starts: later commits during the run do not count
     start = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
