@@ -21,6 +21,8 @@ SLOW_FIRST = (
     "tests/hf/test_clients.py::test_folders_load_by_path",
     "tests/tasks/test_text_metrics.py::test_dialogue_metrics_reproduce_nlg_eval_readme_example",
     "tests/hf/test_export.py::test_exported_runs_load_offline_in_a_fresh_process",
+    "tests/attention/test_triton_compile.py::",
+    "tests/attention/test_fused_backends.py::test_backend_equals_the_reference_and_the_torch_backend_in_float64[compile-",
     "tests/reliability/test_two_processes.py::",
     "tests/reliability/test_faults.py::test_a_kill_during_a_training_checkpoint",
     "tests/reliability/test_bad_inputs_meta.py::test_a_real_terminal_sees_one_line",

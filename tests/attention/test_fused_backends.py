@@ -29,8 +29,12 @@ COMPILE_KINDS = ["D", "R+V", "R+D+V"]
 #: fallback is what there is to test (the two tests at the end)
 _MISSING = fused_backends._missing_tool()
 _toolchain = pytest.mark.skipif(_MISSING is not None, reason=f"no toolchain for the kernels: {_MISSING}")
+#: every torch.compile test in one xdist worker: the compiled functions are cached per process (fused_backends'
+#: ``_loaded``), so the first test compiles and the others reuse the graphs; spread over workers each compiled its
+#: own (about 90 s of CPU in all, against about 10 s in one process)
+_ONE_WORKER = pytest.mark.xdist_group("torch-compile")
 CASES = [pytest.param("cpp", k, marks=_toolchain) for k in FUSED_KINDS] + [
-    pytest.param("compile", k, marks=_toolchain) for k in COMPILE_KINDS
+    pytest.param("compile", k, marks=[_toolchain, _ONE_WORKER]) for k in COMPILE_KINDS
 ]
 
 
@@ -80,7 +84,9 @@ def _compare_with_reference_and_torch(backend: str, kind: str) -> None:
 
 
 @_toolchain
-@pytest.mark.parametrize(("backend", "kind"), [("cpp", "FD"), ("cpp", "GLU"), ("compile", "D")])
+@pytest.mark.parametrize(
+    ("backend", "kind"), [("cpp", "FD"), ("cpp", "GLU"), pytest.param("compile", "D", marks=_ONE_WORKER)]
+)
 def test_gradcheck_through_each_backend(backend, kind):
     """test_fused's gradcheck (input and every trained parameter, causal, query chunks of 2) on ``backend``."""
     with fast_path_settings(backend=backend):
@@ -89,7 +95,7 @@ def test_gradcheck_through_each_backend(backend, kind):
 
 
 @_toolchain
-@pytest.mark.parametrize("backend", ["cpp", "compile"])
+@pytest.mark.parametrize("backend", ["cpp", pytest.param("compile", marks=_ONE_WORKER)])
 def test_backends_in_float32_and_under_bf16_autocast(backend):
     """fp32: within 1e-5 of the torch backend (outputs of unit scale; the C++ exp is a polynomial of about one
     ulp). bf16 autocast: the kernels take float32/float64 only, so bf16 blocks run the torch functions."""
