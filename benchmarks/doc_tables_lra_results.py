@@ -61,6 +61,12 @@ def _lra_cell(task: str, kind: str) -> str:
     return "-" if published is None else f"{published:.2f} ({LRA_NAMES[kind]})"
 
 
+def _wall(entry: dict) -> str:
+    """The row's wall time; a resumed row's covers only its last sitting (the earlier ones were not timed)."""
+    wall = f"{(entry['train_wall_s'] + entry['eval_wall_s']) / 60:.1f} min"
+    return f"{wall} (resumed: the last sitting)" if entry.get("resumed") else wall
+
+
 def lra_results_table() -> str:
     """Test accuracy per task and kind beside LRA's Table 1, chance, the last validation accuracy, the budget
     (steps x batch and its fraction of LRA's), the training time without periodic validation, and the row's wall
@@ -83,7 +89,7 @@ def lra_results_table() -> str:
             f"{_lra_cell(task, kind)} | {100 / classes:.0f}% | "
             f"{'-' if valid is None else f'{100 * valid:.2f}%'} | {e['steps']:,} x {batch} | "
             f"{100 * seen / (lra_steps * lra_batch):.2g}% | {e['train_s'] / 60:.1f} min | "
-            f"{(e['train_wall_s'] + e['eval_wall_s']) / 60:.1f} min |")
+            f"{_wall(e)} |")
     return "\n".join([*lines, "", provenance(entries, str(path.relative_to(ROOT)))])
 
 

@@ -136,6 +136,12 @@ def test_lra_rows_stand_beside_lras_table1_with_chance_and_the_budget(lra, tmp_p
                         "40.0 min |")
 
 
+def test_a_resumed_lra_row_says_its_wall_time_is_the_last_sittings(lra, tmp_path):
+    entry = {**_lra_entry("text-V", 0.5, "synthformer train configs/lra_text.yaml x"), "resumed": True}
+    _write(tmp_path, "lra", [entry])
+    assert lra.lra_results_table().splitlines()[2].endswith("| 30.0 min | 40.0 min (resumed: the last sitting) |")
+
+
 def test_the_lra_budget_table_is_the_runners_budget_beside_lras(monkeypatch, tmp_path):
     module = _load("doc_tables_lra_results", monkeypatch, tmp_path)
     monkeypatch.setattr(module, "ROOT", BENCH.parent)  # the shipped configs
