@@ -49,6 +49,7 @@ from torch import Tensor
 
 from . import fused, triton_kernels
 from .base import dot_logits
+from .causal_shared import causal_shared_attention
 from .masking import any_true, disallowed, masked_softmax
 from .settings import current
 
@@ -227,6 +228,14 @@ def _shared_alignment(layer: SynthesizerAttention, x: Tensor, v: Tensor, key_pad
         # long FR: no L x L matrix at all (the fused kernel keeps memory O(L)); dropout is then per sample
         # as in any SDPA call, not one mask for the batch
         return _features_sdpa(layer, x, v, 0, None, key_padding_mask)
+    settings = current()
+    chunked = layer.causal and key_padding_mask is None and torch.is_grad_enabled()
+    if chunked and length >= settings.causal_shared_min_len:
+        # training a causal layer: only the chunks at and below the diagonal (causal_shared); not cached
+        empty = torch.empty(1, length, 0, dtype=v.dtype, device=v.device)  # input-independent: the length only
+        logits = layer.synth.logits(empty, 0, None, None)[0]  # (H, L, L)
+        fused.calls["causal_shared"] += 1
+        return _unfold(causal_shared_attention(logits, _fold(v), settings.causal_chunk, drop), b)
     probs = layer._alignment_cache.get(layer, length, v.dtype, v.device)  # (H, L, L)
     dropped = F.dropout(probs, drop, True) if drop > 0.0 else probs
     if key_padding_mask is None:

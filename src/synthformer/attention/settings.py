@@ -78,6 +78,18 @@ class FastPathSettings:
             before it, and zero fully masked rows only in chunks that have some, instead of filling every key
             and searching for fully masked rows in every block and chunk. The same probabilities bitwise;
             False runs the previous code (kept for A/B benchmarks, ``benchmarks/causal_ab.py``).
+        causal_shared_min_len: from this length on, a causal input-independent kind (R, Fix, FR below
+            ``fr_sdpa_min_len``, their mixtures) without padding trains through ``causal_shared``: its shared
+            probabilities computed and applied by query chunks of ``causal_chunk`` rows at and below the diagonal
+            only, instead of the whole masked (H, L, L) matrix. A length above every input turns it off (the A/B
+            of ``benchmarks/causal_ab.py``). Measured (``python benchmarks/causal_ab.py --setting
+            causal_shared_min_len --old 1000000 --new 256 --kinds R FR Fix --lengths 512 1024 2048 --batch 4
+            --repeats 5``: d_model 512, 8 heads, forward+backward, 1 thread, 2026-11-27 on the 2-core AVX-512 CPU
+            beside two one-thread training runs, so a few percent of noise): the chunked step took 0.85 / 0.73 /
+            0.61 of the whole-matrix causal step's time for R at L = 512 / 1024 / 2048 (Fix 0.89 / 0.80 / 0.61,
+            FR 0.91 / 0.68 below ``fr_sdpa_min_len``), and causal R now trains 1.18 / 1.26 / 1.39x as fast as
+            bidirectional R (0.85-1.00x before). ``causal_chunk`` 64 and 256 were not better for R (1.03-1.10
+            and 0.96-1.03 of 128's time).
         chunk_elements: the materialized paths process about this many logits at once (``samples * heads * T *
             S``, at least one head of one sample): 8 MiB in fp32, so that a block's logits, probabilities and
             their gradient (3 x 8 MiB) fit the 32 MiB L3 cache. Measured (benchmarks/attention.py, B=16, H=8,
@@ -115,6 +127,7 @@ class FastPathSettings:
     fuse_min_keys_causal: int = 256
     causal_chunk: int = 128
     causal_diagonal_mask: bool = True
+    causal_shared_min_len: int = 256
     chunk_elements: int = 1 << 21
     block_size: tuple[int, int] | None = None
     fr_sdpa_min_len: int = 2048
@@ -136,7 +149,8 @@ class FastPathSettings:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
-        for name in ("fuse_min_keys", "fuse_min_keys_causal", "fr_sdpa_min_len", "decode_plain_max_new"):
+        for name in ("fuse_min_keys", "fuse_min_keys_causal", "fr_sdpa_min_len", "decode_plain_max_new",
+                     "causal_shared_min_len"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be at least 0, got {getattr(self, name)!r}")
         if self.block_size is not None and (len(self.block_size) != 2 or min(self.block_size) < 1):
