@@ -9,7 +9,9 @@ materialized path ``dropout(softmax(mask(S(X)))) @ G(X)`` (tests compare them fo
    ``softmax_masked(S)_b @ V_b = (P @ (m_b * V_b)) / (P @ m_b)`` exactly (the softmax normalizer cancels).
    For ``FR`` at long lengths (``fr_sdpa_min_len``) ``P`` is never materialized: FR is exactly SDPA with
    ``q = R1``, ``k = R2``, ``scale = 1``, run unfolded through the fused kernel (path 2), O(L) memory.
-   In eval mode under ``torch.no_grad()`` the probabilities are cached until a parameter changes.
+   In eval mode under ``torch.no_grad()`` the probabilities are cached until a parameter changes. Training a
+   causal layer without padding (from ``causal_shared_min_len``), the probabilities are computed and applied
+   by query chunks at and below the diagonal only (``causal_shared``).
    Choice: attention dropout on this path draws one dropout mask per forward for the shared (H, L, L)
    alignment (the same for every sample of the batch), since per-sample masks would destroy the sharing.
 2. **Feature form** (``V``, ``D``, ``FR`` with input-dependent parts, ``Bottleneck``, ``GLU`` and any mixture of
