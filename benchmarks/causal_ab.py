@@ -45,21 +45,27 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dropout", type=float, default=0.0,
+                        help="attention dropout of every layer (LRA's configs: 0.1; on the CPU, SDPA with dropout "
+                             "runs its math path)")
     parser.add_argument("--setting", default="causal_diagonal_mask", help="a FastPathSettings field")
     parser.add_argument("--old", default="False", help="its old value (a Python literal)")
     parser.add_argument("--new", default="True", help="its new value (a Python literal)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     old, new = {args.setting: ast.literal_eval(args.old)}, {args.setting: ast.literal_eval(args.new)}
-    print(f"{args.setting}: old {args.old}, new {args.new}; fwd+bwd, B={args.batch}, {args.threads} thread(s)")
+    print(f"{args.setting}: old {args.old}, new {args.new}; fwd+bwd, B={args.batch}, {args.threads} thread(s), "
+          f"attention dropout {args.dropout}")
     print("kind  L      new/old  bidir/causal old  bidir/causal new")
     for length in args.lengths:
         torch.manual_seed(0)
         steps = {}
         for kind in args.kinds:
             x = torch.randn(args.batch, length, args.d_model, requires_grad=True)
-            bidir = SynthesizerAttention(args.d_model, args.heads, length, kind=kind, causal=False).train()
-            causal = SynthesizerAttention(args.d_model, args.heads, length, kind=kind, causal=True).train()
+            bidir = SynthesizerAttention(args.d_model, args.heads, length, kind=kind, causal=False,
+                                         dropout=args.dropout).train()
+            causal = SynthesizerAttention(args.d_model, args.heads, length, kind=kind, causal=True,
+                                          dropout=args.dropout).train()
             steps[kind] = {
                 "bidir": _step(bidir, x, old),
                 "old": _step(causal, x, old),

@@ -286,3 +286,50 @@ def test_block_size_divides_the_heads():
 def test_feature_branch_choice(e, dh, s, grad, expected):
     with torch.set_grad_enabled(grad):
         assert fast_paths._materialize_features(e, dh, s) is expected
+
+
+CPU, CUDA = torch.device("cpu"), torch.device("cuda")  # a device object needs no GPU
+
+
+@pytest.mark.parametrize(
+    ("e", "drop", "device", "expected"),
+    [
+        (65, 0.1, CPU, True),  # D with attention dropout on the CPU: SDPA would run its math path
+        (65, 0.0, CPU, False),  # without dropout: SDPA's fused kernel, O(L) memory
+        (65, 0.1, CUDA, False),  # CUDA's fused kernels take dropout
+        (64, 0.1, CPU, False),  # V stays PyTorch's SDPA, the baseline
+    ],
+)
+def test_dropout_on_the_cpu_sends_feature_kinds_to_the_materialized_path(e, drop, device, expected):
+    assert fast_paths._materialize_features(e, 64, 4096, drop, device) is expected
+
+
+def test_the_cpu_flash_kernel_takes_no_dropout():
+    """The premise of ``fast_paths.sdpa_runs_fused``: with dropout, PyTorch's CPU SDPA has no fused kernel (if a
+    later PyTorch adds one, this fails and the choice is to be measured again)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q = torch.randn(1, 2, 16, 8)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        torch.nn.functional.scaled_dot_product_attention(q, q, q)  # without dropout it runs
+        with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="No available kernel"):
+            torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
+    assert not fast_paths.sdpa_runs_fused(0.1, CPU) and fast_paths.sdpa_runs_fused(0.0, CPU)
+
+
+@pytest.mark.parametrize("kind", ["D", "D+V", "FR"])
+def test_training_with_dropout_on_the_cpu_never_calls_sdpa(kind, monkeypatch):
+    """Past every length limit (features and FR's SDPA), dropout keeps D, D+V and FR off SDPA's math path."""
+    options = {"k": 2} if kind == "FR" else {}
+    attn = SynthesizerAttention(D_MODEL, HEADS, MAX_LEN, kind=kind, dropout=0.1, **options).train()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("SDPA was called")
+
+    monkeypatch.setattr(fast_paths.F, "scaled_dot_product_attention", refuse)
+    x = torch.randn(2, MAX_LEN, D_MODEL)
+    with fast_path_settings(features_materialize_max_len=0, fr_sdpa_min_len=0):
+        attn(x).sum().backward()
+        with pytest.raises(AssertionError, match="SDPA was called"):  # the same layer without dropout takes it
+            attn.dropout = 0.0
+            attn(x)

@@ -226,9 +226,10 @@ def _unfold(y: Tensor, batch: int) -> Tensor:
 def _shared_alignment(layer: SynthesizerAttention, x: Tensor, v: Tensor, key_padding_mask: Tensor | None) -> Tensor:
     b, h, length, dh = v.shape
     drop = layer.dropout if layer.training else 0.0
-    if layer.synth.has_features and length >= current().fr_sdpa_min_len:
+    if layer.synth.has_features and length >= current().fr_sdpa_min_len and sdpa_runs_fused(drop, v.device):
         # long FR: no L x L matrix at all (the fused kernel keeps memory O(L)); dropout is then per sample
-        # as in any SDPA call, not one mask for the batch
+        # as in any SDPA call, not one mask for the batch. With dropout on the CPU SDPA would materialize every
+        # sample's matrix: the shared one below is smaller.
         return _features_sdpa(layer, x, v, 0, None, key_padding_mask)
     settings = current()
     chunked = layer.causal and key_padding_mask is None and torch.is_grad_enabled()
@@ -272,12 +273,31 @@ def _feature_rows(factors: tuple, q0: int, q1: int) -> tuple:
     return q[..., q0:q1, :], k[..., :q1, :]
 
 
-def _materialize_features(e: int, dh: int, s: int) -> bool:
+def sdpa_runs_fused(drop: float, device: torch.device) -> bool:
+    """Whether ``F.scaled_dot_product_attention`` with ``dropout_p=drop`` runs a fused kernel on ``device``.
+
+    Not on the CPU with dropout: PyTorch's CPU flash kernel takes no dropout, so SDPA falls back to its math path,
+    which materializes the (B, H, T, S) probabilities and their dropout mask and stores both for the backward
+    (checked by tests/attention/test_decoding_and_fast_paths.py, which asks for the flash kernel alone). There
+    the materialized paths here are the faster and smaller choice for every kind but V (vanilla attention stays
+    PyTorch's SDPA, the baseline users compare with).
+    """
+    return drop == 0.0 or device.type != "cpu"
+
+
+def _materialize_features(e: int, dh: int, s: int, drop: float = 0.0, device: torch.device | None = None) -> bool:
     """Whether q/k features of width e against values of width d_h over s keys take the materialized blocks
-    (the settings' ``features`` branch, or by the measured lengths when it is "auto")."""
+    (the settings' ``features`` branch, or by the measured lengths when it is "auto"). With attention dropout
+    ``drop`` on a CPU ``device`` (:func:`sdpa_runs_fused` False) a kind with its own feature width always does:
+    measured (``benchmarks/causal_ab.py --setting features --old "'auto'" --new "'blocks'" --kinds V D D+V
+    --lengths 2048 --batch 1 --d-model 256 --heads 4 --dropout 0.1``, 1 thread beside two training runs,
+    2026-11-27), causal D and D+V took 0.53 and 0.49 of SDPA's math-path time; bidirectional (a median of 5)
+    D 0.95, D+V 0.85, FR 0.98."""
     settings = current()
     if settings.features != "auto":
         return settings.features == "blocks"
+    if e != dh and device is not None and not sdpa_runs_fused(drop, device):
+        return True
     if torch.is_grad_enabled():
         limit = settings.features_materialize_max_len
     else:
@@ -324,7 +344,7 @@ def _features_sdpa(
         q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
         mask = disallowed(t, s, start, layer.causal, key_padding_mask, x.device)  # (B|1, 1, T, S) or None
         return masked_sdpa(q, k, v, mask, drop, scale=1.0, bias=position_bias)[..., :dh]
-    if _materialize_features(q.shape[-1], v.shape[-1], s):
+    if _materialize_features(q.shape[-1], v.shape[-1], s, drop, v.device):
         # one GEMM over the concatenated features for every part of a mixture
         return _materialized_blocks(
             layer, (q, k), _feature_logits, _feature_rows, v, t, start, state, key_padding_mask
@@ -369,4 +389,4 @@ def masked_sdpa(
     return y.masked_fill(fully_masked, 0.0) if any_true(fully_masked) else y
 
 
-__all__ = ["attend", "AlignmentCache", "masked_sdpa", "masked_softmax"]
+__all__ = ["attend", "AlignmentCache", "masked_sdpa", "masked_softmax", "sdpa_runs_fused"]
