@@ -85,6 +85,26 @@ def test_dropout_one_mask_per_forward_applied_and_differentiated_exactly():
     _assert_same(_grads(out, w, [logits, v]), _grads(want, w, [logits, v]), atol=1e-12)
 
 
+@pytest.mark.parametrize("kind", SHARED_KINDS)
+def test_bf16_autocast_trains_and_stays_near_float32(kind):
+    """Under CPU bf16 autocast the forward's GEMMs take bf16 values and fp32 probabilities; the backward runs
+    under the same autocast, and every gradient is within bf16's precision of the float32 one."""
+    attn = build(kind, causal=True, dtype=torch.float32)
+    x = torch.randn(3, MAX_LEN, D_MODEL, requires_grad=True)
+    params = [x, *attn.parameters()]
+    want = _chunked(attn, x)
+    w = torch.randn_like(want)
+    expected = _grads(want, w, params)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = _chunked(attn, x)
+    assert fused.calls["causal_shared"] == 1
+    grads = _grads(got.float(), w, params)
+    torch.testing.assert_close(got.float(), want, atol=3e-2, rtol=3e-2)
+    for g, e in zip(grads, expected, strict=True):
+        assert g is not None and g.dtype == torch.float32
+        torch.testing.assert_close(g, e, atol=5e-2, rtol=5e-2)
+
+
 def test_a_padded_batch_eval_and_short_inputs_keep_the_whole_matrix_path():
     attn = build("R", causal=True)
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64)

@@ -60,10 +60,22 @@ class CausalSharedAttention(torch.autograd.Function):
             keeps.append(keep)
         ctx.save_for_backward(v)
         ctx.probs, ctx.keeps, ctx.chunk, ctx.drop, ctx.shape = probs, keeps, chunk, drop, logits.shape
+        # the backward's GEMMs run under the forward's autocast state (fp32 P against bf16 values under bf16)
+        device = v.device.type
+        enabled = torch.amp.is_autocast_available(device) and torch.is_autocast_enabled(device)
+        ctx.autocast = (device, torch.get_autocast_dtype(device) if enabled else None)
         return out
 
     @staticmethod
     def backward(ctx, d_out: Tensor):
+        device, dtype = ctx.autocast
+        if dtype is None:
+            return CausalSharedAttention._backward(ctx, d_out)
+        with torch.autocast(device, dtype=dtype):
+            return CausalSharedAttention._backward(ctx, d_out)
+
+    @staticmethod
+    def _backward(ctx, d_out: Tensor) -> tuple:
         (v,) = ctx.saved_tensors
         length = v.shape[1]
         dtype = ctx.probs[0].dtype  # the logits'
