@@ -289,10 +289,11 @@ def _materialize_features(e: int, dh: int, s: int, drop: float = 0.0, device: to
     """Whether q/k features of width e against values of width d_h over s keys take the materialized blocks
     (the settings' ``features`` branch, or by the measured lengths when it is "auto"). With attention dropout
     ``drop`` on a CPU ``device`` (:func:`sdpa_runs_fused` False) a kind with its own feature width always does:
-    measured (``benchmarks/causal_ab.py --setting features --old "'auto'" --new "'blocks'" --kinds V D D+V
-    --lengths 2048 --batch 1 --d-model 256 --heads 4 --dropout 0.1``, 1 thread beside two training runs,
-    2026-11-27), causal D and D+V took 0.53 and 0.49 of SDPA's math-path time; bidirectional (a median of 5)
-    D 0.95, D+V 0.85, FR 0.98."""
+    measured (``python benchmarks/causal_ab.py --setting features --old "'sdpa'" --new "'auto'" --kinds D D+V
+    --lengths 1024 2048 --batch 1 --d-model 256 --heads 4 --dropout 0.1 --repeats 5``, 1 thread beside two
+    training runs, 2026-11-27), at L=2048 causal D and D+V took 0.42 and 0.56 of SDPA's math-path time and
+    bidirectional ones 0.98 and 0.97; causal D now trains 1.86x as fast as bidirectional D (0.79x on SDPA). At
+    L=1024, where the blocks already served D in training, SDPA would have taken 1.2-1.6x their time."""
     settings = current()
     if settings.features != "auto":
         return settings.features == "blocks"
