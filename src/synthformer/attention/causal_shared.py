@@ -26,18 +26,21 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .fused import ChunkMask, _softmax_rows_, autocast_state, under_autocast
+
 
 def _chunks(length: int, size: int) -> list[tuple[int, int]]:
     return [(q0, min(q0 + size, length)) for q0 in range(0, length, size)]
 
 
 def _chunk_probs(logits: Tensor, q0: int, q1: int) -> Tensor:
-    """softmax over keys ``[0, q1)`` of query rows ``[q0, q1)`` with the causal mask: (H, q1 - q0, q1)."""
-    corner = logits[:, q0:q1, :q1].clone()  # (H, c, q1); the caller's logits stay untouched
+    """softmax over keys ``[0, q1)`` of query rows ``[q0, q1)`` with the causal mask: (H, q1 - q0, q1).
+
+    The fused path's row kernel with a :class:`~.fused.ChunkMask` that fills only the diagonal square (keys
+    ``[0, q0)`` are allowed for every row) and zeroes no row (each query sees itself)."""
+    corner = logits[:, q0:q1, :q1].clone()  # (H, c, q1); the caller's logits stay untouched, softmax in place
     above = torch.ones(q1 - q0, q1 - q0, dtype=torch.bool, device=logits.device).triu_(1)  # (c, c) key > query
-    corner[..., q0:q1].masked_fill_(above, torch.finfo(corner.dtype).min)  # only the diagonal square
-    # no row is fully masked (each query sees itself), so no row needs zeroing as in masking.masked_softmax
-    return torch.softmax(corner, dim=-1)
+    return _softmax_rows_(corner, ChunkMask(above, q0, None))
 
 
 class CausalSharedAttention(torch.autograd.Function):
@@ -61,17 +64,12 @@ class CausalSharedAttention(torch.autograd.Function):
         ctx.save_for_backward(v)
         ctx.probs, ctx.keeps, ctx.chunk, ctx.drop, ctx.shape = probs, keeps, chunk, drop, logits.shape
         # the backward's GEMMs run under the forward's autocast state (fp32 P against bf16 values under bf16)
-        device = v.device.type
-        enabled = torch.amp.is_autocast_available(device) and torch.is_autocast_enabled(device)
-        ctx.autocast = (device, torch.get_autocast_dtype(device) if enabled else None)
+        ctx.autocast = autocast_state(v.device.type)
         return out
 
     @staticmethod
     def backward(ctx, d_out: Tensor):
-        device, dtype = ctx.autocast
-        if dtype is None:
-            return CausalSharedAttention._backward(ctx, d_out)
-        with torch.autocast(device, dtype=dtype):
+        with under_autocast(ctx.autocast):
             return CausalSharedAttention._backward(ctx, d_out)
 
     @staticmethod

@@ -226,12 +226,12 @@ def _unfold(y: Tensor, batch: int) -> Tensor:
 def _shared_alignment(layer: SynthesizerAttention, x: Tensor, v: Tensor, key_padding_mask: Tensor | None) -> Tensor:
     b, h, length, dh = v.shape
     drop = layer.dropout if layer.training else 0.0
-    if layer.synth.has_features and length >= current().fr_sdpa_min_len and sdpa_runs_fused(drop, v.device):
+    settings = current()
+    if layer.synth.has_features and length >= settings.fr_sdpa_min_len and sdpa_runs_fused(drop, v.device):
         # long FR: no L x L matrix at all (the fused kernel keeps memory O(L)); dropout is then per sample
         # as in any SDPA call, not one mask for the batch. With dropout on the CPU SDPA would materialize every
         # sample's matrix: the shared one below is smaller.
         return _features_sdpa(layer, x, v, 0, None, key_padding_mask)
-    settings = current()
     chunked = layer.causal and key_padding_mask is None and torch.is_grad_enabled()
     if chunked and length >= settings.causal_shared_min_len:
         # training a causal layer: only the chunks at and below the diagonal (causal_shared); not cached

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from typing import NamedTuple
 
 import torch
@@ -252,6 +253,19 @@ def _own(logits: Tensor, samples: int, leaves: list[Tensor | None]) -> Tensor:
     return logits
 
 
+def autocast_state(device: str) -> tuple[str, torch.dtype | None]:
+    """(device type, autocast dtype or None): the forward's autocast state, for :func:`under_autocast`."""
+    enabled = torch.amp.is_autocast_available(device) and torch.is_autocast_enabled(device)
+    return device, torch.get_autocast_dtype(device) if enabled else None
+
+
+def under_autocast(state: tuple[str, torch.dtype | None]) -> AbstractContextManager:
+    """Re-enter a forward's :func:`autocast_state` in a custom Function's backward (which autograd runs outside
+    it); no autocast context at all when it was off (``meta`` has no autocast, even a disabled one)."""
+    device, dtype = state
+    return nullcontext() if dtype is None else torch.autocast(device, dtype=dtype)
+
+
 class FusedAttention(torch.autograd.Function):
     """``dropout(softmax(mask(combine(factors)))) @ v`` in blocks, recomputing the probabilities in backward.
 
@@ -277,18 +291,13 @@ class FusedAttention(torch.autograd.Function):
                 out[rows, hs, q0:q1] = probs @ vb[:, :, :keys]  # (s, h, T_c, keys) @ (s, h, keys, d_h)
         ctx.plan = plan
         # the backward recomputes the logits under the forward's autocast state (bf16 GEMMs give bf16 logits)
-        device = v.device.type
-        enabled = torch.amp.is_autocast_available(device) and torch.is_autocast_enabled(device)
-        ctx.autocast = (device, enabled, torch.get_autocast_dtype(device) if enabled else None)
+        ctx.autocast = autocast_state(v.device.type)
         ctx.save_for_backward(v, out, *leaves)
         return out
 
     @staticmethod
     def backward(ctx, d_out: Tensor):
-        device, enabled, dtype = ctx.autocast
-        if not enabled:  # no autocast context at all: ``meta`` has no autocast, even a disabled one
-            return FusedAttention._backward(ctx, d_out)
-        with torch.autocast(device, dtype=dtype):
+        with under_autocast(ctx.autocast):
             return FusedAttention._backward(ctx, d_out)
 
     @staticmethod
