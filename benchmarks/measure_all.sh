@@ -50,6 +50,8 @@ python benchmarks/hf_generate.py --threads 2 --record $R/bench_hf_generate.jsonl
 
 # 6. LRA's Table 2: LRA Text's classifier at 1K-4K, 8 kinds, bidirectional and causal (~20-25 min)
 python benchmarks/lra_table2.py --no-progress --record $R/bench_lra_table2.jsonl "${SHARED[@]}"
+# and where a step's time goes per kind at 2K (~3 min)
+python benchmarks/lra_profile.py --record $R/bench_lra_profile.jsonl "${SHARED[@]}"
 
 # docs/reliability.md's "Threads" table: 1 to 3 training processes sharing the cores (~3 min)
 python benchmarks/threads.py --seconds 20 --record $R/bench_threads.jsonl "${SHARED[@]}"

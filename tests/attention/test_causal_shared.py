@@ -8,6 +8,7 @@ import torch
 
 from synthformer.attention import SynthesizerAttention, fused
 from synthformer.attention.causal_shared import causal_shared_attention
+from synthformer.attention.dropout_masks import keep_mask
 from synthformer.attention.settings import fast_path_settings
 
 from .conftest import ALL_KINDS, D_MODEL, HEADS, MAX_LEN, build, padding
@@ -66,8 +67,8 @@ def test_gradcheck_float64():
 
 
 def test_dropout_one_mask_per_forward_applied_and_differentiated_exactly():
-    """The keep masks are the chunks' draws of ``torch.rand`` in order (redrawn here from the same seed): the
-    output and both gradients equal the whole-matrix computation with those masks."""
+    """The keep masks are the chunks' draws of ``dropout_masks.keep_mask`` in order (redrawn here from the same
+    seed): the output and both gradients equal the whole-matrix computation with those masks."""
     heads, length, width, chunk, drop = 2, 7, 4, 3, 0.3
     logits = torch.randn(heads, length, length, dtype=torch.float64, requires_grad=True)
     v = torch.randn(heads, length, width, dtype=torch.float64, requires_grad=True)
@@ -77,7 +78,7 @@ def test_dropout_one_mask_per_forward_applied_and_differentiated_exactly():
     keep = torch.zeros(heads, length, length, dtype=torch.bool)
     for q0 in range(0, length, chunk):
         q1 = min(q0 + chunk, length)
-        keep[:, q0:q1, :q1] = torch.rand(heads, q1 - q0, q1) >= drop
+        keep[:, q0:q1, :q1] = keep_mask((heads, q1 - q0, q1), drop, "cpu")
     assert not keep.all() and keep.any()
     want = _naive(logits, v, keep, drop)
     torch.testing.assert_close(out, want, atol=1e-12, rtol=0)

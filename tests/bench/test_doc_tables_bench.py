@@ -174,10 +174,25 @@ ROWS = [
 
 
 def test_without_a_record_the_blocks_give_the_command_that_fills_them(builders):
-    for build in builders.values():
+    for block, build in builders.items():
+        name = "lra_profile" if block == "bench-lra-profile" else "lra_table2"
         text = build()
-        assert text.startswith("(not measured yet: `python benchmarks/lra_table2.py --record")
-        assert "bench_lra_table2.jsonl" in text
+        assert text.startswith(f"(not measured yet: `python benchmarks/{name}.py --record")
+        assert f"bench_{name}.jsonl" in text
+
+
+def test_the_profile_table_gives_each_category_in_ms_and_share(builders, tmp_path):
+    shares = {"matmul": 0.5, "sdpa": 0.1, "softmax": 0.0, "optimizer": 0.15, "other": 0.25}
+    rows = [{"kind": "V", "L": 2048, "causal": False, "total_ms": 1000.0, "wall_ms": 1010.0,
+             **{f"{c}_ms": 1000.0 * f for c, f in shares.items()}, **{f"{c}_share": f for c, f in shares.items()}}]
+    entry = {"table": "bench_lra_profile", "row": "bench_lra_profile", "rows": rows, "date": "2026-11-27 09:00 UTC",
+             "commit": "abc1234", "machine": "AMD EPYC, 2 CPUs", "threads": 2, "shared_cpu": False,
+             "command": "python benchmarks/lra_profile.py", "load_1min": [2.0, 2.1]}
+    (tmp_path / "results" / "bench_lra_profile.jsonl").write_text(json.dumps(entry) + "\n")
+    text = builders["bench-lra-profile"]()
+    assert "| kind | profiled step | matrix products | SDPA | softmax | AdamW | everything else |" in text
+    assert "| V | 1,000 ms | 500 ms (50%) | 100 ms (10%) | 0 ms (0%) | 150 ms (15%) | 250 ms (25%) |" in text
+    assert "`python benchmarks/lra_profile.py`" in text
 
 
 def test_table2_shows_speed_beside_its_limit_memory_and_the_verdicts(builders, tmp_path):

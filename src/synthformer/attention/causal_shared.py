@@ -26,6 +26,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .dropout_masks import keep_mask
 from .fused import ChunkMask, _softmax_rows_, autocast_state, under_autocast
 
 
@@ -55,7 +56,7 @@ class CausalSharedAttention(torch.autograd.Function):
             p = _chunk_probs(logits, q0, q1)  # (H, c, q1)
             keep = None
             if drop > 0.0:
-                keep = torch.rand(p.shape, device=p.device) >= drop  # (H, c, q1), True where kept
+                keep = keep_mask(tuple(p.shape), drop, p.device)  # (H, c, q1), True where kept
                 out[:, q0:q1] = torch.bmm(p * keep / (1.0 - drop), v[:, :q1])  # (H, c, B*d_h)
             else:
                 out[:, q0:q1] = torch.bmm(p, v[:, :q1])  # (H, c, B*d_h)

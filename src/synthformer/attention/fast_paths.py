@@ -52,6 +52,7 @@ from torch import Tensor
 from . import fused, triton_kernels
 from .base import dot_logits
 from .causal_shared import causal_shared_attention
+from .dropout_masks import dropout
 from .masking import any_true, disallowed, masked_softmax
 from .settings import current
 
@@ -194,7 +195,7 @@ def _materialized_blocks(
         for i in range(n[0]):
             fac, vb, mb = _block(grid, i, j)
             probs = masked_softmax(combine(fac, s), mb)  # (samples, heads, T, S)
-            out[i][j] = F.dropout(probs, drop, layer.training) @ vb  # (samples, heads, T, d_h)
+            out[i][j] = dropout(probs, drop) @ vb  # (samples, heads, T, d_h); drop is 0 outside training
     rows = [r[0] if n[1] == 1 else torch.cat(r, 1) for r in out]
     return rows[0] if n[0] == 1 else torch.cat(rows)  # (B, H, T, d_h); one block needs no copy
 
@@ -240,7 +241,7 @@ def _shared_alignment(layer: SynthesizerAttention, x: Tensor, v: Tensor, key_pad
         fused.calls["causal_shared"] += 1
         return _unfold(causal_shared_attention(logits, _fold(v), settings.causal_chunk, drop), b)
     probs = layer._alignment_cache.get(layer, length, v.dtype, v.device)  # (H, L, L)
-    dropped = F.dropout(probs, drop, True) if drop > 0.0 else probs
+    dropped = dropout(probs, drop)  # probs itself when drop is 0
     if key_padding_mask is None:
         return _unfold(torch.bmm(dropped, _fold(v)), b)
     keep = (~key_padding_mask).to(v.dtype)  # (B, L), 1 at real keys

@@ -35,6 +35,7 @@ import torch
 from torch import Tensor
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from . import dropout_masks
 from .masking import any_true
 from .settings import FUSED_BACKENDS, current
 
@@ -61,14 +62,15 @@ def should_fuse(needs_grad: bool, keys: int, causal: bool = False) -> bool:
 
 
 def keep_mask(seed: int, block: int, shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:
-    """The dropout keep mask of block number ``block``: bool, ``shape``, True where kept (probability 1 - p).
+    """The dropout keep mask of block number ``block``: bool, ``shape``, True where kept (probability 1 - p, p
+    quantized to 1/65536: :mod:`.dropout_masks`).
 
     Drawn from a generator seeded with ``seed + block`` on ``like``'s device, so the forward and the backward
     (and a test) get the same mask.
     """
     gen = torch.Generator(device=like.device)
     gen.manual_seed(seed + block)
-    return torch.rand(shape, generator=gen, device=like.device, dtype=torch.float32) >= p
+    return dropout_masks.keep_mask(shape, p, like.device, gen)
 
 
 class ChunkMask(NamedTuple):
