@@ -70,4 +70,6 @@ def dropout(probs: Tensor, p: float, generator: torch.Generator | None = None) -
         return probs
     threshold = _threshold(p)
     dropped = _lanes(tuple(probs.shape), probs.device, generator) < threshold  # True where dropped
-    return probs.masked_fill(dropped, 0.0).mul(1.0 / (1.0 - p))
+    # scale first, then zero in place: one new tensor instead of masked_fill's copy plus the product (a
+    # product by a Python number saves nothing for the backward, masked_fill_ only the bool mask)
+    return probs.mul(1.0 / (1.0 - p)).masked_fill_(dropped, 0.0)
