@@ -68,11 +68,14 @@ def provenance(entries: list[dict[str, Any]], record: str) -> str:
 
 
 def commit() -> str:
-    """The short commit of this checkout, ``-dirty`` when tracked files differ from it; ``unknown`` outside git."""
+    """The short commit of this checkout, ``-dirty`` when tracked files other than records and docs differ from it
+    (a record appended by the run before, or a doc being edited meanwhile, is not a change of the code that
+    ran); ``unknown`` outside git."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)benchmarks/results", ":(exclude)docs"], cwd=ROOT,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         # a copy of the checkout without its .git (e.g. sent to a GPU machine) names its commit in the environment
