@@ -1,7 +1,7 @@
 """Where a training step of LRA Text's classifier spends its time, per kind (``synthformer.bench.lra_profile``):
 the profiler's self time summed into matrix products, SDPA, softmax, AdamW and everything else, appended to a
 JSONL record from which ``benchmarks/doc_tables_lra.py`` builds docs/benchmarks.md's "Where the time goes" table.
-It explains the kinds of LRA Table 2 that miss their FLOP-ratio limit. About 3 minutes on the 2-core CPU:
+It explains the kinds of LRA Table 2 that miss their FLOP-ratio limit. About 2 minutes on the 2-core CPU:
 
     python benchmarks/lra_profile.py --record benchmarks/results/bench_lra_profile.jsonl
     python benchmarks/lra_profile.py --length 32 --set d_model=16 n_heads=2 n_layers=1 d_ff=32   # smoke, no record

@@ -8,11 +8,11 @@ children's, so nothing is counted twice):
 * ``matmul``: matrix products (``mm``, ``bmm``, ``addmm``, ``baddbmm``, ...) and their dispatch (``matmul``,
   ``linear``): the work :func:`synthformer.bench.flops.classifier_macs` counts, apart from SDPA's;
 * ``sdpa``: PyTorch's ``scaled_dot_product_attention`` kernels and their math path's own ops, forward and backward;
-* ``softmax``: ``softmax`` / ``_softmax`` and their backward, where a kind calls them (the fused paths' row softmax
-  is written in elementwise ops and lands in ``other``);
+* ``softmax``: ``softmax`` / ``_softmax`` and their backward, where a kind calls them (the fused paths' forward
+  and recomputed softmax; their backward, ``dS = P * (dP - rowsum)``, is elementwise and lands in ``other``);
 * ``optimizer``: everything under ``Optimizer.step`` and ``Optimizer.zero_grad`` (AdamW's update: about a dozen
   elementwise passes over every parameter, R's L x L weights per head included);
-* ``other``: the rest: elementwise work (the fused paths' softmax, dropout, GELU, layer norm, masks), copies,
+* ``other``: the rest: elementwise work (the fused paths' dS, dropout and its masks, GELU, layer norm, masks), copies,
   reductions, autograd's and Python's overhead inside operator ranges.
 
 The step is the one :class:`~synthformer.bench.measure.TrainStep` of ``synthformer bench`` and the LRA Table 2
