@@ -101,3 +101,41 @@ def test_adafactor_trains():
         loss.backward()
         opt.step()
     assert loss.item() < 0.5 * first
+
+
+# --------------------------------------------------------------------------- fused AdamW where it applies
+def test_adamw_takes_the_fused_kernel_for_plain_cpu_parameters_and_matches_the_default_update():
+    from synthformer.train.optim import adamw
+
+    torch.manual_seed(0)
+    a, b = nn.Linear(8, 8), nn.Linear(8, 8)
+    b.load_state_dict(a.state_dict())
+    fused, plain = adamw(a.parameters(), lr=1e-2, weight_decay=0.1), torch.optim.AdamW(b.parameters(), lr=1e-2,
+                                                                                        weight_decay=0.1)
+    assert fused.defaults["fused"] is True and not plain.defaults.get("fused")
+    x = torch.randn(16, 8)
+    for _ in range(5):
+        for model, opt in ((a, fused), (b, plain)):
+            model(x).pow(2).sum().backward()
+            opt.step()
+            opt.zero_grad()
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    # the state is the default implementation's (a checkpoint moves between the two)
+    assert set(fused.state_dict()["state"][0]) == set(plain.state_dict()["state"][0])
+
+
+def test_adamw_keeps_the_default_where_the_fused_kernel_does_not_apply_or_the_caller_chose():
+    from synthformer.train.optim import adamw
+
+    class Wrapped(torch.Tensor):  # a tensor subclass, as FSDP2's DTensor parameters are
+        pass
+
+    sub = torch.zeros(3).as_subclass(Wrapped).requires_grad_()
+    assert not adamw([sub], lr=1e-3).defaults.get("fused")
+    meta = nn.Parameter(torch.zeros(3, device="meta"))
+    assert not adamw([meta], lr=1e-3).defaults.get("fused")
+    assert adamw(nn.Linear(2, 2).parameters(), lr=1e-3, foreach=True).defaults["foreach"] is True
+    assert not adamw(nn.Linear(2, 2).parameters(), lr=1e-3, fused=False).defaults["fused"]
+    groups = [{"params": [nn.Parameter(torch.zeros(2, 2))], "weight_decay": 0.1}]
+    assert adamw(groups, lr=1e-3).defaults["fused"] is True  # parameter groups too (build_optimizer's)

@@ -27,6 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from synthformer.common import iter_tensors
 from synthformer.models import ModelConfig
+from synthformer.train.optim import adamw
 
 __all__ = [
     "DTYPES",
@@ -159,7 +160,7 @@ class TrainStep:
         self.model = model.train()
         self.batch = batch
         self.autocast_dtype = autocast_dtype
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+        self.optimizer = adamw(model.parameters(), lr=lr)  # the trainer's AdamW (fused kernel where it applies)
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         if self.autocast_dtype is None:
