@@ -29,13 +29,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-import torch
 from torch.profiler import ProfilerActivity, profile
 
-from .lra import LRA_KINDS, _causal_factory, lra_text_config, resolve_kinds
+from .lra import _build, _group, resolve_kinds
 from .lra_report import _markdown
-from .measure import TrainStep, random_batch
-from .rows import row_config
+from .measure import TrainStep
 from .table import _positive
 
 __all__ = ["CATEGORIES", "categorize", "profile_kinds", "profile_markdown", "profile_step"]
@@ -124,32 +122,25 @@ def profile_kinds(
     Raises:
         ValueError: an unknown kind, a length < 1, warmup < 0 or steps < 1, a bad override (each named).
     """
-    from synthformer.attention import build_mixer, resolve_mixer
-    from synthformer.attention.contract import supports_causal
-    from synthformer.models import build_model, num_parameters
-
     names = resolve_kinds(kinds)
     _positive("length", length)
     _positive("warmup", warmup, 0)
     _positive("steps", steps)
-    base = lra_text_config(length, overrides)
     rows = []
-    for kind in names:
-        if causal and not supports_causal(resolve_mixer(LRA_KINDS[kind].kind)[0]):
-            logger.info("%s left out: it cannot be causal", kind)
+    # the Table 2 harness's models: its configs, its causal-skip rule and its build with the first step
+    for m in _group(names, length, causal, overrides):
+        if m.status != "measured":
+            logger.info("%s left out: %s", m.kind, m.reason)
             continue
-        config = row_config(base, LRA_KINDS[kind])
-        torch.manual_seed(seed)
-        model = build_model(config, _causal_factory if causal else build_mixer)
-        step = TrainStep(model, random_batch(config, 1, length, seed=seed))
-        for _ in range(max(warmup, 1)):  # at least one: AdamW's moments are created by the first step
-            step()
-        times = profile_step(step, steps)
-        row = {"kind": kind, "L": length, "causal": causal, "params": num_parameters(model), **times}
+        _build(m, 1, seed, memory=False)  # the first step creates AdamW's moments
+        for _ in range(warmup - 1):
+            m.step()
+        times = profile_step(m.step, steps)
+        m.step = None  # free the model before the next kind is built
+        row = {"kind": m.kind, "L": length, "causal": causal, "params": m.params, **times}
         row.update({f"{c}_share": times[f"{c}_ms"] / times["total_ms"] for c in CATEGORIES})
         rows.append(row)
-        logger.info("%s: %.0f ms per profiled step", kind, times["wall_ms"])
-        del step, model
+        logger.info("%s: %.0f ms per profiled step", m.kind, times["wall_ms"])
     return rows
 
 
