@@ -60,6 +60,10 @@ def test_excluded_ids_leave_the_support_and_the_counts() -> None:
         unigram_nats(torch.tensor([0, 1]), torch.tensor([3]), 4, excluded=[3])
     with pytest.raises(ValueError, match=r"ids must be in \[0, 4\)"):
         unigram_nats(torch.tensor([0, 4]), torch.tensor([0]), 4)
+    with pytest.raises(ValueError, match=r"excluded: ids must be in \[0, 4\)"):
+        unigram_nats(torch.tensor([0, 1]), torch.tensor([0]), 4, excluded=[7])
+    with pytest.raises(ValueError, match="every id is excluded"):
+        unigram_nats(torch.tensor([0]), torch.tensor([], dtype=torch.long), 2, excluded=[0, 1])
 
 
 def test_span_corruption_baselines_by_hand() -> None:

@@ -102,14 +102,17 @@ def unigram_nats(train_ids: Tensor, eval_ids: Tensor, vocab_size: int, excluded:
         excluded: ids the model knows never occur where it is asked.
 
     Raises:
-        ValueError: an id out of range, an excluded id among ``eval_ids``, or no id left to predict.
+        ValueError: an id (or an excluded one) out of range, an excluded id among ``eval_ids``, or no id left.
     """
     train, scored = train_ids.flatten().long(), eval_ids.flatten().long()
     for name, ids in (("train_ids", train), ("eval_ids", scored)):
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
             raise ValueError(f"{name}: ids must be in [0, {vocab_size}), found {int(ids.min())}..{int(ids.max())}")
+    dropped = sorted(set(excluded))
+    if dropped and (dropped[0] < 0 or dropped[-1] >= vocab_size):
+        raise ValueError(f"excluded: ids must be in [0, {vocab_size}), got {dropped}")
     keep = torch.ones(vocab_size, dtype=torch.bool)
-    keep[torch.tensor(sorted(set(excluded)), dtype=torch.long)] = False
+    keep[torch.tensor(dropped, dtype=torch.long)] = False
     if not bool(keep.any()):
         raise ValueError("every id is excluded: no unigram is left")
     if not bool(keep[scored].all()):
