@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import doc_tables_baselines as baselines  # noqa: E402 - the baseline rows (benchmarks/baselines.py's record)
 import table3  # noqa: E402 - the sibling script: Table 3's layout lives there
 from doc_tables_bench import BENCH_BUILDERS  # noqa: E402 - docs/benchmarks.md's sections 1 and 2
 from doc_tables_bench_goals import GOALS_BUILDERS  # noqa: E402 - sections 3 to 5, reliability.md's Threads
@@ -71,7 +72,8 @@ def imdb_table() -> str:
         minutes = f"{e['train_s']:,.1f} s ({e['train_s'] / 60:.1f} min)"
         lines.append(f"| {_IMDB_LABELS[e['row']]} | {e['parameters']:,} | {100 * e['test']['accuracy']:.2f}% | "
                      f"{100 * e['valid']['eval_accuracy']:.2f}% | {minutes} | {speed[e['row']]:.2f} | {ratio} |")
-    return "\n".join([*lines, "", provenance(entries, record)])
+    row, note = baselines.imdb_row()
+    return "\n".join([*lines, *([row] if row else []), "", provenance(entries, record) + " " + note])
 
 
 def data_goals_table() -> str:
@@ -113,7 +115,7 @@ def study_table(name: str) -> str:
             f"{meta['results_committed']} in {meta['commit'].split()[0]}, the run's own commit unrecorded; "
             f"{meta['machine']}; {meta['threads']} thread per process, "
             f"{'CPU shared with other work' if meta['shared_cpu'] else 'nothing else running'}).")
-    return format_markdown(StudyTable(data["metric"], rows)) + "\n\n" + note
+    return baselines.study_row(name, format_markdown(StudyTable(data["metric"], rows)) + "\n\n" + note)
 
 
 def probe_table(task: str) -> str:
@@ -131,14 +133,18 @@ def probe_table(task: str) -> str:
         return f"(no recorded row yet: `python benchmarks/probe_study.py record --tasks {task}`)"
     rows = [{**r, "label": f"{r['label']}, max_len={e['length']}"} for e in entries for r in e["rows"]]
     done = "; ".join(f"max_len {e['length']}: {e['runs_done']} of {e['runs_total']}" for e in entries)
-    return (format_markdown(StudyTable(entries[0]["metric"], _variant_rows(rows))) + "\n\n"
-            + f"Runs finished when recorded: {done}. " + provenance(entries, str(path.relative_to(ROOT))))
+    return baselines.probe_rows(task, [e["length"] for e in entries], (
+        format_markdown(StudyTable(entries[0]["metric"], _variant_rows(rows))) + "\n\n"
+        + f"Runs finished when recorded: {done}. " + provenance(entries, str(path.relative_to(ROOT)))))
 
 
 def table3_results() -> str:
-    """Table 3 (summarization and dialogue, differences to V, the seed spread) through ``table3.table``."""
-    return table3.table(list(table3.CONFIGS), list(table3.KINDS), ROOT / "runs" / "table3",
-                        table3.DEFAULT_RECORD).rstrip()
+    """Table 3 (summarization and dialogue, differences to V, the seed spread) through ``table3.table``, with
+    the baseline row of each block."""
+    datasets = list(table3.CONFIGS)
+    found, note = baselines.table3_baselines(datasets, {d: table3._family(d) for d in datasets})
+    return table3.table(datasets, list(table3.KINDS), ROOT / "runs" / "table3", table3.DEFAULT_RECORD,
+                        baselines=found).rstrip() + "\n\n" + note
 
 
 def table3_times() -> str:

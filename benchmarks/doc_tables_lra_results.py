@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import doc_tables_baselines as baselines  # noqa: E402 - the baseline rows
 from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - the sibling module
 
 TABLE = "lra"
@@ -78,7 +79,8 @@ def lra_results_table() -> str:
         return f"(no recorded row yet: `python benchmarks/results_runs.py --table {TABLE}`)"
     lines = ["| task | model | test accuracy | LRA's Table 1 | chance | valid accuracy | steps x batch | of LRA's | "
              "training time | row's wall time |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for e in entries:
+    found_baselines: list[dict[str, Any]] = []
+    for i, e in enumerate(entries):
         task, kind = str(e["row"]).split("-", 1)
         name, classes, lra_steps, lra_batch = TASKS[task]
         test, batch = e["test"], batch_size(e)
@@ -90,7 +92,13 @@ def lra_results_table() -> str:
             f"{'-' if valid is None else f'{100 * valid:.2f}%'} | {e['steps']:,} x {batch} | "
             f"{100 * seen / (lra_steps * lra_batch):.2g}% | {e['train_s'] / 60:.1f} min | "
             f"{_wall(e)} |")
-    return "\n".join([*lines, "", provenance(entries, str(path.relative_to(ROOT)))])
+        if i + 1 == len(entries) or not str(entries[i + 1]["row"]).startswith(f"{task}-"):  # the task's last row
+            row, baseline = baselines.lra_rows(task, name)
+            if row is not None and baseline is not None:
+                lines.append(row)
+                found_baselines.append(baseline)
+    return "\n".join([*lines, "", provenance(entries, str(path.relative_to(ROOT))) + " "
+                      + baselines.lra_note(found_baselines)])
 
 
 def lra_budget_table() -> str:

@@ -8,14 +8,14 @@ t5arch_superglue`` (after ``--table t5arch_pretrain``): one entry per finished r
 Both tables use the paper's layout: the SuperGLUE average, then BoolQ, CB, COPA, MultiRC, ReCoRD, RTE, WiC, WSC
 (two-metric tasks as ``a/b`` in the paper's order: CB F1/accuracy, MultiRC F1a/exact match, ReCoRD F1/exact
 match), here followed by the diagnostics AX-b (Matthews correlation) and AX-g (accuracy/gender parity). A task
-with no score is ``-``. The records' table ends with the majority-label reference, computed from the shared
-SuperGLUE files by the library's own rule (``majority_scores``: each task's most frequent training label; the
-diagnostics answer with RTE's; WSC's answer names no candidate).
+with no score is ``-``. The records' table ends with the majority-label reference, recorded in
+``benchmarks/results/baselines.jsonl`` by ``python benchmarks/baselines.py`` from the shared SuperGLUE files by the
+library's own rule (``majority_scores``: each task's most frequent training label; the diagnostics answer with
+RTE's; WSC's answer names no candidate).
 """
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,11 +24,11 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import doc_tables_baselines as baselines  # noqa: E402 - the baseline rows
 from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - the sibling module
 
 TABLE = "t5arch_superglue"
 ROWS = {"V": "T5 (V)", "R": "Syn (R)", "D": "Syn (D)", "R+V": "Syn (R+V)", "D+V": "Syn (D+V)"}
-SUPERGLUE_DIR = ROOT.parent / "shared" / "data" / "superglue"
 CONFIG = ROOT / "configs" / "t5arch_cpu_superglue.yaml"
 
 #: (task, metrics in the paper's order, column): the eight tasks of the average, then the two diagnostics
@@ -71,34 +71,6 @@ def task_mean(values: tuple[float, ...] | list[float]) -> float:
     return sum(values) / len(values)
 
 
-@functools.lru_cache(maxsize=4)
-def majority_scores(folder: Path, tasks: tuple[str, ...]) -> dict[str, list[float]]:
-    """The majority-label reference on the val set of each of ``tasks`` (from the official files under
-    ``folder``): task -> its metrics in :data:`COLUMNS`' order, and ``"average"`` -> the SuperGLUE average over
-    the trained tasks present. A task without training labels here (BoolQ) or a diagnostic with no RTE task to
-    borrow its answer from gets no entry."""
-    from synthformer.data.glue import read_glue_split
-    from synthformer.data.glue_tasks import get_glue_task
-    from synthformer.tasks.metrics.glue import glue_average
-    from synthformer.tasks.types.text_to_text import majority_scores as library_rule
-
-    trained = [t for t in tasks if not get_glue_task(t).eval_only and (folder / get_glue_task(t).folder /
-                                                                         "train.jsonl").is_file()]
-    scored = trained + [t for t in tasks if get_glue_task(t).eval_only]
-    train = [e for t in trained for e in read_glue_split(t, folder, "train")]
-    valid = {t: read_glue_split(t, folder, "dev") for t in scored}
-    found = library_rule(train, [e for v in valid.values() for e in v], [t for t, v in valid.items() for _ in v])
-    names = {task: metrics for task, metrics, _ in COLUMNS}
-    out = {task: [score.metrics[m] for m in names[task]] for task, score in found.items()}
-    if trained:
-        out["average"] = [glue_average(found, "super_glue")]
-    return out
-
-
-def _present(entries: list[dict[str, Any]]) -> list[str]:
-    return [task for task, metrics, _ in COLUMNS if any(_scores(e["valid"], task, metrics) for e in entries)]
-
-
 def _missing_line(entries: list[dict[str, Any]]) -> str:
     found = {str(e["valid"].get("super_glue_missing", "?")) for e in entries}
     named = " / ".join(sorted(found))
@@ -108,7 +80,7 @@ def _missing_line(entries: list[dict[str, Any]]) -> str:
 
 def superglue_table() -> str:
     """Every finetuning row's dev scores in the paper's Table 6 layout, AX-b and AX-g, invalid predictions (all
-    sets), training time without periodic validation; the majority-label row from the shared files."""
+    sets), training time without periodic validation; the majority-label row from the baselines record."""
     path = RESULTS / f"{TABLE}.jsonl"
     found = latest(path, TABLE)
     entries = [found[r] for r in ROWS if r in found]
@@ -122,13 +94,14 @@ def superglue_table() -> str:
         invalid = sum(int(m.get(f"{task}_invalid", 0)) for task, _, _ in COLUMNS)
         lines.append(f"| {ROWS[e['row']]} | {m['super_glue_average']:.1f} | " + " | ".join(cells)
                      + f" | {invalid} | {e['train_s'] / 60:.1f} min |")
-    if SUPERGLUE_DIR.is_dir():
-        majority = majority_scores(SUPERGLUE_DIR, tuple(_present(entries)))
-        cells = [_cell(majority.get(task)) for task, _, _ in COLUMNS]
-        lines.append(f"| majority label | {_cell(majority.get('average'))} | " + " | ".join(cells) + " | 0 | - |")
+    majority, baseline = baselines.glue_majority(TABLE)
+    if majority is not None:
+        m = majority["valid"]
+        cells = [_cell(_scores(m, task, metrics)) for task, metrics, _ in COLUMNS]
+        lines.append(f"| majority label | {m['super_glue_average']:.1f} | " + " | ".join(cells) + " | 0 | - |")
     note = (_missing_line(entries) + "BoolQ is not trained here (the shared folder has its val set only) and "
             "ReCoRD's data is not here. ")
-    return "\n".join([*lines, "", note + provenance(entries, str(path.relative_to(ROOT)))])
+    return "\n".join([*lines, "", note + provenance(entries, str(path.relative_to(ROOT))) + " " + baseline])
 
 
 def config_tasks() -> list[str]:

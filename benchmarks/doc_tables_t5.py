@@ -2,8 +2,9 @@
 
 ``benchmarks/results/t5arch_pretrain.jsonl`` and ``t5arch_glue.jsonl`` are written by
 ``python benchmarks/results_runs.py --table t5arch_pretrain`` (then ``--table t5arch_glue``): one entry per
-finished row, with the validation metrics of ``synthformer eval`` under ``valid``. The GLUE table ends with the
-majority-label reference, computed from the shared GLUE files by ``benchmarks/t5_tables.py``'s rule.
+finished row, with the validation metrics of ``synthformer eval`` under ``valid``. Each table ends with its
+baselines from ``benchmarks/results/baselines.jsonl`` (``python benchmarks/baselines.py``): the unigram and
+"predict the sentinels" losses of the pretraining targets, and the GLUE majority-label reference.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import doc_tables_baselines as baselines  # noqa: E402 - the baseline rows
 from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - the sibling module
 
 PRETRAIN_ROWS = {"V": "T5 (V)", "R": "Syn (R)", "D": "Syn (D)", "R+V": "Syn (R+V)", "D+V": "Syn (D+V)",
                  "transformer-V": "Transformer (V), the earlier setting"}
 GLUE_ROWS = {"V": "T5 (V)", "R+V": "Syn (R+V)", "D+V": "Syn (D+V)",
              "R+V-grown": "Syn (R+V) grown from T5 (V)", "transformer-V": "Transformer (V), the earlier setting"}
-GLUE_DIR = ROOT.parent / "shared" / "data" / "glue"
 
 
 def _entries(table: str, order: dict[str, str]) -> tuple[list[dict[str, Any]], str]:
@@ -46,13 +47,14 @@ def t5_pretrain_table() -> str:
         lines.append(f"| {PRETRAIN_ROWS[e['row']]} | {e['parameters']:,} | {v['log_perplexity']:.3f} | "
                      f"{v['noise_density']:.4f} | {v['mean_span_length']:.3f} | {e['steps']} | "
                      f"{e['steps'] / e['train_s']:.2f} | {_minutes(e)} |")
-    return "\n".join([*lines, "", provenance(entries, record)])
+    rows, note = baselines.t5_pretrain_rows(entries)
+    return "\n".join([*lines, *rows, "", provenance(entries, record), "", note])
 
 
 def t5_glue_table() -> str:
     """GLUE dev scores of every finetuning row (greedy decoding of every dev example), the GLUE average, the
-    invalid predictions, and the majority-label reference."""
-    from t5_tables import _COLUMNS, majority_cells  # Table 5's columns and the majority rule, shared with that script
+    invalid predictions, and the majority-label reference (recorded by ``benchmarks/baselines.py``)."""
+    from t5_tables import _COLUMNS  # Table 5's columns, shared with that script
 
     entries, record = _entries("t5arch_glue", GLUE_ROWS)
     if not entries:
@@ -60,16 +62,16 @@ def t5_glue_table() -> str:
     present = [c for c in _COLUMNS if any(f"{c[0]}_{c[1][0]}" in e["valid"] for e in entries)]
     lines = ["| model | GLUE avg | " + " | ".join(c[2] for c in present) + " | invalid | training time |",
              "|---|---:|" + "---:|" * len(present) + "---:|---:|"]
-    for e in entries:
+    majority, note = baselines.glue_majority("t5arch_glue")
+    for e in [*entries, *([{**majority, "row": "majority"}] if majority else [])]:
         m = e["valid"]
-        cells = ["/".join(f"{m[f'{task}_{metric}']:.1f}" for metric in metrics) for task, metrics, _ in present]
+        cells = ["/".join(f"{m[f'{task}_{metric}']:.1f}" if f"{task}_{metric}" in m else "-" for metric in metrics)
+                 for task, metrics, _ in present]
         invalid = sum(int(m.get(f"{task}_invalid", 0)) for task, _, _ in present)
-        lines.append(f"| {GLUE_ROWS[e['row']]} | {m['glue_average']:.1f} | " + " | ".join(cells)
-                     + f" | {invalid} | {_minutes(e)} |")
-    if GLUE_DIR.is_dir():
-        average, cells = majority_cells(GLUE_DIR, present)
-        lines.append(f"| majority label | {average:.1f} | " + " | ".join(cells) + " | 0 | - |")
-    return "\n".join([*lines, "", provenance(entries, record)])
+        time = _minutes(e) if "train_s" in e else "-"
+        lines.append(f"| {GLUE_ROWS.get(e['row'], 'majority label')} | {m['glue_average']:.1f} | " + " | ".join(cells)
+                     + f" | {invalid} | {time} |")
+    return "\n".join([*lines, "", provenance(entries, record) + " " + note])
 
 
 T5_BUILDERS: dict[str, Callable[[], str]] = {"t5arch-pretrain": t5_pretrain_table, "t5arch-glue": t5_glue_table}

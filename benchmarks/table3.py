@@ -158,9 +158,11 @@ def _cell(value: float | None, base: float | None) -> str:
     return f"{value:.2f} ({value - base:+.2f})"
 
 
-def table(datasets: list[str], kinds: list[str], runs: Path, record: Path) -> str:
+def table(datasets: list[str], kinds: list[str], runs: Path, record: Path,
+          baselines: dict[str, tuple[str, dict]] | None = None) -> str:
     """Table 3's layout in Markdown: one block per task family, one row per model, each dataset's metrics with
-    their difference to V (from the record, else from the run directory's ``eval_test.json``)."""
+    their difference to V (from the record, else from the run directory's ``eval_test.json``); with
+    ``baselines`` (dataset -> (row label, test metrics)), a last row per block of the datasets that have one."""
     recorded = read_record(record)
     out = []
     for family in ("summarization", "dialogue"):
@@ -176,6 +178,12 @@ def table(datasets: list[str], kinds: list[str], runs: Path, record: Path) -> st
             cells = [_cell(scores[d, kind].get(key), scores.get((d, "V"), {}).get(key) if kind != "V" else None)
                      for d in chosen for _, key in COLUMNS[family]]
             out.append(f"| {LABELS.get(kind, kind)} | " + " | ".join(cells) + " |")
+        found = {d: baselines[d] for d in chosen if d in (baselines or {})}
+        if found:  # a model-free reference, with its difference to V like the models'
+            label = next(iter(found.values()))[0]
+            cells = [_cell(found[d][1].get(key) if d in found else None, scores.get((d, "V"), {}).get(key))
+                     for d in chosen for _, key in COLUMNS[family]]
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
         out.append("")
         out += _spread(family, chosen, kinds, recorded)
     return "\n".join(out)

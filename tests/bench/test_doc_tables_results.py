@@ -1,7 +1,7 @@
 """``benchmarks/doc_tables_superglue.py`` and ``doc_tables_lra_results.py``: docs/results.md's SuperGLUE (the
 paper's Table 6) and LRA Table 1 sections, built from tiny made-up records: the placeholder until a row exists,
 rows in the paper's layout with missing tasks as ``-``, the average over the tasks present, the majority-label row
-from tiny made-up SuperGLUE files, the paper's numbers, and LRA's budget fractions."""
+from the baselines record, the paper's numbers, and LRA's budget fractions."""
 
 from __future__ import annotations
 
@@ -34,30 +34,13 @@ def _write(tmp_path: Path, table: str, entries: list[dict]) -> None:
     (tmp_path / "results" / f"{table}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def _jsonl(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-
-
 # --------------------------------------------------------------------------- SuperGLUE (issue 29)
 
 @pytest.fixture()
 def superglue(monkeypatch, tmp_path):
+    baselines = _load("doc_tables_baselines", monkeypatch, tmp_path)  # the majority row's record
     module = _load("doc_tables_superglue", monkeypatch, tmp_path)
-    module.majority_scores.cache_clear()
-    folder = tmp_path / "superglue"  # tiny made-up files in the official layout
-    pair = {"premise": "a cat sat", "hypothesis": "a cat"}
-    _jsonl(folder / "CB" / "train.jsonl", [{**pair, "label": lab, "idx": i} for i, lab in
-                                          enumerate(["contradiction", "entailment", "contradiction"])])
-    _jsonl(folder / "CB" / "val.jsonl", [{**pair, "label": lab, "idx": i} for i, lab in
-                                        enumerate(["contradiction", "neutral", "entailment", "contradiction"])])
-    _jsonl(folder / "RTE" / "train.jsonl", [{**pair, "label": lab, "idx": i} for i, lab in
-                                           enumerate(["not_entailment", "entailment", "not_entailment"])])
-    _jsonl(folder / "RTE" / "val.jsonl", [{**pair, "label": lab, "idx": i} for i, lab in
-                                         enumerate(["entailment", "not_entailment"])])
-    _jsonl(folder / "AX-b" / "AX-b.jsonl", [{"sentence1": "a", "sentence2": "b", "label": lab, "idx": str(i)}
-                                           for i, lab in enumerate(["entailment", "not_entailment"])])
-    monkeypatch.setattr(module, "SUPERGLUE_DIR", folder)
+    assert module.baselines is baselines
     return module
 
 
@@ -77,17 +60,29 @@ def test_superglue_rows_follow_the_papers_layout_with_the_majority_row(superglue
         _sg_entry("R+V", 55.0, cb_accuracy=60.0, cb_f1_macro=40.0, cb_invalid=2, super_glue_rte_accuracy=60.0,
                   super_glue_rte_invalid=1, axb_matthews_corrcoef=5.0, axb_invalid=3),
         _sg_entry("V", 52.5, cb_accuracy=50.0, cb_f1_macro=30.0, super_glue_rte_accuracy=65.0)])
+    # the majority row as benchmarks/baselines.py records it: CB answers "contradiction" (F1 macro 2/3 / 3
+    # classes, accuracy 2 of 4), RTE "not_entailment" (1 of 2), AX-b RTE's answer (a constant: MCC 0); the
+    # average over the trained tasks: (36.1 + 50) / 2
+    _write(tmp_path, "baselines", [{"table": "t5arch_superglue", "row": "majority", "valid": {
+        "cb_accuracy": 50.0, "cb_f1_macro": 200 / 9, "super_glue_rte_accuracy": 50.0, "axb_matthews_corrcoef": 0.0,
+        "super_glue_average": (100 / 9 + 25 + 50) / 2}}])
     text = superglue.superglue_table()
     assert text.splitlines()[0] == ("| model | SGlue avg | BoolQ | CB | COPA | MultiRC | ReCoRD | RTE | WiC | WSC | "
                                     "AX-b | AX-g | invalid | training time |")
     body = text.splitlines()[2:5]  # the paper's row order (V first), each task's metrics in its order (CB: F1/acc)
     assert body[0] == "| T5 (V) | 52.5 | - | 30.0/50.0 | - | - | - | 65.0 | - | - | - | - | 0 | 10.0 min |"
     assert body[1] == "| Syn (R+V) | 55.0 | - | 40.0/60.0 | - | - | - | 60.0 | - | - | 5.0 | - | 6 | 10.0 min |"
-    # majority: CB answers "contradiction" (F1 macro 2/3 / 3 classes, accuracy 2 of 4), RTE "not_entailment"
-    # (1 of 2), AX-b RTE's answer (a constant: MCC 0); the average over the trained tasks: (36.1 + 50) / 2
     assert body[2] == "| majority label | 43.1 | - | 22.2/50.0 | - | - | - | 50.0 | - | - | 0.0 | - | 0 | - |"
     assert "without boolq, copa, multirc, record, wic, wsc" in text and "BoolQ is not trained here" in text
     assert "Record: `results/t5arch_superglue.jsonl` (2 rows;" in text
+    assert "Baseline record: `results/baselines.jsonl` (1 row;" in text
+
+
+def test_superglue_without_a_recorded_majority_says_how_to_record_it(superglue, tmp_path):
+    _write(tmp_path, "t5arch_superglue", [_sg_entry("V", 52.5, cb_accuracy=50.0, cb_f1_macro=30.0)])
+    text = superglue.superglue_table()
+    assert "majority label" not in text
+    assert text.endswith("Baseline not recorded yet: `python benchmarks/baselines.py --tables t5arch_superglue`.")
 
 
 def test_the_papers_table6_averages_and_the_rows_that_disagree(superglue):
@@ -106,6 +101,7 @@ def test_the_papers_table6_averages_and_the_rows_that_disagree(superglue):
 
 @pytest.fixture()
 def lra(monkeypatch, tmp_path):
+    _load("doc_tables_baselines", monkeypatch, tmp_path)  # the majority rows' record: empty unless written
     module = _load("doc_tables_lra_results", monkeypatch, tmp_path)
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "lra_text.yaml").write_text("train:\n  batch_size: 32\n", encoding="utf-8")
@@ -134,6 +130,27 @@ def test_lra_rows_stand_beside_lras_table1_with_chance_and_the_budget(lra, tmp_p
     # no batch in the command: the config's; 100 x 32 of LRA's 20,000 x 32
     assert lines[4] == ("| Text | Syn (R) | 55.00% (500) | - | 50% | 56.00% | 100 x 32 | 0.5% | 30.0 min | "
                         "40.0 min |")
+
+
+def test_each_lra_task_ends_with_its_recorded_majority_row(lra, tmp_path):
+    listops = "synthformer train configs/lra_text.yaml train.batch_size=4 x"
+    _write(tmp_path, "lra", [_lra_entry("listops-V", 0.2, listops), _lra_entry("listops-R", 0.2, listops),
+                             _lra_entry("text-V", 0.5, listops)])
+    majority = {"tied": ["0"], "label": "0", "chance": 0.1, "test": {"accuracy": 0.175, "examples": 200},
+                "valid": {"accuracy": 0.1, "examples": 20}}
+    _write(tmp_path, "baselines", [
+        {"table": "lra", "row": "listops-majority", **majority},
+        {"table": "lra", "row": "text-majority", **majority, "label": "1", "tied": ["1", "0"], "chance": 0.5}])
+    lines = lra.lra_results_table().splitlines()
+    assert [line.split(" | ")[1] for line in lines[2:7]] == [
+        "Transformer (V)", "Syn (R)", "majority class (no model): label 0", "Transformer (V)",
+        "majority class (no model): label 1, tied with 0 in training"]
+    assert lines[4] == ("| ListOps | majority class (no model): label 0 | 17.50% (200) | - | 10% | 10.00% | - | - | "
+                        "- | - |")
+    assert lines[6].startswith("| Text | majority class (no model): label 1, tied with 0 in training | 17.50% (200) "
+                               "| - | 50% |")
+    assert "The majority rows answer every example with the most frequent label" in lines[-1]
+    assert "Baseline record: `results/baselines.jsonl` (2 rows;" in lines[-1]
 
 
 def test_a_resumed_lra_row_says_its_wall_time_is_the_last_sittings(lra, tmp_path):
