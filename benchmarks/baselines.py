@@ -1,7 +1,7 @@
 """The trivial baseline beside every results table of docs/results.md, computed from the data and recorded like the
 models' rows: one JSON line per (table, baseline) in ``benchmarks/results/baselines.jsonl``.
 
-    python benchmarks/baselines.py                       # every baseline not recorded yet (a few minutes)
+    python benchmarks/baselines.py                       # every baseline not recorded yet (see below)
     python benchmarks/baselines.py --tables lra probe    # some tables' baselines only
     python benchmarks/baselines.py --specs imdb --rerun  # one again; the new entry supersedes the old
     python benchmarks/baselines.py --specs t5arch --from-run t5arch=runs/t5arch_pretrain/V   # a run's tokenizer
@@ -19,6 +19,10 @@ the tokens are the models' tokens), then scores the library's baseline
   both tokenizers of the table (SentencePiece for T5's architecture, BPE for the earlier setting);
 * unigram bits/char (the Shakespeare study); the source copied as its translation (the Multi30k studies);
 * lead-3 (SAMSum, DialogSum) and the most frequent training reply (DailyDialog, PersonaChat) on the test split.
+
+Time on the 2-core CPU with one core taken by other work (2026-11-28): about 4 minutes for all of them, most of it
+Pathfinder's 24,000 images, the two span-corruption tokenizers and METEOR; the first run also draws LRA ListOps'
+100,000 expressions into ``runs/cache/lra_listops`` (7 minutes), which later runs and the LRA rows read back.
 
 Resumable: a spec whose rows are all recorded is skipped unless ``--rerun``; each spec appends its entries the
 moment it finishes. Every entry carries the metadata of ``benchmarks/records.py`` (command, date, machine, commit,
