@@ -136,6 +136,11 @@ class TransformerClassifier(nn.Module):
         hidden = [config.head_width] if config.head == "mlp" else []
         self.head = classifier_head(config.d_model, hidden, int(config.num_classes))
 
+    def parts(self) -> dict[str, list[nn.Module]]:
+        """The modules ``train.freeze`` names: ``embeddings``; a classifier has no softmax over a vocabulary (its
+        head is what finetuning trains), so no ``output``."""
+        return {"embeddings": [self.embed], "output": []}
+
     def forward(
         self, input_ids: Tensor, padding_mask: Tensor | None = None, labels: Tensor | None = None
     ) -> dict[str, Tensor]:

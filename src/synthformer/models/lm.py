@@ -78,6 +78,10 @@ class TransformerLM(nn.Module):
         if config.tie_embeddings:
             self.lm_head.weight = self.embed.token.weight  # one tensor: (V, d) is both lookup and projection
 
+    def parts(self) -> dict[str, list[nn.Module]]:
+        """The modules ``train.freeze`` names: ``embeddings`` and ``output`` (the softmax layer)."""
+        return {"embeddings": [self.embed], "output": [self.lm_head]}
+
     @property
     def supports_cache(self) -> bool:
         """True if every layer can decode incrementally (generation then feeds one token per step)."""

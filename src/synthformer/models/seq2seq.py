@@ -201,6 +201,12 @@ class Seq2SeqTransformer(nn.Module):
         if t5:
             init_t5_(self, config.d_model, config.d_ff, config.n_heads)
 
+    def parts(self) -> dict[str, list[nn.Module]]:
+        """The modules ``train.freeze`` names: ``embeddings`` (source and target tables, one when shared) and
+        ``output`` (the softmax layer; the target table itself when tied)."""
+        tables = [self.src_embed] if self.tgt_embed is self.src_embed else [self.src_embed, self.tgt_embed]
+        return {"embeddings": tables, "output": [self.lm_head]}
+
     @property
     def supports_cache(self) -> bool:
         """True if every decoder layer can decode incrementally."""

@@ -23,6 +23,9 @@ from synthformer.common.config import (
 
 from .best import metric_direction
 
+#: The parts ``freeze`` may name (each model's ``parts()`` maps them to its modules).
+FREEZABLE: tuple[str, ...] = ("embeddings", "output")
+
 #: The experiment trackers ``log_with`` may name (:mod:`synthformer.train.tracking` starts them).
 TRACKER_NAMES: tuple[str, ...] = ("tensorboard", "wandb", "mlflow")
 
@@ -62,8 +65,12 @@ class TrainConfig:
     """AdamW epsilon."""
     warmup_steps: int = 0
     """Linear warm-up from 0 to ``lr``; the peak is at step ``warmup_steps``."""
-    schedule: Literal["inverse_sqrt", "cosine", "constant"] = "inverse_sqrt"
-    """Decay after warm-up."""
+    schedule: Literal["inverse_sqrt", "rsqrt", "cosine", "constant"] = "inverse_sqrt"
+    """Decay after warm-up. ``rsqrt`` is T5's: no ramp, the full rate for ``warmup_steps`` steps, then
+    ``lr * sqrt(warmup_steps / step)`` (:func:`synthformer.train.optim.lr_multiplier`)."""
+    freeze: list[str] = dataclasses.field(default_factory=list)
+    """Parts kept fixed during training: ``embeddings`` (token and learned position embeddings), ``output`` (the
+    softmax layer over the vocabulary). The paper finetunes its T5 models with both frozen."""
     min_lr: float = 0.0
     """Floor of the decay (cosine ends exactly here; inverse-sqrt is clamped to it)."""
     grad_clip: float = 1.0
@@ -137,7 +144,7 @@ class TrainConfig:
             raise ConfigError(f"lr: expected a finite value > 0, got {self.lr!r}")
         if self.min_lr > self.lr:
             raise ConfigError(f"min_lr: must not exceed lr ({self.lr}), got {self.min_lr!r}")
-        choices = {"optimizer": ("adamw", "adafactor"), "schedule": ("inverse_sqrt", "cosine", "constant"),
+        choices = {"optimizer": ("adamw", "adafactor"), "schedule": ("inverse_sqrt", "rsqrt", "cosine", "constant"),
                    "distributed": ("ddp", "fsdp")}
         for name, valid in choices.items():
             if getattr(self, name) not in valid:
@@ -149,6 +156,14 @@ class TrainConfig:
             # measured: torch's Adafactor updates a norm of the sharded parameter in place, which DTensor refuses
             raise ConfigError(f"optimizer: distributed=fsdp trains with 'adamw' only (torch's Adafactor cannot step "
                               f"sharded parameters), got {self.optimizer!r}")
+        if isinstance(self.freeze, str):  # freeze=embeddings on the command line
+            self.freeze = [f.strip() for f in self.freeze.split(",") if f.strip()]
+        if not isinstance(self.freeze, (list, tuple)):
+            raise ConfigError(f"freeze: expected a list of parts ({', '.join(FREEZABLE)}), got {self.freeze!r}")
+        for part in self.freeze:
+            if part not in FREEZABLE:
+                raise ConfigError(f"freeze: unknown part {part!r}; valid: {', '.join(FREEZABLE)}")
+        self.freeze = list(self.freeze)
         if isinstance(self.log_with, str):  # log_with=tensorboard on the command line
             self.log_with = [self.log_with]
         for name in self.log_with:

@@ -1,4 +1,29 @@
-"""Optimizers (AdamW, Adafactor) with weight-decay parameter groups, and warm-up + decay LR schedules."""
+"""Optimizers (AdamW, Adafactor) with weight-decay parameter groups, frozen parts, and warm-up + decay LR schedules.
+
+Adafactor is torch's ``torch.optim.Adafactor`` with T5's settings. How it compares with the Adafactor T5 trained
+with (Mesh TensorFlow's ``adafactor_optimizer_from_hparams`` as the T5 repository configures it; Shazeer and Stern
+2018):
+
+============================  ===========================================  =========================================
+setting                       T5                                           here (torch.optim.Adafactor)
+============================  ===========================================  =========================================
+first moment (momentum)       none (beta1 = 0)                             none (torch's has no beta1)
+second-moment decay           ``1 - t^-0.8`` (decay_rate 0.8)             the same (``beta2_decay=-0.8``)
+update clipping               RMS(update) <= 1.0                           the same (``d=1.0``)
+parameter scale               step x max(1e-3, RMS(weight))                the same (``eps[1]=1e-3``)
+relative step size            the schedule is the step: ``rsqrt_decay``    the schedule's rate ``lr_t``, capped by
+                              = ``1/sqrt(max(t, 10000))``                  torch at ``1/sqrt(t)``; the cap never
+                                                                           binds for ``rsqrt`` with ``lr <= 1 /
+                                                                           sqrt(warmup_steps)``, T5's 1e-2 / 10k
+factored second moment        matrices with both sides >= 128              every matrix (>= 2 dimensions)
+epsilon1                      1e-30 added to ``g^2``                       ``g^2`` clamped below at
+                                                                           ``finfo.eps^2`` (1.4e-14 in fp32)
+weight decay                  none                                         ``train.weight_decay`` (default 0),
+                                                                           decoupled
+============================  ===========================================  =========================================
+
+The last three rows are where the two differ; each changes only parameters with tiny gradients or small matrices.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +35,14 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from .config import TrainConfig
+from .config import FREEZABLE, TrainConfig
 
 __all__ = [
     "WarmupDecay",
+    "FREEZABLE_PARTS",
     "adamw",
     "build_optimizer",
+    "freeze_parts",
     "build_scheduler",
     "lr_multiplier",
     "lrs_for",
@@ -97,8 +124,54 @@ def adamw(params: Iterable, **kwargs) -> torch.optim.AdamW:
     return torch.optim.AdamW(params, **kwargs)
 
 
+#: The parts ``train.freeze`` may name: the token (and learned position) embeddings, and the output softmax layer
+#: over the vocabulary.
+FREEZABLE_PARTS: tuple[str, ...] = FREEZABLE
+
+
+def _part_parameters(model: nn.Module, part: str) -> list[nn.Parameter]:
+    """The parameters of ``part``, as the model names them in its ``parts()`` (each model family says which of its
+    modules are its embeddings and its output layer; train cannot import the models to find out)."""
+    if part not in FREEZABLE_PARTS:
+        raise ValueError(f"train.freeze: unknown part {part!r}; valid: {', '.join(FREEZABLE_PARTS)}")
+    parts = model.parts() if callable(getattr(model, "parts", None)) else {}
+    found = [p for module in parts.get(part, []) for p in module.parameters()]
+    if not found:
+        raise ValueError(f"train.freeze: {type(model).__name__} has no {part!r} part to freeze "
+                         f"(its parts: {', '.join(k for k, v in parts.items() if v) or 'none'})")
+    return found
+
+
+def freeze_parts(model: nn.Module, parts: Iterable[str]) -> int:
+    """Turn off ``requires_grad`` of the named parts (:data:`FREEZABLE_PARTS`); return how many parameter entries
+    were frozen (a tied matrix counts once).
+
+    The paper finetunes its T5 models "with embedding and softmax output layer parameters kept fixed". With tied
+    embeddings (T5 v1.0), ``embeddings`` and ``output`` are one matrix: naming either freezes it. Frozen weights are
+    still saved in every checkpoint; the optimizer never sees them.
+
+    Raises:
+        ValueError: an unknown part, or a model without it.
+    """
+    frozen: dict[int, nn.Parameter] = {}
+    for part in parts:
+        frozen.update((id(p), p) for p in _part_parameters(model, part))
+    for p in frozen.values():
+        p.requires_grad_(False)
+    if frozen:
+        entries = sum(p.numel() for p in frozen.values())
+        logger.info("frozen: %s (%s parameter entries)", ", ".join(parts), f"{entries:,}")
+    return sum(p.numel() for p in frozen.values())
+
+
 def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """AdamW or Adafactor over :func:`param_groups`, both with decoupled weight decay."""
+    """AdamW or Adafactor over :func:`param_groups`, both with decoupled weight decay.
+
+    The parts named by ``config.freeze`` are frozen first (:func:`freeze_parts`), here rather than in each caller so
+    that every path that trains (the Trainer, ``convert t5``'s finetuning) honours it. Adafactor takes T5's settings
+    (the module docstring compares them with T5's own).
+    """
+    freeze_parts(model, config.freeze)
     groups = param_groups(model, config.weight_decay)
     if not groups:
         raise ValueError("the model has no trainable parameters")
@@ -107,9 +180,9 @@ def build_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
     if config.optimizer == "adafactor":
         if not hasattr(torch.optim, "Adafactor"):
             raise RuntimeError("optimizer='adafactor' needs torch>=2.5 (torch.optim.Adafactor)")
-        # torch's Adafactor has no momentum (beta1) and uses a fixed lr (no relative step), which is what
-        # an explicit schedule wants.
-        return torch.optim.Adafactor(groups, lr=config.lr)
+        # T5's: no momentum (torch's has none), second-moment decay 1 - t^-0.8, updates clipped to RMS 1, steps
+        # scaled by max(1e-3, RMS(weight)); lr is the schedule's rate (torch caps it at 1/sqrt(t))
+        return torch.optim.Adafactor(groups, lr=config.lr, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0)
     raise ValueError(f"unknown optimizer {config.optimizer!r}; valid: 'adamw', 'adafactor'")
 
 
@@ -122,7 +195,14 @@ def lr_multiplier(
     After it: ``inverse_sqrt`` gives ``sqrt(warmup_steps / step)`` (continuous at the peak; ``1/sqrt(step)``
     without warm-up), ``cosine`` goes from 1 to ``min_ratio`` at ``total_steps``, ``constant`` stays at 1.
     Decays never go below ``min_ratio`` (``min_lr / lr``).
+
+    ``rsqrt`` is T5's schedule (``rsqrt_decay``: ``1 / sqrt(max(t, warmup_steps))``, normalised to 1 at its peak):
+    no ramp, the full rate for the first ``warmup_steps`` steps, then ``sqrt(warmup_steps / step)``. T5 pretrained
+    with it at lr 1e-2 and 10,000 such steps; Adafactor's parameter-scaled steps need no ramp.
     """
+    if schedule == "rsqrt":
+        value = math.sqrt(warmup_steps / step) if step > warmup_steps else 1.0
+        return max(value, min_ratio)
     if warmup_steps > 0 and step < warmup_steps:
         return step / warmup_steps
     if schedule == "constant":
@@ -134,7 +214,7 @@ def lr_multiplier(
         span = max(total_steps - warmup_steps, 1)
         progress = min(max((step - warmup_steps) / span, 0.0), 1.0)
         return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-    raise ValueError(f"unknown schedule {schedule!r}; valid: 'inverse_sqrt', 'cosine', 'constant'")
+    raise ValueError(f"unknown schedule {schedule!r}; valid: 'inverse_sqrt', 'rsqrt', 'cosine', 'constant'")
 
 
 class WarmupDecay:
