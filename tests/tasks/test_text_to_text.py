@@ -81,7 +81,9 @@ def test_text_to_text_hf_name_must_be_glue(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("restore_logging")
 def test_pretrain_then_finetune_through_the_cli(tmp_path: Path, capsys) -> None:
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text(LM_TEXT + "The cat sat on the mat. A witty movie. " * 40, encoding="utf-8")
+    # the labels and prefixes in the pretraining text: a char vocabulary must spell them (the run checks)
+    corpus.write_text(LM_TEXT + "The cat sat on the mat. A witty movie. negative positive not_entailment sst2 " * 40,
+                      encoding="utf-8")
     pre = write_yaml(tmp_path / "pre.yaml", {
         "task": {"type": "span_corruption", "train": str(corpus), "valid_fraction": 0.1, "tokenizer": "char",
                  "max_len": 48, "options": {"num_sentinels": 20}},

@@ -119,6 +119,17 @@ class GlueTask:
         return self.labels is None and self.scoring == "labels"
 
     @property
+    def target_strings(self) -> tuple[str, ...] | None:
+        """Every target text the task can have, which a tokenizer must spell exactly: the labels, or STS-B's 26
+        scores ``0.0 .. 5.0``; None where targets are text from the data (WSC's referents, ReCoRD's entities)."""
+        if self.scoring in ("wsc", "record"):
+            return None
+        if self.labels is None:  # STS-B: every rounded score from 0.0 to 5.0 in steps of 0.2
+            return tuple(f"{k / 5:.1f}" for k in range(26))
+        return self.labels
+
+
+    @property
     def scored_with_records(self) -> bool:
         """True when scoring needs more than the target text: MultiRC's question groups, AX-g's pairs, WSC's
         label, ReCoRD's gold answers."""

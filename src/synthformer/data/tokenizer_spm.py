@@ -41,6 +41,10 @@ SPM_SPECIALS: tuple[str, ...] = ("<pad>", "</s>", "<unk>")
 #: SentencePiece skips training sentences longer than this many bytes (its ``max_sentence_length``); longer lines
 #: are cut at a space below it so that no text is lost.
 _MAX_SENTENCE_BYTES = 4192
+#: The smallest model (pieces, specials included) that trains with byte fallback unless told otherwise: the 256
+#: byte pieces, the specials and the characters must fit with room for the pieces that make tokens longer than one
+#: character (SentencePiece refuses a model smaller than its bytes plus its required characters).
+BYTE_FALLBACK_MIN_PIECES = 1024
 #: The options of :meth:`SentencePieceTokenizer.train` that :func:`build_sentencepiece` passes on.
 _TRAIN_OPTIONS = ("character_coverage", "byte_fallback", "num_threads")
 
@@ -93,15 +97,29 @@ class SentencePieceTokenizer(Tokenizer):
 
     # -- building ----------------------------------------------------------------------------------------
     @classmethod
-    def train(cls, texts: Iterable[str], num_pieces: int, *, character_coverage: float = 0.9995,
-              byte_fallback: bool = False, num_threads: int = 1) -> SentencePieceTokenizer:
+    def train(cls, texts: Iterable[str], num_pieces: int, *, character_coverage: float | None = None,
+              byte_fallback: bool | None = None, num_threads: int = 1) -> SentencePieceTokenizer:
         """A unigram model of at most ``num_pieces`` pieces (the three specials included) trained on ``texts``.
+
+        By default every character is spelled. With at least :data:`BYTE_FALLBACK_MIN_PIECES` pieces the model
+        trains with byte fallback and ``character_coverage`` 0.9995: a character outside its pieces (the coverage
+        drops the rarest 0.05% of the training text's characters) is written as its UTF-8 bytes (256 of the pieces
+        are ``<0x00>`` .. ``<0xFF>``) instead of ``<unk>``, so every text round-trips, every label of every task
+        included. Without it a vocabulary trained on IMDb cannot spell ``not_entailment`` (``_`` is rarer than the
+        cut). A smaller model has no room for the 256 byte pieces: it keeps every character of its training text
+        instead (``character_coverage`` 1.0, no byte fallback), so only characters it never saw become ``<unk>``.
+        Either option given explicitly is used as given (``byte_fallback=False`` is the choice of T5's own
+        ``spiece.model``, trained on C4 where the labels' characters are common).
 
         ``texts`` are cut into lines (SentencePiece's sentences). ``num_pieces`` is a cap: a text too small for it
         gets fewer pieces (SentencePiece's ``hard_vocab_limit=false``). ``num_threads`` is recorded in the model,
         so the same text and threads give the same bytes (the default, 1, keeps a model independent of the host).
         """
         spm = _sentencepiece()
+        if byte_fallback is None:
+            byte_fallback = num_pieces >= BYTE_FALLBACK_MIN_PIECES
+        if character_coverage is None:
+            character_coverage = 0.9995 if byte_fallback else 1.0
         if num_pieces <= len(SPM_SPECIALS):
             raise ValueError(f"a SentencePiece model needs more than its {len(SPM_SPECIALS)} special pieces, "
                              f"got {num_pieces} pieces")

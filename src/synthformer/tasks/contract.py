@@ -200,6 +200,13 @@ class TaskType:
         """The texts a tokenizer is trained on (from the training split)."""
         raise NotImplementedError
 
+    def spelled_strings(self, task: TaskConfig, raw: RawData | None) -> dict[str, list[str]]:
+        """Strings the tokenizer must round-trip exactly for the task to be scored right, by what they are
+        (``{"rte target": ["entailment", "not_entailment"]}``): a text-to-text task's target strings and its
+        prefix. ``raw`` is None for a prepared corpus (the declared strings only). The run refuses to start when the
+        tokenizer cannot spell one (:mod:`synthformer.data.spelling`). Default: nothing to check."""
+        return {}
+
     def finish_tokenizer(self, task: TaskConfig, tokenizer: Tokenizer) -> Tokenizer:
         """The tokenizer the run uses, from the one built on the training texts (span corruption adds its
         sentinels here). Not called for a tokenizer taken from a pretrained run (``init_from``) or a generator's

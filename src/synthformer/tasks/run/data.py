@@ -21,6 +21,7 @@ from ..sources import load_raw_data
 from .config import RunConfig, resolve_model_config
 from .lengths import check_truncation, length_reports
 from .prepared_data import prepared_data
+from .spelling import check_spelling
 
 __all__ = ["build_datasets", "build_task_model", "build_task_tokenizer", "for_run", "prepare_data", "seeded_model"]
 
@@ -75,6 +76,7 @@ def prepare_data(run: RunConfig, tokenizer: Tokenizer | None = None, label_set: 
     if label_set is not None:
         raw.label_set = label_set
     tok = tokenizer if tokenizer is not None else build_task_tokenizer(run, raw)
+    check_spelling(run, tok, raw)
     # the one place the model config is sized for the data: the datasets, the model and the run directory read it
     model_config = resolve_model_config(run, tok.vocab_size, _num_classes(raw.label_set),
                                         (tok.pad_id, tok.bos_id, tok.eos_id))

@@ -18,6 +18,7 @@ from synthformer.train import ConfigError
 from ..contract import RawData, TaskData
 from .config import RunConfig, resolve_model_config
 from .lengths import check_truncation, length_reports
+from .spelling import check_spelling
 
 __all__ = ["open_prepared", "prepared_data"]
 
@@ -63,6 +64,7 @@ def prepared_data(run: RunConfig, tokenizer: Tokenizer | None = None,
     dataset per split of ``splits`` (default: all the corpus has) read from the shards."""
     corpus = open_prepared(run, tokenizer)
     tok = corpus.tokenizer()
+    check_spelling(run, tok, None)
     task_type = run.task.task_type
     model_config = resolve_model_config(run, tok.vocab_size, None, (tok.pad_id, tok.bos_id, tok.eos_id))
     # the run's splits: a corpus stored per task ("train.rte", "valid.rte") serves the run's "train" and "valid"

@@ -277,6 +277,20 @@ class TextToText(TaskType):
             out[name], start = train[start:start + size], start + size
         return out
 
+    def spelled_strings(self, task: TaskConfig, raw: RawData | None) -> dict[str, list[str]]:
+        # each task's declared targets and its prefix; targets that are text of the data (WSC, ReCoRD): every
+        # distinct one loaded
+        out: dict[str, list[str]] = {}
+        for name in _tasks(task):
+            spec = glue_task_from_config(name)
+            declared = spec.target_strings
+            if declared is None and raw is not None:
+                declared = tuple(dict.fromkeys(e.target for split in raw.splits.values() for e in split
+                                               if e.task == spec.name))
+            out[f"{name} target"] = list(declared or ())
+            out[f"{name} prefix"] = [spec.prefix]
+        return out
+
     def training_texts(self, raw: RawData) -> list[str]:
         # a bounded seeded sample: the examples of the fixed mixture (the texts every earlier version trained on)
         train, _ = mixture(self._train_by_task(raw), int(raw.info["mixing_cap"]))
