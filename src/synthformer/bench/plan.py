@@ -43,6 +43,7 @@ from torch.overrides import TorchFunctionMode
 from synthformer.models import ModelConfig, build_model
 from synthformer.tasks import RunConfig
 from synthformer.tasks.run.config import resolve_model_config
+from synthformer.train.optim import freeze_parts
 
 from .measure import count_flops, random_batch
 from .plan_data import DataPlan, format_bytes, plan_data, plan_vocabulary
@@ -85,6 +86,8 @@ class RunPlan:
     optimizer: str
     precision: str
     data: DataPlan
+    recipe: str = ""
+    """The model variant and the optimization recipe in words (optimizer, rate, schedule, frozen parts)."""
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -120,6 +123,8 @@ def plan_run(run: RunConfig, *, config: str = "", processes: int = 1, run_dir: s
     vocab_size, vocab_source, num_classes = plan_vocabulary(run, data, run_dir)
     model_config = resolve_model_config(run, vocab_size, num_classes)
     model = _meta_model(model_config)
+    if tcfg.freeze:
+        freeze_parts(model, tcfg.freeze)  # the trainable count and the optimizer state leave them out
     params = list(model.parameters())
     lengths = _lengths(run)
     batch = _meta_batch(model_config, tcfg.batch_size, lengths)
@@ -148,8 +153,27 @@ def plan_run(run: RunConfig, *, config: str = "", processes: int = 1, run_dir: s
         tokens_per_step=tokens, flops_per_step=float(micro_flops) * tcfg.grad_accum * processes,
         flops_method=method, memory=memory, memory_method=memory_method,
         optimizer=tcfg.optimizer, precision="bf16 autocast" if tcfg.bf16 else "fp32", data=data,
-        warnings=warnings, errors=errors,
+        warnings=warnings, errors=errors, recipe=_recipe(run),
     )
+
+
+def _recipe(run: RunConfig) -> str:
+    """``variant t5 (T5's layer, relative position bias); adafactor, lr 0.01, rsqrt schedule (full rate for 10,000
+    steps, then 1/sqrt), ...``: what the plan's numbers do not show of how the run trains."""
+    model, t = run.model, run.train
+    variant = getattr(model, "variant", "transformer")
+    bias = getattr(model, "position_bias", None)
+    parts = [f"variant {variant}" + (f" with {bias} relative position bias" if bias not in (None, "none") else "")]
+    schedule = {"rsqrt": f"rsqrt schedule (full rate for {t.warmup_steps:,} steps, then lr x sqrt(warm-up / step))",
+                "inverse_sqrt": f"linear warm-up over {t.warmup_steps:,} steps then inverse-sqrt decay",
+                "cosine": f"linear warm-up over {t.warmup_steps:,} steps then cosine decay to {t.min_lr:g}",
+                "constant": "constant rate" + (f" after {t.warmup_steps:,} warm-up steps" if t.warmup_steps else "")}
+    parts.append(f"{t.optimizer}, lr {t.lr:g}, {schedule[t.schedule]}")
+    if t.freeze:
+        parts.append(f"frozen: {', '.join(t.freeze)}")
+    if getattr(run, "init_from", None):
+        parts.append(f"from {run.init_from}")
+    return "; ".join(parts)
 
 
 def _meta_model(config: ModelConfig) -> nn.Module:
@@ -295,6 +319,7 @@ def format_plan(plan: RunPlan) -> list[str]:
         f"plan of {plan.config or 'the run'} (dry run: nothing trained, no data read or tokenized)",
         f"model:      {plan.arch}, {plan.parameters:,} parameters ({plan.trainable:,} trainable); vocabulary "
         f"{plan.vocab_size:,} ({plan.vocab_source})",
+        *([f"recipe:     {plan.recipe}"] if plan.recipe else []),
         f"step:       {plan.batch_size} examples x {plan.grad_accum} micro-batches x {plan.processes} process(es) "
         f"= {plan.examples_per_step:,} examples of {lengths} positions",
         f"tokens:     {tok['total']:,} per optimizer step ({parts}); {tok['total'] * plan.steps:,} in "
