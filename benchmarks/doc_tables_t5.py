@@ -19,6 +19,7 @@ import doc_tables_baselines as baselines  # noqa: E402 - the baseline rows
 from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - the sibling module
 
 PRETRAIN_ROWS = {"V": "T5 (V)", "R": "Syn (R)", "D": "Syn (D)", "R+V": "Syn (R+V)", "D+V": "Syn (D+V)",
+                 "V-adamw": "T5 (V), AdamW + cosine (the earlier recipe)",
                  "transformer-V": "Transformer (V), the earlier setting"}
 GLUE_ROWS = {"V": "T5 (V)", "R+V": "Syn (R+V)", "D+V": "Syn (D+V)",
              "R+V-grown": "Syn (R+V) grown from T5 (V)", "transformer-V": "Transformer (V), the earlier setting"}
