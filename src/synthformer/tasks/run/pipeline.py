@@ -35,6 +35,7 @@ from synthformer.common.io import atomic_output, atomic_write_text
 from synthformer.data import save_label_set
 from synthformer.models import ModelConfig, num_parameters
 from synthformer.train import ConfigError, RunDir, Trainer, dump_config, is_main_process
+from synthformer.train.optim import freeze_parts
 
 from ..contract import TaskData
 from .config import RunConfig
@@ -184,8 +185,11 @@ def _write_run_files(rd: RunDir, run: RunConfig, data: TaskData, *, fresh: bool,
 def _train(run: RunConfig, rd: RunDir, data: TaskData, model: nn.Module, start: float, *, resume: bool,
            progress: bool, on_trainer: Callable[[Trainer], None] | None) -> TrainResult:
     """Hand the prepared run directory to a :class:`Trainer` and train."""
+    freeze_parts(model, run.train.freeze)  # before the count (the optimizer freezes them too; idempotent)
     params = num_parameters(model)
-    logger.info("model: %s, %s trainable parameters", type(model).__name__, f"{params:,}")
+    frozen = num_parameters(model, trainable_only=False) - params
+    logger.info("model: %s, %s trainable parameters%s", type(model).__name__, f"{params:,}",
+                f" ({frozen:,} frozen)" if frozen else "")
     data_summary = describe_lengths(run.task, length_reports(data.datasets))
     for line in data_summary:
         logger.info("data: %s", line)
