@@ -3,7 +3,8 @@
 Every two-process job of the suite in turn, in the same two processes (one process group), each into its own
 folder of ROOT: train/ddp_script.py into ``agree``, train/parallel_script.py in DDP and FSDP2 mode into ``ddp`` and
 ``fsdp``, train/stream_script.py on the run config CONFIG into ``stream``, tasks/sharded_eval_script.py into
-``sharded_eval``. Each job seeds its own runs. PYTHONPATH holds tests/train and the repository root.
+``sharded_eval``, train/spike_script.py into ``spike``. Each job seeds its own runs. PYTHONPATH holds tests/train
+and the repository root.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import ddp_script
 import parallel_script
+import spike_script
 import stream_script
 
 from tests.tasks import sharded_eval_script
@@ -24,6 +26,7 @@ def main(root: Path, stream_config: Path) -> None:
         parallel_script.main(mode, root / mode)
     stream_script.run(stream_config, root / "stream", [])
     sharded_eval_script.main(root / "sharded_eval")
+    spike_script.main(root / "spike")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ which runs every job in turn, each into its own folder of the launch's root, and
 - ``ddp``, ``fsdp``: train/parallel_script.py in that mode, against the one-process run ``single`` trained here
   first and rewound to step 3 into ``<mode>/one_to_two`` for the 1 -> 2 resume (train/test_distributed.py);
 - ``stream``: train/stream_script.py on a prepared span-corruption corpus (train/test_stream_distributed.py);
-- ``sharded_eval``: tasks/sharded_eval_script.py, evaluation shared by the processes (tasks/test_sharded_eval.py).
+- ``sharded_eval``: tasks/sharded_eval_script.py, evaluation shared by the processes (tasks/test_sharded_eval.py);
+- ``spike``: train/spike_script.py, a loss spike on one process skipped by both (train/test_distributed.py).
 
 The tests carry the ``xdist_group`` mark ``torchrun`` (``ONE_LAUNCH``), so pytest-xdist (``--dist loadgroup``)
 runs them on one worker: one launch per test session.
@@ -92,6 +93,7 @@ def launch(root: Path) -> TwoProcessRuns:
         rewind(single, root / mode / "one_to_two", 3)
     (root / "agree").mkdir()
     (root / "sharded_eval").mkdir()
+    (root / "spike").mkdir()
     runs = TwoProcessRuns(root, single, stream_config(root / "stream"))
     env = {**os.environ, "OMP_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join([str(TRAIN), str(ROOT), os.environ.get("PYTHONPATH", "")])}

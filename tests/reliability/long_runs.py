@@ -35,6 +35,12 @@ FAULTS: tuple[Fault, ...] = (
           ("clip", "no-clip")),
     Fault("nonfinite-skip", "NaN loss at two steps, `train.nonfinite: skip` (killed between them)", ("skip",)),
     Fault("nonfinite-limit", "`train.nonfinite_limit` non-finite steps in a row", ("limit",), resumed=False),
+    Fault("spike", "a finite loss spike (x1e6) at step k, `train.nonfinite: stop`; at two steps with `skip` (killed "
+          "between them)", ("spike-stop", "spike-skip")),
+    Fault("blow-up", "a blow-up without NaN (`train.lr=1e4`, a real run): `stop`, and `skip` until "
+          "`train.nonfinite_limit`", ("lr-1e4-stop", "lr-1e4-skip"), resumed=False),
+    Fault("spike-two", "a loss spike on one of 2 torchrun processes (`skip`): both skip the same step",
+          ("spike-rank1",), resumed=False),
     Fault("oom", "out of memory in a step (a GPU's `OutOfMemoryError`, the CPU allocator's error)",
           ("cuda", "cpu")),
     Fault("signal-one", "SIGTERM mid-step, SIGUSR1 mid-save (one process)", ("sigterm-step", "sigusr1-save")),

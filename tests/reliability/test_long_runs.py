@@ -1,6 +1,7 @@
 """Long runs with real processes: SIGTERM and SIGUSR1 (a batch system's preemption notice) mid-step and mid-save,
-SIGTERM to one of two torchrun processes, SIGKILL of one of two gloo processes mid-step and mid-save; and the best
-checkpoint through the command line (``eval --checkpoint best``, ``init_from: RUN@best``).
+SIGTERM to one of two torchrun processes, SIGKILL of one of two gloo processes mid-step and mid-save; a real run that
+blows up without NaN (``train.lr=1e4``) and the same run at its own rate, which never meets the spike check; and
+the best checkpoint through the command line (``eval --checkpoint best``, ``init_from: RUN@best``).
 
 Every signal is real: the launcher (longrun_launcher.py) makes the process send it to itself at an exact point
 (the N-th training forward pass, or right after a checkpoint's weights are written), through the real handlers.
@@ -87,6 +88,46 @@ def test_sigterm_and_sigusr1_finish_the_step_save_and_exit_75_then_resume_exactl
     assert "Traceback" not in err
     assert same(final_weights(run), expected)  # as if never stopped
     intact(run)
+
+
+# -- a blow-up without NaN: a real run at lr 1e4 (3.58 at step 1, 1.1e9 from step 2 on, every number finite) -------
+
+
+def finite_on_disk(run: Path) -> bool:
+    from safetensors.torch import load_file
+
+    return all(torch.isfinite(t).all() for ckpt in list_checkpoints(run)
+               for t in load_file(str(ckpt / "model.safetensors")).values())
+
+
+@pytest.mark.parametrize("case", cases("blow-up"))
+def test_a_run_that_blows_up_without_nan_stops_in_one_line(tmp_path, capsys, case):
+    cfg = write_yaml(tmp_path / "lm.yaml", lm_config(tmp_path, steps=30, save_every=3, eval_every=0))
+    run = tmp_path / "run"
+    skip = ["train.nonfinite=skip"] if case == "lr-1e4-skip" else []
+    assert main(["train", str(cfg), "train.lr=1e4", *skip, "--run-dir", str(run), *QUIET]) == 2
+    err = capsys.readouterr().err
+    last = err.rstrip("\n").splitlines()[-1]
+    assert "Traceback" not in err and "a loss spike" in last and "train.spike_factor 10" in last, err
+    if skip:  # each skipped step leaves the blown-up weights of step 1's update: 10 in a row stop the run
+        assert last.startswith("synthformer train: error: step 11: the loss "), err
+        assert "(10 skipped steps in a row, train.nonfinite_limit 10)" in last
+        assert "every checkpoint holds the weights that gave this loss (unchanged since the update of step 1)" in last
+        assert [p.name for p in list_checkpoints(run)][-1] == "step_000009"
+    else:
+        assert last.startswith("synthformer train: error: step 2: the loss "), err
+        assert "there is no checkpoint yet" in last and not list_checkpoints(run)
+    assert finite_on_disk(run)
+    intact(run)
+
+
+def test_the_same_run_at_its_own_lr_never_meets_the_spike_check(tmp_path, capsys):
+    cfg = write_yaml(tmp_path / "lm.yaml", lm_config(tmp_path, steps=30, save_every=0, eval_every=0, log_every=1))
+    run = tmp_path / "run"
+    assert main(["train", str(cfg), "--run-dir", str(run), *QUIET]) == 0, capsys.readouterr().err
+    losses = [json.loads(x)["loss"] for x in (run / "metrics.jsonl").read_text().splitlines() if '"loss"' in x]
+    assert len(losses) == 30 and "skipped_steps" not in load_checkpoint(run).trainer_state
+    assert max(loss / max(losses[:i]) for i, loss in enumerate(losses) if i) < 1.2  # the factor is 10
 
 
 # -- two processes ---------------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Two processes with torchrun (gloo on CPU): replicas stay identical and resume is exact (DDP); DDP and FSDP2 train
-as one process does on the same global batch, and checkpoints move between 1 and 2 processes.
+"""Two processes with torchrun (gloo on CPU): replicas stay identical and resume is exact (DDP); a loss spike on one
+process is skipped by both; DDP and FSDP2 train as one process does on the same global batch, and checkpoints move
+between 1 and 2 processes.
 
 The two-process runs are jobs of the suite's one torchrun launch (tests/two_processes.py, the fixture
 ``two_processes``); the tests check what each job wrote.
@@ -38,6 +39,26 @@ def test_torchrun_two_processes_train_and_agree(two_processes):
     assert [d["step"] for d in lines if "eval_loss" in d] == [3, 6, 9, 10]
     result = json.loads((root / "result.json").read_text())
     assert result["loss"] < lines[0]["loss"]  # it learned
+
+
+@ONE_LAUNCH
+def test_a_loss_spike_on_one_process_is_skipped_by_both(two_processes):
+    from tests.reliability.long_runs import cases
+
+    assert cases("spike-two") == ("spike-rank1",)
+    root = two_processes.root / "spike"  # spike_script.py's job: process 1's loss of step 3 spikes, process 0's not
+    views = [json.loads((root / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert views[0] == views[1] and views[0]["skipped"] == 1  # the same decision, the same reference
+    rank0, rank1 = (load_file(root / f"rank{r}.safetensors") for r in (0, 1))
+    assert all(torch.equal(rank0[k], rank1[k]) and torch.isfinite(rank0[k]).all() for k in rank0)
+    lines = [json.loads(x) for x in (root / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [d["skipped_steps"] for d in lines if "loss" in d] == [0, 0, 1, 1, 1, 1]
+    recent = views[0]["reference"]["loss_reference"]["recent"]
+    assert len(recent) == 5 and max(recent) < 100  # the spike's loss never joined the reference
+
+    from synthformer.train import load_checkpoint
+
+    assert load_checkpoint(root / "run").trainer_state["loss_reference"] == views[0]["reference"]["loss_reference"]
 
 
 # ----------------------------------------------------------------------------------------------------------------

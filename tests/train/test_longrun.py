@@ -1,5 +1,6 @@
-"""Long runs in one process: non-finite steps (stop, skip, N in a row), an out-of-memory step, and the best checkpoint
-(``train.keep_best``) in each direction. The cases of the faults are the rows of docs/reliability.md's "Long runs"
+"""Long runs in one process: non-finite steps (stop, skip, N in a row), finite loss spikes (handled as non-finite
+steps; normal training never meets the check), an out-of-memory step, and the best checkpoint (``train.keep_best``)
+in each direction. The cases of the faults are the rows of docs/reliability.md's "Long runs"
 table (tests/reliability/long_runs.py); signals and deaths are in tests/reliability/test_long_runs.py (real
 processes)."""
 
@@ -30,23 +31,24 @@ BASE = dict(steps=12, batch_size=4, lr=1e-2, grad_accum=2, warmup_steps=3, save_
 
 
 class PoisonedLM(ToyLM):
-    """:class:`ToyLM` whose loss is NaN at the training forward calls in ``poison`` (1-based, counted over the run:
-    a resumed trainer sets ``calls`` to where the run stands)."""
+    """:class:`ToyLM` whose loss is multiplied by ``scale`` (NaN: a NaN loss; 1e6: a finite spike) at the training
+    forward calls in ``poison`` (1-based, counted over the run: a resumed trainer sets ``calls`` to where the run
+    stands)."""
 
-    def __init__(self, poison: set[int]) -> None:
+    def __init__(self, poison: set[int], scale: float = float("nan")) -> None:
         super().__init__(dropout=0.2)
-        self.poison = poison
+        self.poison, self.scale = poison, scale
 
     def forward(self, input_ids, labels=None):
         out = super().forward(input_ids, labels)
         if self.training and self.calls in self.poison:
-            out["loss"] = out["loss"] * float("nan")
+            out["loss"] = out["loss"] * self.scale
         return out
 
 
-def make(run_dir, poison=(), *, resume=False, eval_fn=None, **overrides) -> Trainer:
+def make(run_dir, poison=(), *, resume=False, eval_fn=None, scale=float("nan"), **overrides) -> Trainer:
     seed_everything(0 if not resume else 99)  # a resumed run's model starts elsewhere: the checkpoint decides
-    model = PoisonedLM(set(poison))
+    model = PoisonedLM(set(poison), scale)
     trainer = Trainer(model, CountingDataset(64), TrainConfig(**{**BASE, **overrides}), run_dir, eval_fn=eval_fn,
                       resume=resume, progress=False)
     model.calls = trainer.step * trainer.config.grad_accum  # the micro-batches the run has done
@@ -122,6 +124,50 @@ def test_too_many_nonfinite_steps_in_a_row_stop_the_run(tmp_path, case):
     trainer.close()
     assert trainer.policy.skipped_steps == 2 and latest_checkpoint(tmp_path).name == "step_000004"
     assert all_finite_on_disk(tmp_path)
+
+
+SPIKE = 1e6  # a finite loss a million times the step's own
+
+
+@pytest.mark.parametrize("case", cases("spike"))
+def test_a_finite_loss_spike_is_handled_as_a_nonfinite_step_and_resumes_exactly(tmp_path, case):
+    poison = STEP7 if case == "spike-stop" else {2 * 6 + 1, 2 * 9 + 2}  # step 7 (and 10)
+    reference = finished(tmp_path / "ref", poison, scale=SPIKE, nonfinite="skip")
+    assert reference.policy.skipped_steps == len(poison)
+    run = tmp_path / "run"
+    if case == "spike-stop":
+        trainer = make(run, poison, scale=SPIKE)
+        with pytest.raises(TrainingFailed) as caught:
+            trainer.train()
+        trainer.close()
+        message = str(caught.value)
+        assert "\n" not in message and message.startswith("step 7: the loss ") and "a loss spike;" in message
+        assert "train.spike_factor 10" in message and "nothing was saved from it" in message
+        assert f"the last checkpoint, {run / 'checkpoints' / 'step_000004'}, was saved before the loss rose" in message
+        assert [p.name for p in list_checkpoints(run)] == ["step_000004"]
+    else:  # killed between the two spikes, after the checkpoint of step 8
+        trainer = make(run, poison, scale=SPIKE, nonfinite="skip")
+        trainer.model.crash_at = 2 * 11 + 1
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            trainer.train()
+        trainer.close()
+        assert load_checkpoint(run).trainer_state["skipped_steps"] == 1
+    resumed = make(run, poison, resume=True, scale=SPIKE, nonfinite="skip")
+    resumed.train()
+    resumed.close()
+    assert state_equal(resumed.model, reference.model) and all_finite_on_disk(run)
+    assert load_checkpoint(run).trainer_state["skipped_steps"] == len(poison)
+
+
+def test_normal_training_never_meets_the_spike_check(tmp_path):
+    # 40 steps without warm-up: the loss falls from about 15 to under 1, the largest step-to-reference ratio is
+    # far below the factor of 10
+    trainer = finished(tmp_path, steps=40, warmup_steps=0, save_every=0, log_every=1)
+    assert trainer.policy.skipped_steps == 0
+    losses = [json.loads(x)["loss"] for x in (tmp_path / "metrics.jsonl").read_text().splitlines() if '"loss"' in x]
+    assert len(losses) == 40 and losses[-1] < 0.2 * losses[0]
+    ratios = [loss / max(losses[:i]) for i, loss in enumerate(losses) if i]
+    assert max(ratios) < 2, ratios
 
 
 OOM = {"cuda": lambda: torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB"),

@@ -117,7 +117,15 @@ class TrainConfig:
     the step and the last good checkpoint, or ``skip`` its update (counted as ``skipped_steps`` in the metrics) and
     go on. A non-finite model is never saved (docs/reliability.md, "Long runs")."""
     nonfinite_limit: int = 10
-    """With ``nonfinite: skip``: stop as ``stop`` does after this many non-finite steps in a row."""
+    """With ``nonfinite: skip``: stop as ``stop`` does after this many skipped steps (non-finite or spikes) in a
+    row."""
+    spike_factor: float = 10.0
+    """A finite loss more than this many times the reference (the largest loss of the run's first step and of the
+    last ``spike_window`` applied steps) is a loss spike, handled as a non-finite step (``nonfinite``: stop or
+    skip); 0 turns the check off. The check starts at the second step: a blown-up rate shows in its loss
+    (:mod:`synthformer.train.spikes`)."""
+    spike_window: int = 100
+    """How many of the latest applied steps' losses the spike reference spans (besides the first step's)."""
     keep_best: str | None = None
     """An evaluation metric (``loss``, ``bleu``, ``accuracy``, ``glue_average``, ...; with or without ``eval_``):
     the checkpoint with its best value is kept besides the newest ``max_checkpoints`` and named by
@@ -176,6 +184,12 @@ class TrainConfig:
         if isinstance(self.nonfinite_limit, bool) or not isinstance(self.nonfinite_limit, int) \
                 or self.nonfinite_limit < 1:
             raise ConfigError(f"nonfinite_limit: expected an integer >= 1, got {self.nonfinite_limit!r}")
+        if isinstance(self.spike_factor, bool) or not isinstance(self.spike_factor, (int, float)) or not (
+                self.spike_factor == 0 or (self.spike_factor > 1 and math.isfinite(self.spike_factor))):
+            raise ConfigError(f"spike_factor: expected a finite number > 1, or 0 (no spike check), got "
+                              f"{self.spike_factor!r}")
+        if isinstance(self.spike_window, bool) or not isinstance(self.spike_window, int) or self.spike_window < 1:
+            raise ConfigError(f"spike_window: expected an integer >= 1, got {self.spike_window!r}")
         if not (isinstance(self.collective_timeout_s, (int, float)) and self.collective_timeout_s > 0
                 and math.isfinite(self.collective_timeout_s)):
             raise ConfigError(f"collective_timeout_s: expected a number of seconds > 0, got "

@@ -20,7 +20,7 @@ from .config import TrainConfig
 from .distributed import as_float
 from .run_errors import RunError
 
-__all__ = ["OutOfMemory", "TrainingFailed", "agree", "describe_batch", "finite", "gradient_norm",
+__all__ = ["OutOfMemory", "TrainingFailed", "agree", "agree_max", "describe_batch", "finite", "gradient_norm",
            "is_collective_failure", "is_out_of_memory", "lost_process_message", "nonfinite_message",
            "out_of_memory_detail", "weights_finite"]
 
@@ -39,14 +39,19 @@ class OutOfMemory(TrainingFailed):
         self.detail = detail
 
 
-def agree(accelerator: Accelerator, values: list[int]) -> list[int]:
-    """The largest of each value over all processes: one all-reduce of a few integers (a collective; with one
-    process, ``values`` itself)."""
+def agree_max(accelerator: Accelerator, values: list[float]) -> list[float]:
+    """The largest of each value over all processes: one all-reduce of a few numbers in float64, which holds flags
+    and signal codes exactly beside a loss (a collective; with one process, ``values`` itself)."""
     if accelerator.num_processes == 1:
-        return list(values)
-    flags = torch.tensor(values, dtype=torch.int32, device=accelerator.device)
+        return [float(v) for v in values]
+    flags = torch.tensor(values, dtype=torch.float64, device=accelerator.device)
     torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
-    return [int(v) for v in flags.tolist()]
+    return [float(v) for v in flags.tolist()]
+
+
+def agree(accelerator: Accelerator, values: list[int]) -> list[int]:
+    """:func:`agree_max` of integers (flags, codes)."""
+    return [int(v) for v in agree_max(accelerator, [float(v) for v in values])]
 
 
 def gradient_norm(parameters: Iterable[torch.nn.Parameter]) -> float:

@@ -1,11 +1,12 @@
 """What the trainer decides for a long run, identically on every process: whether a step's update is applied (its
-loss and gradient norm finite, ``train.nonfinite``), whether to stop on a signal, and which checkpoint is the best
-(``train.keep_best``).
+loss and gradient norm finite, its loss no spike: ``train.nonfinite``, :mod:`.spikes`), whether to stop on a signal,
+and which checkpoint is the best (``train.keep_best``).
 
 Every decision that changes what the processes do next (skip an update, stop, save a new best) is agreed on by a
-collective, so that no process waits in a collective the others never enter. A step costs one all-reduce of two
-small integers (the non-finite flag and the stop request: :meth:`LongRunPolicy.check_step`), made after backward and
-before the optimizer step; an evaluation or a save adds one more (a signal that arrived during it, a new best).
+collective, so that no process waits in a collective the others never enter. A step costs one all-reduce of three
+numbers (the non-finite flag, the stop request and the step's loss, the largest of the processes': :meth:`LongRunPolicy
+.check_step`), made after backward and before the optimizer step; an evaluation or a save adds one more (a signal
+that arrived during it, a new best).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from accelerate import Accelerator
 from torch import nn
 
 from .best import BestRecord, improves, metric_direction, metric_key, read_best
-from .checkpoint import checkpoint_name
+from .checkpoint import STATE_FILE, checkpoint_name, read_trainer_state
 from .config import ConfigError, TrainConfig
-from .faults import TrainingFailed, agree, finite, nonfinite_message, weights_finite
+from .faults import TrainingFailed, agree, agree_max, finite, nonfinite_message, weights_finite
 from .rundir import RunDir
 from .signals import StopGuard
+from .spikes import LossReference, spike_message
 
 __all__ = ["SIGNAL_CODES", "LongRunPolicy"]
 
@@ -39,7 +41,7 @@ class LongRunPolicy:
 
     Args:
         accelerator: the run's accelerator (its processes agree through it).
-        config: ``nonfinite``, ``nonfinite_limit`` and ``keep_best`` are read.
+        config: ``nonfinite``, ``nonfinite_limit``, ``spike_factor``, ``spike_window`` and ``keep_best`` are read.
         rundir: the run directory (the last good checkpoint is named from it).
     """
 
@@ -51,6 +53,7 @@ class LongRunPolicy:
         self.skipped_steps = 0
         self.in_a_row = 0
         self.stop_agreed = False
+        self.losses = LossReference(config.spike_factor, config.spike_window)
         self.metric = metric_key(config.keep_best) if config.keep_best else None
         self.direction = metric_direction(config.keep_best) if config.keep_best else None
         self.best: BestRecord | None = None
@@ -59,6 +62,7 @@ class LongRunPolicy:
     def resume(self, trainer_state: Mapping[str, Any]) -> None:
         """Continue the counts and the best of the checkpoint a run resumes from."""
         self.skipped_steps = int(trainer_state.get("skipped_steps", 0))
+        self.losses.resume(trainer_state)
         record = read_best(self.rundir.checkpoints_path) if self.metric else None
         # a best by another metric (keep_best changed on resume) is not compared with: this run's starts afresh
         self.best = record if record is not None and record.metric == self.metric else None
@@ -73,26 +77,45 @@ class LongRunPolicy:
         self.stop_agreed = self.stop_agreed or code > 0
 
     def check_step(self, step: int, loss: float, grad_norm: float) -> bool:
-        """After backward, before the update of ``step``: whether to apply it (a collective).
+        """After backward, before the update of ``step`` (``loss``: the step's mean loss on this process): whether
+        to apply it (a collective). A non-finite loss or gradient norm, or a loss spike (:mod:`.spikes`, judged on
+        the largest loss of the processes), is handled per ``train.nonfinite``.
 
         Also agrees on a stop request (:attr:`stop_agreed`: stop once this step is done).
 
         Raises:
-            TrainingFailed: a non-finite step with ``nonfinite: stop``, or the ``nonfinite_limit``-th in a row.
+            TrainingFailed: a non-finite step or a spike with ``nonfinite: stop``, or the ``nonfinite_limit``-th
+                skipped step in a row.
         """
-        nonfinite, stop = agree(self.accelerator, [0 if finite(loss, grad_norm) else 1, self._signal_code()])
-        self._note_stop(stop)
-        if not nonfinite:
+        ok = finite(loss, grad_norm)
+        nonfinite, stop, largest = agree_max(self.accelerator, [0 if ok else 1, self._signal_code(),
+                                                                loss if ok else float("-inf")])
+        self._note_stop(int(stop))
+        spike = not nonfinite and self.losses.is_spike(largest)
+        if not nonfinite and not spike:
             self.in_a_row = 0
+            self.losses.accept(largest)
             return True
         self.in_a_row += 1
         if self.config.nonfinite == "stop" or self.in_a_row >= self.config.nonfinite_limit:
+            if spike:
+                raise TrainingFailed(self._spike_message(step, largest))
             raise TrainingFailed(nonfinite_message(step, loss, grad_norm, self.rundir.latest_checkpoint(),
                                                    self.config, self.in_a_row))
         self.skipped_steps += 1
-        logger.warning("step %d: loss %g, gradient norm %g: its update is skipped (%d in a row, %d in all)", step,
-                       loss, grad_norm, self.in_a_row, self.skipped_steps)
+        what = f"loss {largest:g}, a spike over the reference {self.losses.value:g}" if spike else (
+            f"loss {loss:g}, gradient norm {grad_norm:g}")
+        logger.warning("step %d: %s: its update is skipped (%d in a row, %d in all)", step, what, self.in_a_row,
+                       self.skipped_steps)
         return False
+
+    def _spike_message(self, step: int, loss: float) -> str:
+        cfg = self.config
+        row = (f" ({self.in_a_row} skipped steps in a row, train.nonfinite_limit {cfg.nonfinite_limit})"
+               if cfg.nonfinite == "skip" else "")
+        checkpoints = [(int(read_trainer_state(p / STATE_FILE)["step"]), p) for p in self.rundir.list_checkpoints()]
+        return spike_message(step, step - self.in_a_row, loss, self.losses.value or 0.0, cfg.spike_factor,
+                             cfg.spike_window, sorted(checkpoints, key=lambda c: c[0]), row)
 
     def stop_after_pause(self) -> bool:
         """After an evaluation or a save: whether to stop now, a signal having come during it (a collective)."""
@@ -103,9 +126,10 @@ class LongRunPolicy:
         """What the training log lines add: the skipped steps so far (with ``nonfinite: skip``)."""
         return {"skipped_steps": self.skipped_steps} if self.config.nonfinite == "skip" else {}
 
-    def state(self) -> dict[str, int]:
-        """What a checkpoint's ``trainer_state.json`` adds."""
-        return {"skipped_steps": self.skipped_steps} if self.skipped_steps else {}
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint's ``trainer_state.json`` adds: the skipped steps, the spike check's reference."""
+        skipped = {"skipped_steps": self.skipped_steps} if self.skipped_steps else {}
+        return {**skipped, **self.losses.state()}
 
     # -- saving --------------------------------------------------------------------------------------------------
     def check_weights(self, model: nn.Module, step: int) -> None:

@@ -44,6 +44,7 @@ __all__ = [
     "build_optimizer",
     "freeze_parts",
     "build_scheduler",
+    "extend_schedule",
     "lr_multiplier",
     "lrs_for",
     "param_groups",
@@ -241,6 +242,52 @@ def build_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig) -> La
     """A ``LambdaLR`` implementing the config's warm-up and decay (stepped once per optimizer step)."""
     fn = WarmupDecay(config.warmup_steps, config.steps, config.schedule, config.min_lr / config.lr)
     return LambdaLR(optimizer, fn)
+
+
+def extend_schedule(scheduler: LambdaLR, total_steps: int, step: int) -> str | None:
+    """Point a resumed schedule at a new ``train.steps``; return the one line that says what the run now does, or
+    None when the total is the one the schedule was built for (then nothing is touched: the resume stays bit-exact).
+
+    The rule: the schedule becomes the one ``total_steps`` gives, as if the run had been started with it, from the
+    resumed step on (the Hugging Face Trainer gets the same when ``max_steps`` changes on resume: its schedule
+    functions are ``functools.partial`` objects, whose total ``LambdaLR`` does not save). Only cosine depends on the
+    total: it is stretched (or shrunk) to reach ``min_lr`` at the new end, so a finished run whose rate had decayed
+    to ``min_lr`` (0 by default) trains again, from the rate the longer schedule has at the resumed step.
+    ``inverse_sqrt``, ``rsqrt`` and ``constant`` go on as they were.
+
+    The loaded checkpoint restored each lambda's old ``total_steps`` (``LambdaLR`` saves a callable object's
+    state) and the optimizer's current rate; both are set here, so the first step after the resume already runs
+    at the new rate, and the next checkpoint holds the new total (a later resume of this run changes nothing).
+
+    Args:
+        scheduler: the resumed ``LambdaLR`` of :func:`build_scheduler` (its state loaded from the checkpoint).
+        total_steps: the run's ``train.steps`` now.
+        step: the resumed optimizer step (the trainer's; ``scheduler.last_epoch`` lags behind it by the skipped
+            steps, which never step the schedule).
+    """
+    fns = [fn for fn in scheduler.lr_lambdas if isinstance(fn, WarmupDecay)]
+    if not fns or all(fn.total_steps == total_steps for fn in fns) or step >= total_steps:
+        return None
+    old_total, schedule = fns[0].total_steps, fns[0].schedule
+    groups = scheduler.optimizer.param_groups
+    was = groups[0]["lr"]
+    for fn in fns:
+        fn.total_steps = int(total_steps)
+    epoch = scheduler.last_epoch
+    for group, base, fn in zip(groups, scheduler.base_lrs, scheduler.lr_lambdas, strict=True):
+        group["lr"] = base * fn(epoch)
+    scheduler._last_lr = [group["lr"] for group in groups]  # what get_last_lr() reports until the next step
+    now = groups[0]["lr"]
+    verb = "extending" if total_steps > old_total else "shortening"
+    head = f"{verb} {old_total} -> {total_steps} steps: "
+    if schedule == "cosine":
+        floor = scheduler.base_lrs[0] * fns[0].min_ratio
+        return (f"{head}the cosine schedule is rebuilt for {total_steps} steps (as if train.steps had been "
+                f"{total_steps} from the start): step {step + 1} runs at lr {now:.3g} (was {was:.3g}), decaying to "
+                f"min_lr {floor:.3g} at step {total_steps}")
+    last = scheduler.base_lrs[0] * fns[0](epoch + total_steps - step - 1)  # the rate of the final step
+    return (f"{head}the {schedule} schedule does not depend on the total: step {step + 1} runs at lr {now:.3g}, "
+            f"step {total_steps} at lr {last:.3g}")
 
 
 def lrs_for(config: TrainConfig, steps: Iterable[int]) -> list[float]:

@@ -47,9 +47,9 @@ from .config import ConfigError, TrainConfig, dump_config
 from .distributed import ShardedOptimizerState, as_float, gradient_sync, shard_model
 from .evaluation import evaluate_model, forward_loss
 from .hooks import count_tokens, default_accelerator, require_tensorboard, seed_everything
-from .loader import BatchStream
+from .loader import BatchStream, is_map_style
 from .longrun import LongRunPolicy
-from .optim import build_optimizer, build_scheduler
+from .optim import build_optimizer, build_scheduler, extend_schedule
 from .preparation import lock_for_training, prepare_run_dir, warn_resumed_changes
 from .recording import Recorder
 from .rundir import RunDir
@@ -202,7 +202,10 @@ class Trainer(CheckpointSaving):
                 scheduler=self.scheduler,
                 map_location="cpu",  # optimizer.load_state_dict moves the state next to each parameter
             )
-            warn_resumed_changes(ckpt.trainer_state, config, self.world_size)
+            warn_resumed_changes(ckpt.trainer_state, config, self.world_size, map_style=is_map_style(train_data))
+            extended = extend_schedule(self.scheduler, config.steps, ckpt.step)  # a new train.steps: one line
+            if extended and self.is_main:
+                logger.warning("%s", extended)
             self.step = ckpt.step
             try:
                 self.batches_consumed = int(ckpt.trainer_state["batches_consumed"])
@@ -289,11 +292,11 @@ class Trainer(CheckpointSaving):
         self._in_update = True
         params = list(self.model.parameters())
         grad_norm = as_float(acc.clip_grad_norm_(params, cfg.grad_clip)) if cfg.grad_clip > 0 else None
-        loss_sum = float(sum(loss for loss, _ in micro_batches))
+        step_loss = float(sum(loss for loss, _ in micro_batches)) / cfg.grad_accum  # the step's mean, as logged
         self._step_lr = self._optimizer.param_groups[0]["lr"]
         # without clipping a norm is computed for the check alone (one pass over the gradients)
         norm = faults.gradient_norm(params) if grad_norm is None else grad_norm
-        if self.policy.check_step(self.step + 1, loss_sum, norm):
+        if self.policy.check_step(self.step + 1, step_loss, norm):
             for loss, n_tokens in micro_batches:
                 self.recorder.add_micro_batch(loss, n_tokens)
             self.optimizer.step()
