@@ -179,6 +179,11 @@ TRAIN_CASES: list[Case] = [
          "did you mean 'steps'"),
     case(TRAIN, "train-unknown-key-yaml", yaml_change("cls", {"train.learning_rate": 0.1}),
          "unknown key 'train.learning_rate'"),
+    # refused when the config is read, not at the first evaluation (after a checkpoint was written)
+    case(TRAIN, "train-keep-best-not-reported", override("lm", "train.keep_best=accuracy"), "train.keep_best",
+         "'accuracy'", "it reports: loss"),
+    case(TRAIN, "train-spike-factor-one", override("lm", "train.spike_factor=1"), "train.spike_factor",
+         "got 1", "or 0 (no spike check)"),
 ]
 
 # -- eval -----------------------------------------------------------------------------------------------------

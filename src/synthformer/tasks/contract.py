@@ -144,6 +144,11 @@ class TaskType:
     arch: ClassVar[str] = ""
     #: Metrics the type can report (``eval.metrics`` must be a subset).
     metrics: ClassVar[tuple[str, ...]] = ("loss",)
+    #: The keys an evaluation reports for a name of :attr:`metrics` where they are not the name itself; None: keys
+    #: named from the data (text-to-text's ``glue``: one per dev set, and the benchmark averages). Shared by every
+    #: type that reports these names; a type whose names report other keys extends it (dialogue's ``bleu``).
+    metric_keys: ClassVar[Mapping[str, tuple[str, ...] | None]] = {
+        "rouge": ("rouge1", "rouge2", "rougeL", "rougeLsum"), "glue": None}
     #: File formats of ``task.format``; the first is the default when the suffix says nothing.
     formats: ClassVar[tuple[str, ...]] = ()
     #: File suffix -> format, for inferring ``task.format``.
@@ -279,6 +284,17 @@ class TaskType:
     def training_evaluation(self, run: RunConfig) -> tuple[list[str], int | None, int | None]:
         """What the evaluation during training computes, kept cheap: (metric names, beam, max examples)."""
         return run.metrics, None, run.eval.max_examples
+
+    def training_metric_keys(self, run: RunConfig) -> list[str] | None:
+        """The keys (without ``eval_``) the evaluation during training reports, for checking ``train.keep_best``
+        when the config is read; None when some are named from the data (see :attr:`metric_keys`)."""
+        keys: list[str] = []
+        for name in self.training_evaluation(run)[0]:
+            found = self.metric_keys.get(name, (name,))
+            if found is None:
+                return None
+            keys.extend(found)
+        return keys
 
     def report_extras(self, run: RunConfig, beam: int) -> dict[str, Any]:
         """Settings written into ``eval_<split>.json`` besides the metrics."""

@@ -43,6 +43,7 @@ from typing import Any, Literal
 
 from synthformer.models import ModelConfig, config_class, get_preset, list_presets
 from synthformer.train import ConfigError, TrainConfig, load_config, to_dict
+from synthformer.train.best import metric_key
 
 from ..registry import get_generator
 from .task_config import TaskConfig
@@ -158,6 +159,7 @@ class RunConfig:
                                    num_classes=2, special_ids=(0, 2, 3))
         self.model._run_section = self.model_section
         self._check_metrics()
+        self._check_keep_best()
         if self.train.eval_every and self.eval.split == "test":
             logger.warning("eval.split=test: the test split is evaluated during training")
 
@@ -188,6 +190,19 @@ class RunConfig:
             if name not in valid:
                 raise ConfigError(f"eval.metrics: {name!r} is not a metric of type {self.task.type!r}; valid: "
                                   f"{', '.join(valid)}")
+
+    def _check_keep_best(self) -> None:
+        """``train.keep_best`` must name a metric the evaluation during training reports: found here, when the
+        config is read, rather than at the first evaluation, after a checkpoint is written."""
+        if self.train.keep_best is None:
+            return
+        reported = self.task.task_type.training_metric_keys(self)
+        wanted = metric_key(self.train.keep_best)[len("eval_"):]
+        if reported is None or wanted in reported:
+            return
+        raise ConfigError(f"train.keep_best: the evaluation during training of task.type {self.task.type!r} reports "
+                          f"no {wanted!r} (it reports: {', '.join(reported) or 'nothing'}; eval.metrics and "
+                          "eval.train_decode_examples decide which)")
 
     @property
     def metrics(self) -> list[str]:

@@ -97,6 +97,8 @@ class DialogueGeneration(SequenceToSequence):
 
     name = "dialogue"
     metrics = ("loss", "perplexity", *DIALOGUE_METRICS)
+    metric_keys = {**SequenceToSequence.metric_keys, "bleu": ("bleu_1", "bleu_2", "bleu_3", "bleu_4"),
+                   "distinct": ("distinct_1", "distinct_2")}
     formats = DIALOGUE_FORMATS
     suffix_formats = {".jsonl": "jsonl", ".json": "jsonl"}
     reads = frozenset({"max_target_len", "test_fraction"})
