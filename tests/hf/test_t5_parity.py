@@ -114,7 +114,7 @@ def test_a_round_trip_through_transformers_gives_the_same_state_dict(proj, tied,
 
 @pytest.mark.parametrize("field,value,match", [
     ("feed_forward_proj", "gated-silu", "feed_forward_proj='gated-silu'"),
-    ("d_kv", 16, "d_kv=16"),
+    ("d_kv", 16, r"^d_kv=16: .* d_kv \* num_heads \(16 \* 4 = 64\) must equal d_model \(32\)$"),
     ("layer_norm_epsilon", 1e-5, "layer_norm_epsilon=1e-05"),
     ("model_type", "umt5", "model_type='umt5'"),
     ("is_gated_act", False, "is_gated_act=False"),

@@ -191,7 +191,8 @@ def test_a_process_that_dies_mid_step_or_mid_save_costs_no_checkpoint_and_sigter
                     run_spec(train(b, "--resume"))], tmp_path / "three", torchrun=True)
     _, err = third.communicate(timeout=900)
     assert third.returncode == 0 and codes(tmp_path / "three", 0) == codes(tmp_path / "three", 1) == [75, 0, 0], err
-    assert "synthformer train: stopped by SIGTERM at step 6; its checkpoint is saved" in err
+    assert "synthformer train: stopped by SIGTERM at step 6; its checkpoint is saved; continue with: torchrun " \
+           f"--standalone --nproc_per_node 2 -m synthformer.cli.main train {cfg} --run-dir {a} --resume" in err, err
     saved = load_checkpoint(a / "checkpoints" / "step_000006")
     assert saved.trainer_state["world_size"] == 2 and len(saved.rng_states) == 2
     expected = final_weights(ref)

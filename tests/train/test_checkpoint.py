@@ -211,3 +211,18 @@ def test_atomic_writes_give_the_permissions_of_a_plain_open_and_mkdir(tmp_path: 
     assert mode == stat.S_IMODE((tmp_path / "plain.md").stat().st_mode) == 0o666 & ~umask
     dir_mode = stat.S_IMODE(final.stat().st_mode)
     assert dir_mode == stat.S_IMODE((tmp_path / "plain_dir").stat().st_mode) == 0o777 & ~umask
+    # every file of the checkpoint, the weights included (safetensors writes 0600), as open() would give it
+    modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in final.iterdir()}
+    assert "model.safetensors" in modes and set(modes.values()) == {0o666 & ~umask}, modes
+
+
+def test_two_saves_of_equal_weights_are_byte_identical(tmp_path):
+    # safetensors keeps its header's metadata (the step, the tied names stored once) in a hash map whose order
+    # changes between maps: before the header was put in order, 8 saves of one model gave 2 different files
+    model = trained()[0]
+    files = [save(tmp_path / f"run{i}", 3, model) / "model.safetensors" for i in range(8)]
+    first = files[0].read_bytes()
+    assert all(f.read_bytes() == first for f in files)
+    loaded = ToyLM()
+    load_model_weights(files[0].parent, loaded)
+    assert state_equal(loaded, model) and loaded.out.weight is loaded.emb.weight

@@ -8,11 +8,12 @@ import logging
 import os
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from ._common import HelpFormatter, add_common_options, format_metrics, warn_if_busy
 
-__all__ = ["register", "run"]
+__all__ = ["continue_command", "register", "run"]
 
 _EPILOG = """\
 examples:
@@ -27,8 +28,9 @@ Overrides are dotted keys of the config (task.*, model.*, train.*, eval.*) with 
 
 Ctrl-C stops at the end of the current step and saves a checkpoint; --resume continues exactly from it.
 SIGTERM and SIGUSR1 (a batch system's preemption notice) do the same and exit with status 75, which a job script
-requeues on (docs/distributed.md, "SLURM"). A step whose loss or gradients are not finite stops the run
-(train.nonfinite=skip drops it instead); train.keep_best=METRIC keeps the best checkpoint too.
+requeues on (docs/distributed.md, "SLURM"). A step whose loss or gradients are not finite, or whose loss spikes
+far above its recent range (train.spike_factor), stops the run (train.nonfinite=skip drops it instead);
+train.keep_best=METRIC keeps the best checkpoint too. A larger train.steps with --resume extends a finished run.
 
 Plan a long run first: --dry-run prints the parameters, tokens and FLOPs per step, the memory per process and the
 data plan without training or reading the data (exit status 2 when it sees a problem that would stop the run):
@@ -77,15 +79,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json or args.processes is not None:
         raise ConfigError("--json and --processes go with --dry-run")
     # Shown if Ctrl-C stops the run: the exact command that continues it.
-    command = ["synthformer", "train", str(config_path), *overrides, "--run-dir", str(run_dir), "--resume"]
-    args.interrupt_hint = f"a checkpoint was saved; continue with: {shlex.join(command)}"
+    command = continue_command(["train", str(config_path), *overrides, "--run-dir", str(run_dir), "--resume"])
+    args.interrupt_hint = f"a checkpoint was saved; continue with: {command}"
     progress = not args.no_progress and sys.stderr.isatty()
     warn_if_busy()
     try:
         result = train_run(run_config, run_dir, resume=args.resume, overwrite=args.overwrite, progress=progress)
     except Preempted as stop:  # SIGTERM / SIGUSR1: saved; a distinct status for the job script to requeue on
         if int(os.environ.get("RANK", "0")) == 0:
-            print(f"synthformer train: {stop}; continue with: {shlex.join(command)}", file=sys.stderr)
+            print(f"synthformer train: {stop}; continue with: {command}", file=sys.stderr)
         return EXIT_PREEMPTED
     if int(os.environ.get("RANK", "0")) != 0:
         return 0  # under torchrun the main process reports
@@ -105,6 +107,23 @@ def run(args: argparse.Namespace) -> int:
     print(f"next: synthformer eval {shlex.quote(str(run_dir))}   |   synthformer generate {shlex.quote(str(run_dir))} "
           "--prompt TEXT")
     return 0
+
+
+def continue_command(argv: list[str], env: Mapping[str, str] | None = None) -> str:
+    """The command line that runs ``synthformer ARGV`` the way this process was launched: plain ``synthformer``, or,
+    under ``torchrun`` (``WORLD_SIZE`` above 1), torchrun with this launch's processes per machine. A process cannot
+    see the rendezvous options of a launch over several machines: they are left as a placeholder."""
+    env = os.environ if env is None else env
+    world = int(env.get("WORLD_SIZE") or 1)
+    if world <= 1:
+        return shlex.join(["synthformer", *argv])
+    per_machine = int(env.get("LOCAL_WORLD_SIZE") or world)
+    machines = max(world // per_machine, 1)
+    module = shlex.join(["-m", "synthformer.cli.main", *argv])
+    if machines == 1:
+        return f"torchrun --standalone --nproc_per_node {per_machine} {module}"
+    return (f"torchrun --nnodes {machines} --nproc_per_node {per_machine} <the launch's --rdzv-* options> {module} "
+            "(on each machine)")
 
 
 def _dry_run(args: argparse.Namespace, run_config: object, config_path: Path, run_dir: Path) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = ["BOS", "EOS", "FORMAT_VERSION", "PAD", "REPLACEMENT_CHAR", "SPECIAL_TOKENS", "TOKENIZER_FILE", "UNK",
-           "Tokenizer", "tokenizer_file"]
+           "Tokenizer", "tokenizer_difference", "tokenizer_file"]
 
 logger = logging.getLogger(__name__)
 
@@ -152,3 +152,21 @@ class Tokenizer(ABC):
     def _check_id(self, token_id: int) -> None:
         if not 0 <= token_id < self.vocab_size:
             raise IndexError(f"token id {token_id} out of range [0, {self.vocab_size})")
+
+
+def tokenizer_difference(ours: Tokenizer, theirs: Tokenizer, names: tuple[str, str] = ("ours", "theirs")) -> str:
+    """What tells two tokenizers apart, for an error that refuses one of them (``names``: how the message calls
+    each): their kinds and sizes when those differ; else the first id whose token differs; else the first settings
+    of their saved state that differ (two tokenizers of one kind and size often differ only there, and naming kind
+    and size twice would say nothing)."""
+    if (ours.kind, ours.vocab_size) != (theirs.kind, theirs.vocab_size):
+        return (f"{names[0]} is {ours.kind} with {ours.vocab_size:,} ids, {names[1]} {theirs.kind} with "
+                f"{theirs.vocab_size:,} ids")
+    same = f"both are {ours.kind} with {ours.vocab_size:,} ids"
+    for token_id in range(ours.vocab_size):
+        mine, given = ours.id_to_token(token_id), theirs.id_to_token(token_id)
+        if mine != given:
+            return f"{same}, but id {token_id} is {mine!r} in {names[0]} and {given!r} in {names[1]}"
+    a, b = ours._state(), theirs._state()
+    keys = [k for k in sorted(set(a) | set(b), key=str) if a.get(k) != b.get(k)]
+    return f"{same} and the same tokens, but other settings ({', '.join(map(str, keys[:3])) or 'none'})"

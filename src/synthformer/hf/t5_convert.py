@@ -72,7 +72,8 @@ def check_t5_config(hf_config: Any) -> None:
         raise ConfigError(f"dense_act_fn={act!r}: feed_forward_proj={proj!r} computes {ACTIVATIONS[proj]!r}")
     if hf_config.d_kv * hf_config.num_heads != hf_config.d_model:
         raise ConfigError(f"d_kv={hf_config.d_kv}: synthformer's heads split d_model, so d_kv * num_heads "
-                          f"({hf_config.num_heads}) must equal d_model ({hf_config.d_model})")
+                          f"({hf_config.d_kv} * {hf_config.num_heads} = {hf_config.d_kv * hf_config.num_heads}) must "
+                          f"equal d_model ({hf_config.d_model})")
     if hf_config.layer_norm_epsilon != T5_NORM_EPS:
         raise ConfigError(f"layer_norm_epsilon={hf_config.layer_norm_epsilon!r}: expected T5's {T5_NORM_EPS}")
     if getattr(hf_config, "is_decoder", False) or not getattr(hf_config, "is_encoder_decoder", True):

@@ -45,6 +45,7 @@ from synthformer.common.io import fsync_path as _fsync_path
 
 from .best import BEST_FILE, BestRecord, read_best
 from .rng import capture_rng_state, restore_rng_state
+from .weights_file import finish_weights_file
 
 __all__ = [
     "CHECKPOINTS_DIR",
@@ -177,6 +178,7 @@ def save_checkpoint(
             save_file({k: v.contiguous() for k, v in model.items()}, str(tmp / MODEL_FILE), metadata=metadata)
         else:
             save_model(model, str(tmp / MODEL_FILE), metadata=metadata)
+        finish_weights_file(tmp / MODEL_FILE)  # 0644 under umask 022, and equal weights give equal bytes
         if optimizer is not None:
             torch.save(optimizer if isinstance(optimizer, Mapping) else optimizer.state_dict(), tmp / OPTIMIZER_FILE)
         if scheduler is not None:

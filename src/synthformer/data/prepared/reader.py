@@ -20,7 +20,7 @@ import numpy as np
 from synthformer.common.config import ConfigError
 from synthformer.data.errors import DataError
 from synthformer.data.tokenization import load_tokenizer
-from synthformer.data.tokenizer_base import Tokenizer
+from synthformer.data.tokenizer_base import Tokenizer, tokenizer_difference
 
 from .format import TOKENIZER, bin_name, idx_name, np_dtype, read_manifest, sha256_file
 
@@ -79,10 +79,10 @@ class PreparedCorpus:
         ours = self.tokenizer()
         if theirs != ours:
             where = "" if isinstance(tokenizer, Tokenizer) else f" ({tokenizer})"
+            differ = tokenizer_difference(ours, theirs, ("the corpus's", "the one given"))
             raise ConfigError(
-                f"{self.path / 'manifest.json'}: the corpus was tokenized with another tokenizer ({ours.kind}, "
-                f"vocab {ours.vocab_size:,}) than the one given{where} ({theirs.kind}, vocab {theirs.vocab_size:,}); "
-                "use the corpus's tokenizer.json, or prepare again with --tokenizer FILE"
+                f"{self.path / 'manifest.json'}: the corpus was tokenized with another tokenizer than the one "
+                f"given{where}: {differ}; use the corpus's tokenizer.json, or prepare again with --tokenizer FILE"
             )
 
     # -- contents --------------------------------------------------------------------------------------------------
