@@ -113,9 +113,10 @@ class TrainConfig:
     """With ``fsdp``: methods other than ``forward`` that the model calls on a unit directly (the decoder's
     cross-attention keys of the encoder output); the unit's weights are gathered for them too."""
     nonfinite: Literal["stop", "skip"] = "stop"
-    """A step whose loss or gradient norm is not finite (NaN, inf): ``stop`` the run with a one-line error naming
-    the step and the last good checkpoint, or ``skip`` its update (counted as ``skipped_steps`` in the metrics) and
-    go on. A non-finite model is never saved (docs/reliability.md, "Long runs")."""
+    """A step whose loss or gradient norm is not finite (NaN, inf), or whose loss is a spike (``spike_factor``):
+    ``stop`` the run with a one-line error naming the step and the checkpoint to go back to, or ``skip`` its update
+    (counted as ``skipped_steps`` in the metrics) and go on. A non-finite model is never saved (docs/reliability.md,
+    "Long runs")."""
     nonfinite_limit: int = 10
     """With ``nonfinite: skip``: stop as ``stop`` does after this many skipped steps (non-finite or spikes) in a
     row."""
