@@ -211,16 +211,27 @@ def _estimate(m: _Model, batch_size: int) -> tuple[int, int]:
     return 4 * params + saved, 3 * params  # weights, gradients, AdamW's 2 moments; weights and moments stay
 
 
-def _build(m: _Model, batch_size: int, seed: int, memory: bool) -> None:
-    """Build ``m``'s model, take its first step (AdamW's moments) and, with ``memory``, its profiled step."""
-    torch.manual_seed(seed)  # the same initialization stream for every kind
-    model = build_model(m.config, m.factory())
+def _build(m: _Model, batch_size: int, seed: int, memory: bool, device: torch.device | None = None) -> None:
+    """Build ``m``'s model on ``device`` (None: the CPU), take its first step (AdamW's moments) and, with
+    ``memory``, its profiled step."""
+    device = torch.device("cpu") if device is None else device
+    torch.manual_seed(seed)  # the same initialization stream for every kind (drawn on the CPU, then moved)
+    model = build_model(m.config, m.factory()).to(device)
     m.params = num_parameters(model)
-    m.step = TrainStep(model, random_batch(m.config, batch_size, m.config.max_len, seed=seed))
+    batch = random_batch(m.config, batch_size, m.config.max_len, seed=seed)
+    m.step = TrainStep(model, {key: value.to(device) for key, value in batch.items()})
     m.step()
     m.resident = float(m.step.resident_bytes())
     if memory:
-        m.peak = m.resident + float(peak_bytes(m.step))
+        m.peak = m.resident + float(peak_bytes(m.step, device))
+
+
+def _release(device: torch.device) -> None:
+    """Hand freed memory back: on a GPU the caching allocator keeps it otherwise, and the next group's estimate
+    (free memory) and allocations would not see it."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def _group(kinds: list[str], length: int, causal: bool, overrides: dict[str, Any] | None) -> list[_Model]:
@@ -237,7 +248,7 @@ def _group(kinds: list[str], length: int, causal: bool, overrides: dict[str, Any
 
 
 def _measure_group(group: list[_Model], batch_size: int, warmup: int, repeats: int, steps: int, memory: bool,
-                   limit: int | None, seed: int, tick: Callable[[str, int], None]) -> None:
+                   limit: int | None, seed: int, tick: Callable[[str, int], None], device: torch.device) -> None:
     """Build the group's models within the memory limit, then time them round-robin; free them afterwards."""
     kept = 0  # bytes the models built so far keep between steps
     for m in group:
@@ -251,11 +262,12 @@ def _measure_group(group: list[_Model], batch_size: int, warmup: int, repeats: i
                         f"limit {limit / MIB:,.0f} MiB")
             continue
         try:
-            _build(m, batch_size, seed, memory)
+            _build(m, batch_size, seed, memory, device)
         except (RuntimeError, MemoryError) as err:
             if not _is_oom(err):
                 raise
             m.status, m.reason, m.step = "out of memory", f"{type(err).__name__}: {str(err)[:120]}", None
+            _release(device)
             continue
         kept += keeps
         tick(f"{m.kind}: first step" + (", memory" if memory else ""), 1 + int(memory))
@@ -266,7 +278,7 @@ def _measure_group(group: list[_Model], batch_size: int, warmup: int, repeats: i
     finally:
         for m in live:
             m.step = None  # free the models before the next group is built (4K: gigabytes for R's L x L)
-        gc.collect()
+        _release(device)
 
 
 def run_lra_table2(
@@ -284,6 +296,7 @@ def run_lra_table2(
     seed: int = 0,
     progress: bool = False,
     threads: int | None = None,
+    device: str | torch.device = "cpu",
 ) -> list[dict[str, Any]]:
     """Measure LRA's Table 2 (see the module docstring) and return one row per (length, causality, kind).
 
@@ -295,12 +308,15 @@ def run_lra_table2(
         warmup, repeats, steps: untimed rounds, timed rounds (the median is reported), steps per timed sample.
         overrides: :class:`ClassifierConfig` fields changed in LRA Text's model (e.g. ``{"d_model": 16}``).
         memory: measure each model's peak memory (one profiled step each; NaN when off).
-        memory_limit: bytes a length's models may use together; None: 90% of :func:`available_bytes`.
+        memory_limit: bytes a length's models may use together; None: 90% of :func:`available_bytes` (on a GPU:
+            of the device's free memory).
         memory_guard: estimate each model's footprint on the meta device first and skip those over the limit;
             False builds every model whatever it needs (no meta-device trace: tiny runs start faster).
         seed: seed of every model's initialization and of the random batch.
         progress: a tqdm progress bar on stderr.
         threads: torch threads for the run (restored afterwards); None keeps torch's.
+        device: where the models train (``"cuda"`` on a GPU: each timed step waited for, peak memory from the
+            CUDA allocator).
 
     Returns:
         dicts with ``kind``, ``model``, ``L``, ``causal``, ``status`` (``measured``, ``skipped``, ``out of
@@ -320,10 +336,11 @@ def run_lra_table2(
                                ("steps", steps, 1)):
         _positive(name, value, least)
     lra_text_config(lengths[0], overrides)  # a bad override fails now, not after the first length
+    device = torch.device(device)
     if not memory_guard:
         memory_limit = None
     elif memory_limit is None:
-        free = available_bytes()
+        free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else available_bytes()
         memory_limit = None if free is None else int(0.9 * free)
     modes = {"both": (False, True), "only": (True,), "none": (False,)}[causal]
     groups = [_group(names, n, c, overrides) for n in lengths for c in modes]
@@ -340,7 +357,7 @@ def run_lra_table2(
         torch.set_num_threads(threads)
     try:
         for g in groups:
-            _measure_group(g, batch_size, warmup, repeats, steps, memory, memory_limit, seed, tick)
+            _measure_group(g, batch_size, warmup, repeats, steps, memory, memory_limit, seed, tick, device)
         settings = {"batch_size": batch_size, "warmup": warmup, "repeats": repeats, "steps": steps,
                     "threads": torch.get_num_threads(), "memory_limit_mib": None if memory_limit is None
                     else memory_limit / MIB}

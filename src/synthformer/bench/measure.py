@@ -87,13 +87,22 @@ def count_flops(fn: Callable[[], Any]) -> int:
 
 
 # --------------------------------------------------------------------------- memory
-def peak_bytes(fn: Callable[[], Any]) -> int:
+def peak_bytes(fn: Callable[[], Any], device: torch.device | str | None = None) -> int:
     """High-water mark of the bytes tensors allocate while ``fn`` runs, above what was allocated before.
 
-    The profiler attributes an op's net allocations to the op (``self_cpu_memory_usage``) and reports frees
-    outside any op as ``"[memory]"`` events (``cpu_memory_usage``); summed in time order they give the running
-    total, whose maximum is the peak. ``benchmarks/attention.py`` uses it too.
+    On the CPU (``device`` None or a CPU device) the profiler attributes an op's net allocations to the op
+    (``self_cpu_memory_usage``) and reports frees outside any op as ``"[memory]"`` events (``cpu_memory_usage``);
+    summed in time order they give the running total, whose maximum is the peak. ``benchmarks/attention.py`` uses
+    it too. On a CUDA device the caching allocator keeps the same high-water mark itself
+    (``torch.cuda.max_memory_allocated``), which the CPU profiler's events would not see.
     """
+    if device is not None and torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - before
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     deltas: list[tuple[float, int]] = []
@@ -149,9 +158,12 @@ class TrainStep:
     Args:
         model: a task model whose ``forward(**batch)`` returns a dict with ``"loss"``; put in training mode.
         batch: the batch (see :func:`random_batch`), reused every step.
-        autocast_dtype: None for fp32, or ``torch.bfloat16`` to run forward and backward under CPU autocast
-            (parameters and optimizer state stay fp32).
+        autocast_dtype: None for fp32, or ``torch.bfloat16`` to run forward and backward under autocast on the
+            batch's device (parameters and optimizer state stay fp32).
         lr: AdamW learning rate (its value does not change the cost of a step).
+
+    The model and the batch are on one device (the CPU unless the caller moved both, e.g. to ``cuda``). On a CUDA
+    device a step returns only once the GPU has finished it, so a wall-clock timing of the call is the step's.
     """
 
     def __init__(
@@ -160,12 +172,13 @@ class TrainStep:
         self.model = model.train()
         self.batch = batch
         self.autocast_dtype = autocast_dtype
+        self.device = next(iter(batch.values())).device if batch else torch.device("cpu")
         self.optimizer = adamw(model.parameters(), lr=lr)  # the trainer's AdamW (fused kernel where it applies)
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
-        return torch.autocast("cpu", dtype=self.autocast_dtype)
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
     def forward_backward(self) -> float:
         """Forward and backward only (what the FLOP count covers); returns the loss."""
@@ -181,6 +194,10 @@ class TrainStep:
         # drop the gradients now rather than at the start of the next step, so that between steps only the
         # parameters and the optimizer state are allocated and the memory profile of a step starts from there
         self.optimizer.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            # the optimizer's kernels are only queued when step() returns: without this wait a timing would end
+            # early and the next timed step (another model's, in a round-robin) would be charged for them
+            torch.cuda.synchronize(self.device)
         return loss
 
     def count_flops(self) -> int:

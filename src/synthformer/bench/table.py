@@ -123,13 +123,15 @@ class _Candidate:
     """A row being measured: its model, its training step and the numbers collected so far."""
 
     def __init__(
-        self, row: Row, config: ModelConfig, batch_size: int, seed: int, autocast_dtype: torch.dtype | None
+        self, row: Row, config: ModelConfig, batch_size: int, seed: int, autocast_dtype: torch.dtype | None,
+        device: torch.device,
     ) -> None:
         self.row = row
         self.config = row_config(config, row)
-        torch.manual_seed(seed)  # same initialization stream for every row
-        self.model = build_model(self.config)
-        self.batch = random_batch(self.config, batch_size, config.max_len, seed=seed)
+        torch.manual_seed(seed)  # same initialization stream for every row (built on the CPU, then moved)
+        self.model = build_model(self.config).to(device)
+        batch = random_batch(self.config, batch_size, config.max_len, seed=seed)
+        self.batch = {key: value.to(device) for key, value in batch.items()}
         self.step = TrainStep(self.model, self.batch, autocast_dtype)
         self.times: list[float] = []
 
@@ -149,6 +151,7 @@ def run_table(
     seed: int = 0,
     progress: bool = False,
     threads: int | None = None,
+    device: str | torch.device = "cpu",
 ) -> list[dict[str, Any]]:
     """Measure the paper's Table 4 for ``preset`` on this machine.
 
@@ -172,6 +175,8 @@ def run_table(
         threads: torch intra-op threads for the run (restored afterwards); None keeps the current setting. On a
             machine shared with other jobs, fewer threads than cores avoids the threads waiting on each other
             whenever another process holds a core.
+        device: where the models train (``"cuda"`` on a GPU: autocast on that device, each timed step waited
+            for, peak memory from the CUDA allocator).
 
     Returns:
         One dict per row with the keys of :data:`COLUMNS`: ``params`` (trainable, as ``num_parameters``),
@@ -195,13 +200,15 @@ def run_table(
     config = bench_config(preset, vocab_size, seq_len, overrides)
     selected = resolve_rows(list(rows) if rows is not None else None, config, preset)
     autocast_dtype = DTYPES[dtype]
+    device = torch.device(device)
 
     previous_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
     try:
         return _measure(
-            preset, config, selected, batch_size, steps, warmup, repeats, autocast_dtype, memory, seed, progress
+            preset, config, selected, batch_size, steps, warmup, repeats, autocast_dtype, memory, seed, progress,
+            device,
         )
     finally:
         torch.set_num_threads(previous_threads)
@@ -219,10 +226,11 @@ def _measure(
     memory: bool,
     seed: int,
     progress: bool,
+    device: torch.device,
 ) -> list[dict[str, Any]]:
     """Build the rows, measure them (in the order of the module docstring), and assemble the result rows."""
     seq_len = config.max_len
-    candidates = [_Candidate(row, config, batch_size, seed, autocast_dtype) for row in selected]
+    candidates = [_Candidate(row, config, batch_size, seed, autocast_dtype, device) for row in selected]
     for c in candidates:
         logger.info("%s: %s, %d parameters", c.row.name, c.row.kind, num_parameters(c.model))
 
@@ -240,7 +248,7 @@ def _measure(
             bar.update(1)
             resident[c.row.name] = c.step.resident_bytes()
             if memory:
-                step_peak[c.row.name] = float(peak_bytes(c.step))
+                step_peak[c.row.name] = float(peak_bytes(c.step, device))
                 bar.update(1)
 
         def tick(phase: str, n: int) -> None:
