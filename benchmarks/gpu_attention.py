@@ -4,8 +4,10 @@ Forward + backward of a ``SynthesizerAttention`` layer (value and output project
 512, 8 heads, fp32 and bf16 autocast; every kind twice, through the Triton kernel (``triton_kernels``, taken on
 CUDA when ``triton`` is installed) and through the PyTorch path (the kernel switched off); V through SDPA, which
 on CUDA is FlashAttention or memory-efficient attention. Timed with CUDA events, every (kind, path) once per
-repeat, round-robin; medians after warm-up. Prints the device name, each time and its ratio to V's, and the
-peak memory of one step. Issue 15 asks for these numbers whenever a GPU is at hand (``docs/benchmarks.md``).
+repeat, round-robin; medians after warm-up (the first warm-up round drops a step that runs out of memory, and a
+Triton path the kernels do not serve). Prints the device name, each time and its ratio to V's, and the peak memory
+of one step. Issue 15 asks for these numbers whenever a GPU is at hand (``docs/benchmarks.md``);
+``benchmarks/gpu_suite.py`` runs this benchmark as one part of a GPU run that records itself.
 
     python benchmarks/gpu_attention.py --json gpu.json
     python benchmarks/gpu_attention.py --lengths 1024 4096 --kinds V D R+V --dtype bf16
@@ -61,7 +63,40 @@ def _step(layer: torch.nn.Module, x: torch.Tensor, dtype: str, triton: bool):
     return step
 
 
+def _oom(err: BaseException) -> bool:
+    """Whether ``err`` is an allocation failure (a GPU's ``OutOfMemoryError`` or the CPU allocator's message)."""
+    return isinstance(err, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in str(err).lower()
+
+
+def _free(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # what a failed step held, so the next kind starts from the same free memory
+
+
+def _first_round(steps: dict, device: torch.device, rows: list[dict], base: dict) -> None:
+    """Run every step once (the first warm-up round) and drop what cannot be timed: a step that runs out of memory
+    (its row says so) and a ``triton`` path that the kernels did not serve (R, Fix and FR have no materialized
+    logits: that path would time the PyTorch path twice)."""
+    for key in list(steps):
+        fused.calls.clear()
+        try:
+            steps[key]()
+        except (RuntimeError, MemoryError) as err:
+            if not _oom(err):
+                raise
+            del steps[key]
+            _free(device)
+            rows.append({**base, "kind": key[0], "path": key[1], "status": "out of memory", "ms": float("nan"),
+                         "ratio_to_V": float("nan"), "peak_MiB": float("nan")})
+            print(f"L={base['L']:5d} {key[0]:10s} {key[1]:8s} out of memory", flush=True)
+            continue
+        if key[1] == "triton" and not fused.calls["triton"]:
+            del steps[key]
+
+
 def bench(args) -> list[dict]:
+    """Time every kind at every length of ``args`` (the options of :func:`main`); one row per (length, kind, path)
+    with ``status`` ``measured`` or ``out of memory``."""
     device = torch.device(args.device)
     timer = _timer(device)
     rows = []
@@ -74,13 +109,15 @@ def bench(args) -> list[dict]:
             paths = ["sdpa"] if kind == "V" else (["triton", "pytorch"] if device.type == "cuda" else ["pytorch"])
             for path in paths:
                 steps[(kind, path)] = _step(layer.train(), x, args.dtype, path != "pytorch")
+        base = {"L": length, "dtype": args.dtype, "causal": args.causal}
+        _first_round(steps, device, rows, base)
         times: dict = {key: [] for key in steps}
-        for r in range(args.warmup + args.repeats):
+        for r in range(1, max(1, args.warmup) + args.repeats):
             for key, step in steps.items():
                 seconds = timer(step)
-                if r >= args.warmup:
+                if r >= max(1, args.warmup):
                     times[key].append(seconds)
-        base = statistics.median(times[("V", "sdpa")]) if ("V", "sdpa") in times else float("nan")
+        v_ms = 1000 * statistics.median(times[("V", "sdpa")]) if times.get(("V", "sdpa")) else float("nan")
         for (kind, path), ts in times.items():
             peak = float("nan")
             if device.type == "cuda":
@@ -90,10 +127,12 @@ def bench(args) -> list[dict]:
                 torch.cuda.synchronize()
                 peak = torch.cuda.max_memory_allocated(device) / 2**20
             ms = 1000 * statistics.median(ts)
-            rows.append({"L": length, "kind": kind, "path": path, "dtype": args.dtype, "causal": args.causal,
-                         "ms": ms, "ratio_to_V": ms / (1000 * base), "peak_MiB": peak})
-            print(f"L={length:5d} {kind:10s} {path:8s} {ms:9.2f} ms  x{ms / (1000 * base):.2f} of V  "
+            rows.append({**base, "kind": kind, "path": path, "status": "measured", "ms": ms, "ratio_to_V": ms / v_ms,
+                         "peak_MiB": peak})
+            print(f"L={length:5d} {kind:10s} {path:8s} {ms:9.2f} ms  x{ms / v_ms:.2f} of V  "
                   f"peak {peak:8.1f} MiB", flush=True)
+        del steps
+        _free(device)
     return rows
 
 
