@@ -4,30 +4,18 @@ record exists, and each goal's verdict computed from the same numbers the table 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from synthformer.bench.lra_report import goal_lines
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str, monkeypatch):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, module)
-    spec.loader.exec_module(module)
-    return module
+from .scripts import load_script
 
 
 @pytest.fixture()
 def bench(tmp_path, monkeypatch):
-    module = _load("doc_tables_bench", monkeypatch)
+    module = load_script("doc_tables_bench", monkeypatch)
     monkeypatch.setattr(module, "ROOT", tmp_path)
     monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
     (tmp_path / "results").mkdir()
@@ -37,7 +25,7 @@ def bench(tmp_path, monkeypatch):
 @pytest.fixture()
 def goals(bench, monkeypatch):
     """The second module, loaded over the fresh ``bench`` (whose record folder is the test's)."""
-    return _load("doc_tables_bench_goals", monkeypatch)
+    return load_script("doc_tables_bench_goals", monkeypatch)
 
 
 def _entry(name: str, rows: list[dict], date: str, shared: bool = False, **extra) -> str:
@@ -152,7 +140,7 @@ NAN = float("nan")
 @pytest.fixture()
 def builders(bench, monkeypatch):
     """The LRA builders, loaded over the fresh ``bench`` (whose record folder is the test's)."""
-    return _load("doc_tables_lra", monkeypatch).LRA_BUILDERS
+    return load_script("doc_tables_lra", monkeypatch).LRA_BUILDERS
 
 
 def _row(kind, length, speed, limit, memory, causal=False, status="measured", **more):
