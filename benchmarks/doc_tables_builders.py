@@ -20,6 +20,8 @@ import doc_tables_baselines as baselines  # noqa: E402 - the baseline rows (benc
 import table3  # noqa: E402 - the sibling script: Table 3's layout lives there
 from doc_tables_bench import BENCH_BUILDERS  # noqa: E402 - docs/benchmarks.md's sections 1 and 2
 from doc_tables_bench_goals import GOALS_BUILDERS  # noqa: E402 - sections 3 to 5, reliability.md's Threads
+from doc_tables_gpu import GPU_BUILDERS  # noqa: E402 - the recorded GPU run (benchmarks/gpu_suite.py)
+from doc_tables_guard import GUARD_BUILDERS  # noqa: E402 - the regression guard (benchmarks/bench_guard.py)
 from doc_tables_lra import LRA_BUILDERS  # noqa: E402 - LRA's Table 2 (issue 31)
 from doc_tables_lra_results import LRA_RESULTS_BUILDERS  # noqa: E402 - LRA's Table 1 (issue 31)
 from doc_tables_superglue import SUPERGLUE_BUILDERS  # noqa: E402 - the paper's Table 6 (issue 29)
@@ -175,6 +177,8 @@ BUILDERS: dict[str, Callable[[], str]] = {
     "table3-times": table3_times,
     **BENCH_BUILDERS,
     **GOALS_BUILDERS,
+    **GPU_BUILDERS,
+    **GUARD_BUILDERS,
     **LRA_BUILDERS,
     **LRA_RESULTS_BUILDERS,
     **SUPERGLUE_BUILDERS,

@@ -29,6 +29,9 @@ SLOW_FIRST = (
     "tests/reliability/test_long_runs.py::test_sigterm_and_sigusr1",
     "tests/train/test_rundir.py::test_a_second_process_fails_fast",
     "tests/analysis/test_runner.py::test_cli_verb_and_a_study_directory",
+    "tests/bench/test_bench_guard.py::test_quick_against_head_records_one_line_per_row_with_its_ratios",
+    "tests/bench/test_gpu_suite.py::test_the_smoke_run_records_every_piece_and_the_docs_build_from_it",
+    "tests/bench/test_gpu_suite.py::test_a_timed_piece_runs_in_a_process_of_its_own",
 )
 
 
