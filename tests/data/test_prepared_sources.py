@@ -62,3 +62,14 @@ def test_bad_records_name_the_file_and_where(tmp_path: Path) -> None:
         list(iter_file(path, ["text"]))
     with pytest.raises(DataError, match="no file matches"):
         expand_glob(str(tmp_path / "c4-train.*.json.gz"))
+
+
+def test_a_gzip_file_damaged_inside_its_stream_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "c4-train.00000-of-01024.json.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write("".join(json.dumps({"text": f"document {i}"}) + "\n" for i in range(200)))
+    data = bytearray(path.read_bytes())
+    data[-12:-8] = b"\xff\xff\xff\xff"  # the last deflate block: zlib's own error, not gzip's
+    path.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=r"c4-train\.00000-of-01024\.json\.gz: damaged gzip file"):
+        list(iter_file(path, ["text"]))

@@ -1,7 +1,11 @@
 """Bad prepared corpora and bad prepares (issue 32): a shard truncated or corrupt, a tokenizer other than the
-corpus's, a source changed or gone since prepare, an unknown format version, no manifest (``prepare --check``);
-another prepare in ``--out``, a folder in use by a second prepare, a type that cannot be prepared, a glob that
-matches nothing (``prepare``). The prepared folder must come out unchanged; a new one must not appear.
+corpus's, an unknown format version, no manifest (``prepare --check``); another prepare in ``--out``, a folder in
+use by a second prepare, a type that cannot be prepared, a glob that matches nothing (``prepare``); the same prepare
+run again after a source changed, or after the sources were deleted while a shard is damaged. The prepared folder
+must come out unchanged; a new one must not appear.
+
+Recovered from (exit 0 with a note naming the file, the corpus unchanged): sources changed or gone since the prepare
+(``prepare --check``: the corpus does not need them), and the same prepare run again once they are deleted.
 
 A full disk during prepare is simulated below the command line (``tests/tasks/test_prepare.py``): it cannot be
 made from a command line alone."""
@@ -84,6 +88,20 @@ def _source_gone(env: Env, folder: Path) -> list[Any]:
     return []
 
 
+def _source_gone_and_shard_truncated(env: Env, folder: Path) -> list[Any]:
+    _source_gone(env, folder)
+    return _truncate(env, folder)
+
+
+def _again(damage: Callable[[Env, Path], Sequence[Any]]) -> Argv:
+    """The prepare that made the corpus, run again after ``damage``."""
+    def argv(env: Env) -> list[Any]:
+        folder = _prepared(env)
+        damage(env, folder)
+        return ["prepare", env.tmp / "prepare.yaml", "--out", folder, "--shard-tokens", "64", "--no-progress"]
+    return argv
+
+
 def _manifest(change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> Callable[[Env, Path], list[Any]]:
     def damage(env: Env, folder: Path) -> list[Any]:
         path = folder / "manifest.json"
@@ -120,8 +138,16 @@ PREPARED_CASES: list[Case] = [
     case(PREPARED, "prepared-shard-corrupt", _check(_corrupt), "train-00000.text.bin", "checksum mismatch",
          "--verify"),
     case(PREPARED, "prepared-other-tokenizer", _check(_other_tokenizer), "another tokenizer", "other.json"),
-    case(PREPARED, "prepared-source-changed", _check(_source_changed), "corpus.jsonl: changed since prepare"),
-    case(PREPARED, "prepared-source-gone", _check(_source_gone), "corpus.jsonl: gone since prepare"),
+    case(PREPARED, "prepared-source-changed", _check(_source_changed), "corpus.jsonl: changed since prepare",
+         "does not need its sources", exit_code=0),
+    case(PREPARED, "prepared-source-gone", _check(_source_gone), "corpus.jsonl: gone since prepare",
+         "does not need its sources", exit_code=0),
+    case(PREPARED, "prepare-again-sources-gone", _again(_source_gone), "the sources are gone", "corpus.jsonl",
+         "does not need them", exit_code=0),
+    case(PREPARED, "prepare-again-source-changed", _again(_source_changed), "corpus.jsonl",
+         "holds a prepare of other source contents", "--overwrite"),
+    case(PREPARED, "prepare-again-damaged-sources-gone", _again(_source_gone_and_shard_truncated),
+         "train-00001.text.bin: damaged, and rewriting it needs the sources", "corpus.jsonl", "--overwrite"),
     case(PREPARED, "prepared-unknown-version", _check(_manifest(lambda m: {**m, "version": 7})),
          "manifest.json", "version 7 is not supported"),
     case(PREPARED, "prepared-no-manifest", _check(_manifest(lambda m: None)), "manifest.json: missing"),

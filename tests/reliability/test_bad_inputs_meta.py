@@ -27,6 +27,13 @@ def test_the_published_counts_are_the_tables() -> None:
     assert (int(awaiting.group(1)) if awaiting else 0) == len(CASES) - passing
     for category, count in counts_by_category().items():
         assert f"| {category} | {count} |" in text, f"docs/reliability.md: update the row of {category!r}"
+    # the inputs recovered from (exit 0 with a warning or a note), and each group's total above its table
+    recovered = re.search(r"(\d+) cases are inputs the program recovers from", text)
+    assert recovered and int(recovered.group(1)) == sum(1 for c in CASES if c.exit_code == 0)
+    for group, prefix in (("Command lines", "cli:"), ("Run configs", "config:"), ("Data", "data:"),
+                          ("Run directories", "run directory:")):
+        total = sum(n for category, n in counts_by_category().items() if category.startswith(prefix))
+        assert f"\n{group} ({total}): " in text, f"docs/reliability.md: {group} ({total})"
 
 
 def test_every_case_has_its_own_id() -> None:

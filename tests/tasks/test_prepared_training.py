@@ -3,6 +3,7 @@ the corpus is opened, and a run that trains and evaluates from it without readin
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -102,18 +103,23 @@ def test_a_tokenizer_the_run_must_keep_has_to_be_the_corpus_s(tmp_path: Path) ->
         prepare_data(run, other)
 
 
-def test_a_source_changed_since_prepare_is_refused_without_reading_it(tmp_path: Path) -> None:
+def test_a_source_changed_or_gone_since_prepare_is_a_note_and_the_shards_are_read(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     source = tmp_path / "source.txt"
     source.write_text(LM_TEXT, encoding="utf-8")
     folder = make_corpus(tmp_path, sources=[source])
     run = from_dict(RunConfig, prepared_config(folder))
-    assert len(prepare_data(run).datasets["train"]) > 0
-    os.utime(source, (1, 1))  # touched: another modification time
-    with pytest.raises(ValueError, match=r"source.txt: modified since prepare.*re-run the same 'synthformer prepare'"):
-        prepare_data(run)
-    source.unlink()
-    with pytest.raises(ValueError, match=r"source.txt: gone since prepare"):
-        prepare_data(run)
+    want = prepare_data(run).datasets["train"]
+    for change, found in ((lambda: os.utime(source, (1, 1)), "source.txt: modified since prepare"),  # copied
+                          (source.unlink, "source.txt: gone since prepare")):  # deleted to free the disk
+        change()
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="synthformer.tasks.run.prepared_data"):
+            got = prepare_data(run).datasets["train"]
+        notes = [r.getMessage() for r in caplog.records if r.getMessage().startswith("note: ")]
+        assert len(notes) == 1 and found in notes[0] and "does not need its sources" in notes[0]
+        assert all(r.levelno < logging.WARNING for r in caplog.records if r.getMessage() in notes)
+        assert len(got) == len(want) and all(torch.equal(got[i]["input_ids"], want[i]["input_ids"]) for i in (0, -1))
 
 
 def make_t2t_corpus(tmp: Path, **options: Any) -> tuple[Path, dict[str, Any]]:

@@ -78,7 +78,7 @@ def _check(args: argparse.Namespace) -> int:
         split = corpus.split(name)
         tokens = ", ".join(f"{split.num_tokens(f):,} {f}" for f in split.fields)
         print(f"{name}: {len(split):,} documents, {tokens} tokens, {len(split.shards)} shard(s)")
-    print(f"{args.check}: ok (sizes, checksums and sources)")
+    print(f"{args.check}: ok (sizes and checksums)")
     return 0
 
 
@@ -116,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite, verify=args.verify, progress=not args.no_progress and sys.stderr.isatty(),
         command=command)
     manifest = result.manifest
+    if result.note:
+        print(f"note: {result.note}", file=sys.stderr)  # beside the log's notes, not in the output
     if result.status == "complete":
         print(f"{args.out}: already prepared by this command; nothing to do (--check {args.out} verifies it)")
     elif result.status == "repaired":

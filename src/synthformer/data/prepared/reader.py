@@ -166,6 +166,17 @@ class PreparedCorpus:
                     problems.append(f"{path}: modified since prepare (its modification time changed)")
         return sorted(set(problems))
 
+    def sources_note(self, full: bool = False) -> str | None:
+        """One line on the sources gone or changed since prepare (:meth:`check_sources`), or None when all are as
+        recorded. A note, not an error: the corpus holds its tokens and their checksums, so training never reads
+        the sources (only a re-run of prepare that rewrites a damaged shard does)."""
+        problems = self.check_sources(full=full)
+        if not problems:
+            return None
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return (f"{problems[0]}{more}: the prepared corpus {self.path} does not need its sources (its shards are "
+                "checked against its manifest; 'synthformer prepare --check' verifies every checksum)")
+
     def __repr__(self) -> str:
         return f"PreparedCorpus({str(self.path)!r}, splits={self.splits})"
 

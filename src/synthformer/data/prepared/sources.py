@@ -19,6 +19,7 @@ import io
 import json
 import os
 import re
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -218,7 +219,7 @@ def iter_file(path: Path, fields: Sequence[str], *, start: int = 0, stop: int | 
     with fh:
         try:
             yield from _records(fh, path, fmt, fields, start, stop, text_unit)
-        except (EOFError, gzip.BadGzipFile) as err:
+        except (EOFError, gzip.BadGzipFile, zlib.error) as err:  # zlib: a block damaged inside the stream
             raise DataError(path, None, f"damaged gzip file ({err})") from None
 
 

@@ -1,11 +1,13 @@
 """``prepare_corpus``: a task's data into a prepared folder, in parallel processes, resumable, one at a time.
 
 Steps: lock the folder (a second prepare fails at once); plan (sources, units, identity); compare with what the
-folder holds (a finished prepare of the same identity: nothing to do; an unfinished one: continue; another: refuse
-unless ``overwrite``); the tokenizer (given, trained on a sample, or the unfinished prepare's); every unit not yet
-done (each in one process, into ``.parts/u<index>/``; a finished unit is kept once its checksums verify); then the
-assembly: the parts renamed to their final names in unit order (a journal makes a cut assembly resumable) and the
-manifest written last. A re-run of the same command after a kill or a full disk gives the same bytes.
+folder holds (a finished prepare of the same identity: nothing to do; the same but for where its sources are, or
+with them deleted: :mod:`.moved`; an unfinished one: continue; what a prepare killed early left: start over;
+another: refuse unless ``overwrite``); the tokenizer (given, trained on a sample, or the unfinished prepare's);
+every unit not yet done (each in one process, into ``.parts/u<index>/``; a finished unit is kept once its
+checksums verify; worker processes die with this one, even by SIGKILL); then the assembly: the parts renamed to
+their final names in unit order (a journal makes a cut assembly resumable) and the manifest written last. A re-run
+of the same command after a kill or a full disk gives the same bytes.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from synthformer.common.config import to_dict
-from synthformer.common.io import atomic_write_text, fsync_path
-from synthformer.data import Tokenizer, load_tokenizer
+from synthformer.common.io import TMP_PREFIX, atomic_write_text, fsync_path
+from synthformer.data import DataError, Tokenizer, load_tokenizer
 from synthformer.data.prepared.format import MANIFEST, TOKENIZER, dtype_for, shard_name
 from synthformer.data.prepared.writer import (
     DEFAULT_SHARD_TOKENS,
@@ -37,7 +39,8 @@ from synthformer.train.run_errors import RunError
 from synthformer.train.runlock import LOCK_FILE, lock_directory
 
 from ..run.task_config import TaskConfig
-from .plan import Plan, make_plan
+from .moved import finished_elsewhere, finished_without_sources
+from .plan import Plan, make_plan, prepare_identity, without_locations
 from .repair import check_prepared, repair
 from .runner import PrepareError, PrepareResult, raise_error, run_units
 from .tokenizer import DEFAULT_SAMPLE_BYTES, given_tokenizer, tokenizer_identity, train_tokenizer
@@ -62,7 +65,8 @@ def _differs(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 
 def _state(out: Path, identity: dict[str, Any], overwrite: bool) -> str:
-    """``fresh``, ``resume`` or ``complete``; refuses a folder that holds something else."""
+    """``fresh``, ``resume``, ``complete`` or ``moved`` (a finished prepare whose sources are elsewhere or have
+    other fingerprints: :func:`~.moved.finished_elsewhere` decides); refuses a folder that holds something else."""
     parts = out / PARTS
     if overwrite:
         _clear(out)
@@ -73,26 +77,33 @@ def _state(out: Path, identity: dict[str, Any], overwrite: bool) -> str:
             manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise PrepareError(f"{out / MANIFEST}: damaged; re-run with --overwrite") from None
-        if not _same(manifest.get("prepare"), identity):
-            raise PrepareError(f"--out {out} holds a different prepare (differs in: "
-                               f"{_differs(manifest.get('prepare') or {}, identity)}); {other}")
-        return "complete"
+        recorded = manifest.get("prepare") or {}
+        if _same(recorded, identity):
+            return "complete"
+        if _same(without_locations(recorded), without_locations(identity)):
+            return "moved"
+        raise PrepareError(f"--out {out} holds a different prepare (differs in: {_differs(recorded, identity)}); "
+                           f"{other}")
     if (parts / _PLAN).is_file():
         old = json.loads((parts / _PLAN).read_text(encoding="utf-8"))
         if not _same(old.get("identity"), identity):
             raise PrepareError(f"--out {out} holds an unfinished different prepare (differs in: "
                                f"{_differs(old.get('identity') or {}, identity)}); {other}")
         return "resume"
-    if any(p.name != LOCK_FILE for p in out.iterdir()):
+    if any(p.name not in (LOCK_FILE, TOKENIZER, PARTS) and not p.name.startswith(TMP_PREFIX)
+           for p in out.iterdir()):
         raise PrepareError(f"--out {out} is not empty and holds no prepare; {other}")
+    # what a prepare killed before it recorded its plan leaves (its tokenizer, a temporary file, a stale lock):
+    # nothing to keep, and no reason to refuse the same command run again
+    _clear(out)
     return "fresh"
 
 
 def _clear(out: Path) -> None:
-    """Remove what a prepare writes (nothing else) from ``out``."""
+    """Remove what a prepare writes (nothing else; the lock file stays) from ``out``."""
     shutil.rmtree(out / PARTS, ignore_errors=True)
     for path in out.iterdir():
-        if path.name in (MANIFEST, TOKENIZER) or _SHARD_FILE.match(path.name):
+        if path.name in (MANIFEST, TOKENIZER) or path.name.startswith(TMP_PREFIX) or _SHARD_FILE.match(path.name):
             path.unlink()
 
 
@@ -208,11 +219,20 @@ def prepare_corpus(task: TaskConfig, out: str | os.PathLike[str], *, workers: in
         if tokenizer is not None and not Path(tokenizer).is_file():
             raise ConfigError(f"--tokenizer: no tokenizer file at {tokenizer}")
         tok_id = tokenizer_identity(task, tokenizer, sample_bytes, seed)
-        plan = make_plan(task, out, tokenizer_id=tok_id, shard_tokens=shard_tokens, unit_bytes=unit_bytes,
-                         text_unit=text_unit)
+        try:
+            plan = make_plan(task, out, tokenizer_id=tok_id, shard_tokens=shard_tokens, unit_bytes=unit_bytes,
+                             text_unit=text_unit)
+        except DataError as err:  # sources that cannot be listed: deleted after a finished prepare of this command?
+            identity = prepare_identity(task, tok_id, shard_tokens, unit_bytes, text_unit, None)
+            found = None if overwrite else finished_without_sources(out, identity, verify, err)
+            if found is None:
+                raise
+            return found
         state = _state(out, plan.identity, overwrite)
         if state == "complete":
             return repair(out, plan, workers, verify)
+        if state == "moved":
+            return finished_elsewhere(out, plan, workers, verify)
         return _prepare(out, plan, state, tokenizer, sample_bytes, seed, workers, progress, command)
     finally:
         lock.release()

@@ -30,13 +30,15 @@ from synthformer.train import ConfigError
 
 from ..run.task_config import TaskConfig
 
-__all__ = ["Context", "Plan", "Unit", "make_plan", "unit_records"]
+__all__ = ["Context", "Plan", "Unit", "make_plan", "prepare_identity", "unit_records", "without_locations"]
 
 _SPLITS = ("train", "valid", "test")
 #: Task settings that shape training examples, not the prepared tokens: a re-run that changes only these continues
 #: (or finds done) the same prepare.
 _TRAINING_ONLY = frozenset({"max_len", "max_target_len", "stride", "overflow", "train_limit", "eval_limit",
                             "prepared"})
+#: Task settings that say where the sources are, not what they hold (see :func:`without_locations`).
+_LOCATIONS = frozenset({"train", "valid", "test"})
 
 
 @dataclass(frozen=True)
@@ -206,15 +208,38 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
                                              or (s == "test" and test_fraction)]
     context = Context(str(folder), task, layout, tuple(task.task_type.prepared_fields(task)), "uint32",
                       shard_tokens, text_unit, valid_fraction, test_fraction)
-    identity = {
+    identity = prepare_identity(task, tokenizer_id, shard_tokens, unit_bytes, text_unit, sources)
+    return Plan(layout, splits, units, sources, identity, context)
+
+
+def prepare_identity(task: TaskConfig, tokenizer_id: dict[str, Any], shard_tokens: int, unit_bytes: int,
+                     text_unit: str, sources: dict[str, list[dict[str, Any]]] | None) -> dict[str, Any]:
+    """What a re-run must match to continue (or find done) a prepare: the task section without its training-only
+    settings, the tokenizer, the sources' fingerprints (path, size, modification time; ``None``: left out), the
+    shard and unit sizes and the text unit."""
+    identity: dict[str, Any] = {
         "task": {k: v for k, v in to_dict(task).items() if k not in _TRAINING_ONLY},
         "tokenizer": tokenizer_id,
-        "sources": {s: [[e["path"], e["size"], e["mtime"]] for e in entries] for s, entries in sources.items()},
+        "sources": None if sources is None else {
+            s: [[e["path"], e["size"], e["mtime"]] for e in entries] for s, entries in sources.items()},
         "shard_tokens": shard_tokens,
         "unit_bytes": unit_bytes,
         "text_unit": text_unit,
     }
-    return Plan(layout, splits, units, sources, identity, context)
+    if sources is None:
+        del identity["sources"]
+    return identity
+
+
+def without_locations(identity: dict[str, Any]) -> dict[str, Any]:
+    """``identity`` without what says where the sources are (their fingerprints, and the task's paths and globs:
+    ``train``, ``valid``, ``test``, ``hf_options.data_files``): what stays the same when the files move."""
+    out = {k: v for k, v in identity.items() if k != "sources"}
+    task = {k: v for k, v in dict(identity.get("task") or {}).items() if k not in _LOCATIONS}
+    if isinstance(task.get("hf_options"), dict):
+        task["hf_options"] = {k: v for k, v in task["hf_options"].items() if k != "data_files"}
+    out["task"] = task
+    return out
 
 
 def unit_records(ctx: Context, unit: Unit, progress: Any = None) -> Iterator[tuple[int, tuple[str, ...]]]:

@@ -3,10 +3,14 @@ queue; a unit's error (returned as data by :func:`~.work.run_unit`) is raised he
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import shutil
 import signal
+import sys
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -19,19 +23,21 @@ from synthformer.train import ConfigError
 from .plan import Context, Unit
 from .work import run_unit
 
-__all__ = ["PrepareError", "PrepareResult", "raise_error", "run_units"]
+__all__ = ["PrepareError", "PrepareResult", "die_with_parent", "raise_error", "run_units"]
 
 
 @dataclass
 class PrepareResult:
     """What a prepare did: ``status`` is ``"prepared"``, ``"resumed"``, ``"complete"`` (nothing was left) or
-    ``"repaired"`` (a finished folder's damaged shards rewritten)."""
+    ``"repaired"`` (a finished folder's damaged shards rewritten); ``note``: one line on sources that moved or are
+    gone since a finished prepare (empty when none did)."""
 
     folder: Path
     manifest: dict[str, Any]
     status: str
     units: int
     units_kept: int
+    note: str = ""
 
 
 class PrepareError(ValueError):
@@ -39,10 +45,41 @@ class PrepareError(ValueError):
 
 
 _QUEUE: Any = None
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+#: How often a worker looks whether its parent is still there (where the kernel cannot tell it).
+_PARENT_POLL_S = 0.5
 
 
-def _init_worker(queue: Any) -> None:
+def _watch_parent(parent: int) -> None:
+    """Exit this worker once ``parent`` is gone (the worker is then re-parented: its parent pid changes)."""
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_S)
+    os._exit(1)
+
+
+def die_with_parent(parent: int) -> None:
+    """Make this worker process die when ``parent`` does, even by SIGKILL.
+
+    A worker that outlives a killed prepare goes on writing into ``DIR/.parts/`` while the next prepare, which took
+    the folder's lock once the kernel dropped the dead one's, rewrites the same unit: the two corrupt each other.
+    On Linux the kernel sends SIGKILL to this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``); the
+    parent pid is checked after it, as the parent may have died before the call. Elsewhere, and as a second line
+    on Linux, a daemon thread polls the parent pid.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no libc symbol: the thread below still watches
+            pass
+    if os.getppid() != parent:  # the parent died before the kernel was told to watch it
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="watch-parent", daemon=True).start()
+
+
+def _init_worker(queue: Any, parent: int) -> None:
     global _QUEUE
+    die_with_parent(parent)
     _QUEUE = queue
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one process per unit already uses the cores
     # Ctrl-C reaches the whole process group: the main process stops the workers, which would otherwise each print
@@ -90,7 +127,7 @@ def run_units(ctx: Context, units: list[Unit], workers: int, bar: Any, on_done: 
     # a ProcessPoolExecutor, not a Pool: a worker that dies (killed, out of memory) breaks it at once instead of
     # leaving its unit pending forever
     pool = ProcessPoolExecutor(min(workers, len(units)), mp_context=mpctx, initializer=_init_worker,
-                               initargs=(queue,))
+                               initargs=(queue, os.getpid()))
     try:
         pending = {pool.submit(_pool_unit, ctx, unit) for unit in units}
         while pending:

@@ -95,7 +95,8 @@ def process_unit(ctx: Context, unit: Unit, report: Report | None = None) -> dict
     folder = Path(ctx.folder)
     out = part_dir(folder, unit)
     shutil.rmtree(out, ignore_errors=True)  # a unit that did not finish starts over
-    out.mkdir(parents=True)
+    # exist_ok: whatever could not be removed is no part of this unit (done.json lists its files, with checksums)
+    out.mkdir(parents=True, exist_ok=True)
     tok = _tokenizer(ctx.folder)
     progress = _Progress(report, unit.size)
     writers: dict[str, ShardWriter] = {}

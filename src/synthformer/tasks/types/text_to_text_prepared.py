@@ -6,18 +6,22 @@ the label text, and for STS-B the target's score, which the verbalizer rounded t
 these rounded targets too; the in-memory path scores against the unrounded gold scores). Only the dev sets get one
 Python object per example (they are small); the training split holds nothing per example. MultiRC, ReCoRD, WSC and
 AX-g are scored on more than their targets (groups, gold answers, labels): their dev sets are read again from the
-task's source, which must still hold what was prepared.
+task's source, which must still be there and hold what was prepared (checked by its sha256: the one source file a
+prepared run reads).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from synthformer.data.errors import DataError
 from synthformer.data.glue import TextToTextExample
 from synthformer.data.mixture import MixtureDataset, MixtureSchedule
+from synthformer.data.prepared.format import sha256_file
 from synthformer.data.streamed import PairsDataset
 from synthformer.train import ConfigError
 
@@ -57,6 +61,24 @@ def prepared_mixture(run: RunConfig, corpus: Any, tasks: list[str], tokenizer: T
     return MixtureDataset(base, members, schedule)
 
 
+def _check_record_source(corpus: Any, split: str, task: str) -> None:
+    """The one place a prepared run reads a source: ``task``'s dev file, whose records (groups, answers, labels) its
+    score needs. Gone: a one-line error naming it; another content than at the prepare (its sha256, read: dev files
+    are small): an error too, since the gold records would not be those of the stored examples. A file copied
+    without its modification time, with the same content, is fine."""
+    entries = [e for e in corpus.manifest.get("sources", {}).get(split, []) if e.get("size") is not None]
+    if not entries:
+        return  # not prepared from files (a data set): the caller says so
+    path, recorded = Path(entries[0]["path"]), entries[0].get("sha256")
+    why = f"scoring {task} from the prepared corpus {corpus.path} reads its dev records (more than the stored targets)"
+    if not path.is_file():
+        raise DataError(path, None, f"gone since prepare: {why} from this file; put it back, or prepare the corpus "
+                                    "again from where it is now")
+    if recorded and sha256_file(path) != recorded:
+        raise DataError(path, None, f"content changed since prepare (sha256): {why}, which would no longer be those "
+                                    "of the stored examples; restore it, or prepare the corpus again")
+
+
 def prepared_dev_sets(run: RunConfig, corpus: Any, split: str, groups: list[tuple[str, str]],
                       tokenizer: Tokenizer, records: Callable[[str, str], list[Any]]) -> PairsDataset:
     """The dev sets ``groups`` (``(group, task)``) of ``split``, with ``raw_examples`` and ``groups`` (one per stored
@@ -69,6 +91,7 @@ def prepared_dev_sets(run: RunConfig, corpus: Any, split: str, groups: list[tupl
         glue_task = glue_task_from_config(name)
         start, stop = int(dataset.starts[k]), int(dataset.starts[k + 1])
         if glue_task.scored_with_records:
+            _check_record_source(corpus, f"{split}.{group}", name)
             gold = records(group, name)
             if len(gold) != stop - start:
                 raise ConfigError(f"task.prepared: {split}.{group} holds {stop - start} examples, its source "
