@@ -38,7 +38,9 @@ def test_a_left_padded_row_gets_its_own_logits_in_the_forward_and_in_decoding(ki
     positions = positions_from_padding(pad)  # (B, W)
     with torch.no_grad():
         full = model(ids, padding_mask=pad, positions=positions)["logits"]  # (B, W, V)
-        shifted = model(ids, padding_mask=pad)["logits"]  # columns as positions: what left padding used to do
+        derived = model(ids, padding_mask=pad)["logits"]  # positions from the padding mask when not given
+        columns = torch.arange(ids.shape[1]).expand_as(ids)  # (B, W)
+        shifted = model(ids, padding_mask=pad, positions=columns)["logits"]  # what left padding used to give
         cache = model.init_cache(len(PROMPTS))
         first, cache = model.decode_step(ids[:, :4], cache, padding_mask=pad[:, :4], positions=positions[:, :4])
         rest = [model.decode_step(ids[:, t : t + 1], cache, padding_mask=pad[:, : t + 1])[0] for t in range(4, 6)]
@@ -48,6 +50,7 @@ def test_a_left_padded_row_gets_its_own_logits_in_the_forward_and_in_decoding(ki
             real = slice(ids.shape[1] - len(prompt), None)
             torch.testing.assert_close(full[row, real], alone, atol=1e-5, rtol=1e-5)
             torch.testing.assert_close(decoded[row, real], alone, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(derived[~pad], full[~pad])
     assert not torch.allclose(shifted[0, 3:], full[0, 3:], atol=1e-3)  # the positions do matter
 
 

@@ -14,6 +14,7 @@ from synthformer.attention.masking import any_true
 from .config import ModelConfig, choice, is_int, positive_int
 from .layers import Embeddings
 from .losses import classification_loss
+from .positions import real_first, take_columns
 from .registry import MixerFactory, register_arch
 from .stacks import Encoder
 
@@ -33,7 +34,7 @@ class ClassifierConfig(ModelConfig):
         num_classes: number of classes, >= 2 (required).
         encoder_kind: token mixer of the encoder self-attention: a name or one name per layer.
         encoder_kind_options: options for the encoder's mixers, updating ``kind_options``.
-        pooling: ``"mean"`` or ``"max"`` over the non-padding positions, ``"cls"`` (the first position; the
+        pooling: ``"mean"`` or ``"max"`` over the non-padding positions, ``"cls"`` (the first real position; the
             data must put a summary token, e.g. ``<bos>``, there) or ``"last"`` (the last non-padding position:
             where a query ends the input, as in the associative-recall probe).
         head: ``"linear"`` (one linear layer to the logits) or ``"mlp"`` (Long Range Arena's classifier head:
@@ -122,6 +123,12 @@ class TransformerClassifier(nn.Module):
     labels (B,) | None)`` returns ``{"logits": (B, C), "loss": scalar}`` (plain cross-entropy). A missing
     ``padding_mask`` is derived from ``input_ids == config.pad_id``. Padded positions affect nothing: the mixers
     mask them as keys, the ``conv_relu`` FFN zeroes them, pooling skips them.
+
+    Padding may sit on either side (or anywhere): a row's real tokens are first moved to its front
+    (:func:`~synthformer.models.positions.real_first`), so a left-padded row is encoded as the right-padded row,
+    exactly, for every kind: each token's column is its position (the count of real tokens before it), which is
+    what the embeddings and every kind that reads columns (R, Fix, FR, D, FD, the convolutions, Linformer) index
+    by, and ``"cls"`` pooling reads the first real token.
     """
 
     def __init__(self, config: ClassifierConfig, mixer_factory: MixerFactory | None = None) -> None:
@@ -149,13 +156,16 @@ class TransformerClassifier(nn.Module):
         return self.outputs(logits, labels)
 
     def encode(self, input_ids: Tensor, padding_mask: Tensor | None = None) -> Tensor:
-        """The pooled encoding of each row: (B, L) -> (B, d)."""
+        """The pooled encoding of each row: (B, L) -> (B, d), padding on either side (see the class docstring)."""
         if padding_mask is None:
             padding_mask = input_ids == self.config.pad_id
         if not any_true(padding_mask):  # (True on meta: shape-only runs keep the mask)
             padding_mask = None  # nothing to mask: lets the mixers take their unmasked fast paths
+        order = real_first(padding_mask)  # (B, L) or None: left padding becomes right padding
+        if order is not None:
+            input_ids, padding_mask = take_columns(input_ids, order), take_columns(padding_mask, order)
         h = self.encoder(self.embed(input_ids), padding_mask=padding_mask)  # (B, L, d)
-        return pool(h, padding_mask, self.config.pooling)
+        return pool(h, padding_mask, self.config.pooling)  # pooled: the columns' order no longer matters
 
     @staticmethod
     def outputs(logits: Tensor, labels: Tensor | None) -> dict[str, Tensor]:

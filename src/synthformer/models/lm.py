@@ -11,7 +11,7 @@ from .cache import DecoderCache
 from .config import ModelConfig, check_token_head
 from .layers import Embeddings
 from .losses import token_cross_entropy
-from .positions import plain_positions, step_positions
+from .positions import plain_positions, positions_from_padding, step_positions
 from .registry import MixerFactory, register_arch
 from .stacks import Decoder
 
@@ -61,10 +61,10 @@ class TransformerLM(nn.Module):
     Incremental decoding: ``cache = model.init_cache(B)``, then ``logits, cache = model.decode_step(ids, cache)``
     with the next T >= 1 tokens; the logits equal the full forward's at the same positions.
 
-    Left padding (batched generation, Hugging Face's convention): pass ``padding_mask`` and ``positions`` (B, L),
-    each token's position counting the real tokens before it in its row
-    (:func:`~synthformer.models.positions_from_padding`); a padded row then gets the logits it gets alone. Positions
-    equal to the columns at every real token are dropped (the fast paths stay on).
+    Left padding (batched generation, Hugging Face's convention): pass ``padding_mask``; each token's position is
+    then the number of real tokens before it in its row (:func:`~synthformer.models.positions_from_padding`, or
+    ``positions`` (B, L) when given), and a padded row gets the logits it gets alone. Positions equal to the
+    columns at every real token (right padding) are dropped: the fast paths stay on.
     """
 
     def __init__(self, config: LMConfig, mixer_factory: MixerFactory | None = None) -> None:
@@ -92,6 +92,9 @@ class TransformerLM(nn.Module):
         positions: Tensor | None = None,
     ) -> dict[str, Tensor]:
         """Logits for every position (and the loss when ``labels`` are given); see the class docstring."""
+        if positions is None and padding_mask is not None and padding_mask.device.type != "meta":
+            # (meta tensors hold no values: shape-only runs keep the columns)
+            positions = positions_from_padding(padding_mask)  # (B, L): dropped just below when plain
         if positions is not None and plain_positions(positions, 0, padding_mask):
             positions = None
         if positions is not None:
@@ -114,8 +117,8 @@ class TransformerLM(nn.Module):
         """Feed the next T tokens (B, T) at columns ``cache.length ..``; returns (logits (B, T, V), cache).
 
         ``padding_mask`` (B, cache.length + T) covers every column so far; ``positions`` (B, T) are the new tokens'
-        positions in left-padded rows (kept by the cache for the later steps). Steps after left-padded ones may omit
-        them: they come from ``padding_mask`` when given, else continue each row's last position."""
+        positions in left-padded rows (kept by the cache for the later steps). Without them they come from
+        ``padding_mask`` when given, else (after left-padded steps) continue each row's last position."""
         start = cache.length
         b, t = input_ids.shape
         positions = step_positions(cache.positions, positions, padding_mask, start, t, b)  # (B, T) or None

@@ -9,6 +9,11 @@ computes exactly what it computes alone.
 
 When the positions equal the columns at every real token (no left padding), the models drop them (None) and
 keep the fast paths, which assume position = column.
+
+The encoders (a classifier's, a dual encoder's, an encoder-decoder's) take another route to the same rule: they
+move each row's real tokens to the front (:func:`real_first`), so that every token's column *is* its position and
+the row is exactly the right-padded one; they then run unchanged, fast paths included, whatever reads the columns
+(R's table, D's columns, the convolutions' windows, Linformer's length projection, a mixer of one's own).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from torch import Tensor
 
 from synthformer.common.padding import positions_from_padding
 
-__all__ = ["extend_positions", "plain_positions", "positions_from_padding", "step_positions"]
+__all__ = ["extend_positions", "plain_positions", "positions_from_padding", "put_columns", "real_first",
+           "step_positions", "take_columns"]
 
 
 def plain_positions(positions: Tensor, start: int, padding_mask: Tensor | None = None) -> bool:
@@ -36,11 +42,13 @@ def step_positions(past: Tensor | None, positions: Tensor | None, padding_mask: 
     """The positions (B, t) of a decoding step's ``t`` tokens at columns ``start ..``, or None for their columns.
 
     ``past`` (B, start): the cached columns' positions (None: plain); ``positions``: the caller's (B or 1, t) or
-    None; ``padding_mask`` (B, start + t): every column so far. Given positions equal to the columns of a plain
-    cache are dropped. After left-padded steps, missing positions come from the padding mask when given (the real
-    tokens before each column), else continue each row's last position (as ``transformers`` updates
-    ``position_ids`` between generation steps).
+    None; ``padding_mask`` (B, start + t): every column so far. Missing positions come from the padding mask when
+    given (the real tokens before each column), else, after left-padded steps, continue each row's last position
+    (as ``transformers`` updates ``position_ids`` between generation steps). Positions equal to the columns of a
+    plain cache are dropped.
     """
+    if positions is None and past is None and padding_mask is not None and padding_mask.device.type != "meta":
+        positions = positions_from_padding(padding_mask)[:, start:]  # (B, t): dropped below when plain
     if positions is None and past is not None:
         if padding_mask is not None:
             return positions_from_padding(padding_mask)[:, start:]  # (B, t)
@@ -61,3 +69,31 @@ def extend_positions(past: Tensor | None, new: Tensor | None, start: int, batch:
     if past is None:
         past = torch.arange(start, device=new.device).expand(batch, start)  # (B, start): the plain columns
     return torch.cat([past, new], dim=1)  # (B, start + t)
+
+
+def real_first(padding_mask: Tensor | None) -> Tensor | None:
+    """The column order that moves each row's real tokens to its front, in their order, padding after them.
+
+    ``padding_mask`` (B, L) bool, True at padding -> ``order`` (B, L) long, row b's column ``k`` taken from
+    ``order[b, k]``; or None when no row has a real token after a padded one (right padding, or none: nothing
+    to move), and on the ``meta`` device (shape-only runs, whose tensors hold no values to sort). The moved row is
+    the right-padded row exactly, so every token's column is then its position (:func:`positions_from_padding`).
+    """
+    if padding_mask is None or padding_mask.device.type == "meta":
+        return None
+    if bool((~padding_mask[:, :-1] | padding_mask[:, 1:]).all()):  # padding is never followed by a real token
+        return None
+    # a stable sort of 0 (real) before 1 (padding) keeps the real tokens' order
+    return torch.sort(padding_mask.to(torch.uint8), dim=1, stable=True).indices  # (B, L)
+
+
+def take_columns(x: Tensor, order: Tensor) -> Tensor:
+    """``x`` (B, L) or (B, L, d) with its columns in ``order`` (B, L) (from :func:`real_first`): same shape."""
+    index = order if x.dim() == 2 else order[..., None].expand(-1, -1, x.shape[-1])  # (B, L) or (B, L, d)
+    return x.gather(1, index)
+
+
+def put_columns(x: Tensor, order: Tensor) -> Tensor:
+    """The inverse of :func:`take_columns`: column k of ``x`` (B, L, d) goes back to column ``order[b, k]``."""
+    index = order[..., None].expand(-1, -1, x.shape[-1])  # (B, L, d)
+    return torch.zeros_like(x).scatter(1, index, x)  # out-of-place: the gradient reaches x

@@ -23,6 +23,7 @@ from .cache import DecoderCache
 from .config import FFN_TYPES, POSITIONS, ModelConfig, check_token_head, choice, positive_int
 from .layers import Embeddings
 from .losses import token_cross_entropy
+from .positions import put_columns, real_first, take_columns
 from .registry import MixerFactory, register_arch
 from .stacks import Decoder, Encoder
 from .t5 import init_t5_
@@ -176,6 +177,13 @@ class Seq2SeqTransformer(nn.Module):
     Decoding: ``memory, mask = model.encode(src_ids, src_padding_mask)``,
     ``cache = model.init_cache(memory, mask)`` (computes the cross-attention keys/values once), then
     ``logits, cache = model.decode_step(tgt_ids_new (B, T), cache)``.
+
+    Sources may be padded on either side (or anywhere): the encoder moves a row's real tokens to its front
+    (:func:`~synthformer.models.positions.real_first`) and encodes the right-padded row, exactly, for every kind
+    (each token's column is then its position), and puts the outputs back in the source's columns; the decoder
+    moves the memory's real columns to the front the same way, so that cross-attention kinds that read source
+    columns (R, FR, D, ...) see each source token at its position. A left-padded source gives what the
+    right-padded one gives.
     """
 
     def __init__(self, config: Seq2SeqConfig, mixer_factory: MixerFactory | None = None) -> None:
@@ -214,16 +222,41 @@ class Seq2SeqTransformer(nn.Module):
 
     def encode(self, src_ids: Tensor, src_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Encode the source: src_ids (B, S) -> (memory (B, S, d), src_padding_mask (B, S) bool or None when the
-        batch has no padding)."""
+        batch has no padding). ``memory[:, j]`` is the encoding of ``src_ids[:, j]``, whichever side is padded."""
+        src_padding_mask = self._source_mask(src_ids, src_padding_mask)
+        order = real_first(src_padding_mask)  # (B, S) or None: left padding becomes right padding
+        memory = self._encode(src_ids, src_padding_mask, order)  # (B, S, d), real columns first
+        return (memory if order is None else put_columns(memory, order)), src_padding_mask
+
+    def _source_mask(self, src_ids: Tensor, src_padding_mask: Tensor | None) -> Tensor | None:
+        """The source padding mask (B, S): given, else ``src_ids == pad_id``; None when nothing is padded."""
         if src_padding_mask is None:
             src_padding_mask = src_ids == self.config.pad_id
         if not any_true(src_padding_mask):  # (True on meta: shape-only runs keep the mask)
-            src_padding_mask = None  # nothing to mask: lets the mixers take their unmasked fast paths
-        memory = self.encoder(self.src_embed(src_ids), padding_mask=src_padding_mask)
-        return memory, src_padding_mask
+            return None  # nothing to mask: lets the mixers take their unmasked fast paths
+        return src_padding_mask
+
+    def _encode(self, src_ids: Tensor, src_padding_mask: Tensor | None, order: Tensor | None) -> Tensor:
+        """The memory (B, S, d) of the sources with their columns in ``order`` (B, S) (None: as they are)."""
+        if order is not None:
+            src_ids, src_padding_mask = take_columns(src_ids, order), take_columns(src_padding_mask, order)
+        return self.encoder(self.src_embed(src_ids), padding_mask=src_padding_mask)
+
+    @staticmethod
+    def _memory_real_first(memory: Tensor, memory_padding_mask: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        """The memory (B, S, d) and its mask (B, S) with each row's real columns first (cross-attention kinds
+        other than V read source columns as positions)."""
+        order = real_first(memory_padding_mask)
+        if order is None:
+            return memory, memory_padding_mask
+        return take_columns(memory, order), take_columns(memory_padding_mask, order)
 
     def decode(self, tgt_ids: Tensor, memory: Tensor, memory_padding_mask: Tensor | None = None) -> Tensor:
         """Full (teacher-forced) decoder pass: tgt_ids (B, T), memory (B, S, d) -> logits (B, T, V_tgt)."""
+        return self._decode(tgt_ids, *self._memory_real_first(memory, memory_padding_mask))
+
+    def _decode(self, tgt_ids: Tensor, memory: Tensor, memory_padding_mask: Tensor | None) -> Tensor:
+        """:meth:`decode` over a memory whose real columns come first: (B, T), (B, S, d) -> (B, T, V_tgt)."""
         h = self.decoder(self.tgt_embed(tgt_ids), memory=memory, memory_padding_mask=memory_padding_mask)
         return self._project(h)
 
@@ -241,8 +274,12 @@ class Seq2SeqTransformer(nn.Module):
         labels: Tensor | None = None,
     ) -> dict[str, Tensor]:
         """Logits for every target position (and the loss with ``labels``); see the class docstring."""
-        memory, src_padding_mask = self.encode(src_ids, src_padding_mask)
-        logits = self.decode(tgt_ids, memory, src_padding_mask)
+        src_padding_mask = self._source_mask(src_ids, src_padding_mask)
+        order = real_first(src_padding_mask)
+        memory = self._encode(src_ids, src_padding_mask, order)  # (B, S, d), real columns first
+        if order is not None:
+            src_padding_mask = take_columns(src_padding_mask, order)  # the memory's columns
+        logits = self._decode(tgt_ids, memory, src_padding_mask)
         out = {"logits": logits}
         if labels is not None:
             out["loss"] = token_cross_entropy(logits, labels, self.config.label_smoothing)
@@ -251,6 +288,7 @@ class Seq2SeqTransformer(nn.Module):
     def init_cache(self, memory: Tensor, memory_padding_mask: Tensor | None = None) -> DecoderCache:
         """An empty decoding cache for the sources encoded in ``memory`` (B, S, d); the cross-attention keys and
         values are computed here, once, and reused at every step."""
+        memory, memory_padding_mask = self._memory_real_first(memory, memory_padding_mask)
         return self.decoder.init_cache(
             memory.shape[0],
             device=memory.device,
