@@ -163,8 +163,22 @@ class SynthesizerPreTrainedModel(PreTrainedModel):
         (the prefix recomputed every step) when a mixer cannot decode incrementally or ``use_cache=False``.
 
         Refuses up front a generation that would run past ``max_len`` (``max_cache_length``: the positions the
-        decoder will read, ``max_length - 1``), rather than failing in the middle."""
-        if max_cache_length is not None and max_cache_length > self.config.max_len:
+        decoder will read, ``max_length - 1``), rather than failing in the middle. One exception: an encoder-decoder
+        given ``max_length`` (not ``max_new_tokens``) past its positions decodes until they run out (``max_length``
+        becomes ``max_len + 1``, with a warning once per model). Its ``max_length`` counts decoder tokens only, but
+        clients that set it to context + new tokens, as for a decoder-only model (lm-evaluation-harness's seq2seq
+        backend), ask for more than they mean to; ``max_new_tokens`` past the positions is still refused."""
+        positions = self.config.max_len
+        if (max_cache_length is not None and max_cache_length > positions and self.config.is_encoder_decoder
+                and generation_config.max_new_tokens is None):
+            if not getattr(self, "_warned_max_length", False):
+                logger.warning(
+                    "max_length %d counts more decoder tokens than the model's max_len (%d positions): generation "
+                    "stops after %d tokens (said once per model)", generation_config.max_length, positions, positions)
+                self._warned_max_length = True
+            generation_config.max_length = positions + 1  # read by the stopping criteria, made after this hook
+            max_cache_length = positions
+        if max_cache_length is not None and max_cache_length > positions:
             raise ValueError(
                 f"generation would read {max_cache_length} positions (prompt + max_new_tokens - 1, or max_length - "
                 f"1) but the model's max_len is {self.config.max_len}; lower max_new_tokens or max_length")
