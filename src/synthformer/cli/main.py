@@ -28,7 +28,7 @@ examples:
   synthformer analyze runs/reverse                      # attention histograms, heatmaps, alpha (paper Figs. 2-6)
   synthformer export runs/reverse exported/reverse      # a Hugging Face folder (the hf extra)
   synthformer bench --preset lm-base                    # the paper's Table 4 on this machine
-  synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --workers 8   # a large corpus, once
+  synthformer prepare configs/lm_tiny_shakespeare.yaml --out prepared/shk   # token shards, once (large corpora)
   synthformer convert t5 t5-small/ configs/t5_small_glue.yaml --run-dir runs/t5-small --tokenizer tok.json
 
 'synthformer VERB --help' explains each verb.

@@ -15,12 +15,12 @@ __all__ = ["register", "run"]
 
 _EPILOG = """\
 examples:
-  synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --workers 8 task.hf_name=null \\
+  synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --workers 8 task.prepared=null \\
       task.train="c4/en/c4-train.*-of-01024.json.gz" task.valid="c4/en/c4-validation.0000*-of-00008.json.gz"
-  synthformer prepare configs/lm_tiny_shakespeare.yaml --out prepared/shakespeare --text-unit file
+  synthformer prepare --check prepared/c4                      # every checksum (sources moved or gone: a note)
+  synthformer prepare configs/lm_tiny_shakespeare.yaml --out prepared/shakespeare --text-unit line
+  synthformer prepare configs/lm_tiny_shakespeare.yaml --out prepared/shakespeare --text-unit line --verify
   synthformer prepare configs/t5_cpu_pretrain_imdb.yaml --out prepared/imdb --tokenizer runs/t5/tokenizer.json
-  synthformer prepare --check prepared/c4                      # every checksum, and the sources unchanged
-  synthformer prepare configs/t5_small_pretrain_c4.yaml --out prepared/c4 --verify   # rewrite damaged shards
 
 Sources: task.train / valid / test are files or globs (txt, jsonl, json.gz, csv, tsv, parquet; task.text_field
 picks the text of JSON / CSV records; C4's {"text", "timestamp", "url"} lines work as they are), or task.hf_name
@@ -28,9 +28,11 @@ with hf_splits (read with streaming=True). Without task.valid, task.valid_fracti
 held out (chosen by a hash of each example's position: stable across re-runs and --workers).
 
 Re-running the same command continues an interrupted prepare (after a kill, Ctrl-C or a full disk): finished units
-are kept once their checksums verify, and the result is the same bytes as an uninterrupted run. The tokenizer is
-trained on the first --tokenizer-sample-bytes of text of the training files in a seeded order, unless --tokenizer
-gives one. See docs/data.md.
+are kept once their checksums verify, and the result is the same bytes as an uninterrupted run; with --verify it
+also rewrites damaged shards of a finished one. The corpus does not need its sources once prepared: moved, copied
+or deleted, they are a note for train, --check and a re-run. The tokenizer is trained on the first
+--tokenizer-sample-bytes of text of the training files in a seeded order, unless --tokenizer gives one. See
+docs/data.md.
 """
 
 
@@ -46,8 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("config", metavar="CONFIG", nargs="?", help="YAML run config (its task section is prepared)")
     p.add_argument("overrides", metavar="KEY=VALUE", nargs="*", help="dotted config overrides, e.g. task.train=x.txt")
     p.add_argument("--out", metavar="DIR", help="the prepared folder to write (required with CONFIG)")
-    p.add_argument("--check", metavar="DIR", help="check the prepared folder DIR instead: file sizes, every sha256, "
-                                                  "the tokenizer (with --tokenizer) and the sources")
+    p.add_argument("--check", metavar="DIR", help="check the prepared folder DIR instead: file sizes, every sha256 "
+                                                  "and the tokenizer (with --tokenizer); sources moved since: a note")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="processes tokenizing side by side")
     p.add_argument("--tokenizer", metavar="FILE", help="use this tokenizer file (e.g. a run's tokenizer.json) "
                                                        "instead of training one on a sample of the data")
