@@ -152,19 +152,26 @@ def test_a_t5_model_with_a_mixture_decodes_with_its_cache_as_its_full_forward(ff
 
 
 @pytest.mark.parametrize("kind", ["R+V", "FR+V", "D+V", "FD+V", "R+D+V"])
-def test_a_mixture_grown_from_v_starts_at_vs_output_and_every_new_part_gets_a_gradient(kind):
+def test_a_mixture_grown_from_v_starts_at_vs_output_bit_for_bit_and_every_new_part_gets_a_gradient(kind):
     from synthformer.tasks.run.grow import rename_grown_keys, start_grown_mixtures_
 
     torch.manual_seed(0)
     options = {"bias": False, "scaled": False}  # T5's V
     old = torch.nn.ModuleDict({"attn": SynthesizerAttention(D_MODEL, HEADS, MAX_LEN, kind="V", **options)})
+    with torch.no_grad():
+        for p in old.parameters():
+            p.mul_(8.0)  # trained-like spread weights: wide logits
     new = torch.nn.ModuleDict({"attn": SynthesizerAttention(D_MODEL, HEADS, MAX_LEN, kind=kind, **options)})
     grown = {"attn": kind.split("+").index("V")}
     new.load_state_dict(rename_grown_keys(old.state_dict(), grown), strict=False)
     start_grown_mixtures_(new, grown)
     x = torch.randn(2, 6, D_MODEL)
-    torch.testing.assert_close(new["attn"](x), old["attn"](x), atol=1e-6, rtol=1e-6)
-    new["attn"](x).pow(2).sum().backward()
+    bias = torch.randn(1, HEADS, 6, 6, requires_grad=True)  # T5's relative position bias (learned)
+    with torch.no_grad():
+        assert torch.equal(new["attn"].eval()(x, position_bias=bias), old["attn"].eval()(x, position_bias=bias))
+    y = new["attn"].train()(x, position_bias=bias)  # no attention dropout: training starts at V's output too
+    assert torch.equal(y, old["attn"].train()(x, position_bias=bias))
+    y.pow(2).sum().backward()
     for n, part in enumerate(new["attn"].synth.parts):
         if n != grown["attn"]:
             assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in part.parameters()), part.name

@@ -57,6 +57,7 @@ from .masking import any_true, disallowed, masked_softmax
 from .settings import current
 
 if TYPE_CHECKING:
+    from .base import SynthesizingFunction
     from .shell import SynthesizerAttention
 
 
@@ -91,6 +92,7 @@ def attend(
     state: dict | None,
     key_padding_mask: Tensor | None,
     position_bias: Tensor | None = None,
+    synth: SynthesizingFunction | None = None,
 ) -> Tensor:
     """Dispatch to the fastest exact path. x (B, T, d), v (B, H, S, d_h) -> (B, H, T, d_h).
 
@@ -98,21 +100,24 @@ def attend(
     with the bias in its additive mask; every other path computes probabilities that cannot take a per-call bias
     (the shared alignment's are computed once per batch, the blocks and the fused kernel take factors of the
     logits only), so those calls take the plain materialized path.
+
+    ``synth``: the synthesizing function to compute with, default the layer's own (a grown mixture passes its
+    pretrained part's view, :meth:`~synthformer.attention.Mixture.grown_view`).
     """
-    synth = layer.synth
+    synth = layer.synth if synth is None else synth
     if state is not None and x.shape[1] <= current().decode_plain_max_new:
         # A decoding step: (T, S) logits with T small are cheap; the feature path would copy the whole cache
         # into expanded, padded tensors at every step (measured: D 7x slower than V per token at context 1024).
-        return layer._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
+        return layer._attend_materialized(x, v, start, state, key_padding_mask, position_bias, synth=synth)
     if position_bias is not None:
         if synth.has_features:
-            return _features_sdpa(layer, x, v, start, state, key_padding_mask, position_bias)
-        return layer._attend_materialized(x, v, start, state, key_padding_mask, position_bias)
-    if state is None and not synth.input_dependent:
+            return _features_sdpa(layer, synth, x, v, start, state, key_padding_mask, position_bias)
+        return layer._attend_materialized(x, v, start, state, key_padding_mask, position_bias, synth=synth)
+    if state is None and not synth.input_dependent and synth is layer.synth:  # the cache holds the layer's own
         return _shared_alignment(layer, x, v, key_padding_mask)
     if synth.has_features:
-        return _features_sdpa(layer, x, v, start, state, key_padding_mask)
-    return _materialized(layer, x, v, start, state, key_padding_mask)
+        return _features_sdpa(layer, synth, x, v, start, state, key_padding_mask)
+    return _materialized(layer, synth, x, v, start, state, key_padding_mask)
 
 
 def _block_size(layer: SynthesizerAttention, batch: int, t: int, s: int, state: dict | None) -> tuple[int, int]:
@@ -158,6 +163,7 @@ def _block(grid, i: int, j: int):
 
 def _materialized_blocks(
     layer: SynthesizerAttention,
+    synth: SynthesizingFunction,
     factors: tuple,
     combine,
     rows,
@@ -169,9 +175,9 @@ def _materialized_blocks(
 ) -> Tensor:
     """``dropout(softmax(mask(combine(factors)))) @ v`` one (samples, heads) block at a time: (B, H, T, d_h).
 
-    ``combine(block_factors, keys)`` maps a block of ``factors`` to its (samples, heads, T, keys) logits, for the
-    T queries at positions ``start ..`` over S = start + T keys. Exact: every block's logits read only the
-    block's factors (the contract of ``logit_factors``). Heads are the outer loop, so a batch-shared factor
+    ``combine(block_factors, keys)`` maps a block of ``factors`` (``synth``'s) to its (samples, heads, T, keys)
+    logits, for the T queries at positions ``start ..`` over S = start + T keys. Exact: every block's logits read
+    only the block's factors (the contract of ``logit_factors``). Heads are the outer loop, so a batch-shared factor
     block (R's) gets its gradient summed while it is hot. ``rows(factors, q0, q1)`` cuts the factors to a chunk
     of queries (``SynthesizingFunction.query_rows``); the fused path uses it to skip the causal upper triangle.
     """
@@ -183,7 +189,7 @@ def _materialized_blocks(
     if state is None and drop == 0.0 and triton_kernels.available(v.device):
         # CUDA with triton (or forced in tests): one kernel, no L x L probabilities; no dropout in the kernel
         fused.calls["triton"] += 1
-        q, k, bias = triton_kernels.split_logits(layer.synth, factors, s, combine is _feature_logits)
+        q, k, bias = triton_kernels.split_logits(synth, factors, s, combine is _feature_logits)
         return triton_kernels.triton_attention(q, k, bias, v, key_padding_mask, layer.causal)
     if state is None and fused.should_fuse(torch.is_grad_enabled(), s, layer.causal and start == 0):
         return fused.fused_attention(combine, factors, v, mask, size, drop, rows if layer.causal else None)
@@ -201,14 +207,19 @@ def _materialized_blocks(
 
 
 def _materialized(
-    layer: SynthesizerAttention, x: Tensor, v: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None
+    layer: SynthesizerAttention,
+    synth: SynthesizingFunction,
+    x: Tensor,
+    v: Tensor,
+    start: int,
+    state: dict | None,
+    key_padding_mask: Tensor | None,
 ) -> Tensor:
-    """The materialized path in cache-sized blocks of samples and heads: (B, H, T, d_h)."""
+    """The materialized path of ``synth`` in cache-sized blocks of samples and heads: (B, H, T, d_h)."""
     t = x.shape[1]
-    factors = layer.synth.logit_factors(x, start, state, key_padding_mask)
-    synth = layer.synth
+    factors = synth.logit_factors(x, start, state, key_padding_mask)
     return _materialized_blocks(
-        layer, factors, synth.logits_from_factors, synth.query_rows, v, t, start, state, key_padding_mask
+        layer, synth, factors, synth.logits_from_factors, synth.query_rows, v, t, start, state, key_padding_mask
     )
 
 
@@ -232,7 +243,7 @@ def _shared_alignment(layer: SynthesizerAttention, x: Tensor, v: Tensor, key_pad
         # long FR: no L x L matrix at all (the fused kernel keeps memory O(L)); dropout is then per sample
         # as in any SDPA call, not one mask for the batch. With dropout on the CPU SDPA would materialize every
         # sample's matrix: the shared one below is smaller.
-        return _features_sdpa(layer, x, v, 0, None, key_padding_mask)
+        return _features_sdpa(layer, layer.synth, x, v, 0, None, key_padding_mask)
     chunked = layer.causal and key_padding_mask is None and torch.is_grad_enabled()
     if chunked and length >= settings.causal_shared_min_len:
         # training a causal layer: only the chunks at and below the diagonal (causal_shared); not cached
@@ -331,6 +342,7 @@ def _common_width(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tens
 
 def _features_sdpa(
     layer: SynthesizerAttention,
+    synth: SynthesizingFunction,
     x: Tensor,
     v: Tensor,
     start: int,
@@ -340,7 +352,7 @@ def _features_sdpa(
 ) -> Tensor:
     b, t = x.shape[:2]
     s = start + t
-    q, k = layer.synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
+    q, k = synth.features(x, start, state, key_padding_mask)  # (B|1, H, T, e), (B|1, H, S, e)
     drop = layer.dropout if layer.training else 0.0
     if position_bias is not None:  # the blocks take no bias: SDPA with the bias in its additive mask
         q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
@@ -349,7 +361,7 @@ def _features_sdpa(
     if _materialize_features(q.shape[-1], v.shape[-1], s, drop, v.device):
         # one GEMM over the concatenated features for every part of a mixture
         return _materialized_blocks(
-            layer, (q, k), _feature_logits, _feature_rows, v, t, start, state, key_padding_mask
+            layer, synth, (q, k), _feature_logits, _feature_rows, v, t, start, state, key_padding_mask
         )
     q, k, v, dh = _common_width(q.expand(b, -1, -1, -1), k.expand(b, -1, -1, -1), v)
     if key_padding_mask is None and (not layer.causal or t == 1):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
 
 from .base import SynthesizingFunction, dot_logits
+from .vanilla import DotProduct
 
 
 class Mixture(SynthesizingFunction):
@@ -20,10 +24,17 @@ class Mixture(SynthesizingFunction):
     parts' memory keys are concatenated along the feature axis into one (B, H, S, sum of widths) tensor, so the
     decoding cache holds one tensor whatever the mixture.
 
+    Growing from a pretrained part (:meth:`grow_from_`, ``init_from`` a V run into R+V): while the new parts are as
+    started (their logits exactly zero), :meth:`grown_view` returns the pretrained part alone, ``alpha_V S_V``, which
+    the layer computes through V's own paths, so that step 0 gives the pretrained model's output bit for bit.
+
     Parameters: the parts' plus ``H N`` for ``w``.
     """
 
     name = "mixture"
+    #: set by :meth:`grow_from_`, dropped for good once a new part's tensors change (see :meth:`grown_view`); a
+    #: class default, so that a mixture pickled before this attribute existed reads as never grown
+    _growth: _Growth | None = None
 
     def __init__(self, parts: list[SynthesizingFunction], n_heads: int):
         first = parts[0]
@@ -142,3 +153,137 @@ class Mixture(SynthesizingFunction):
 
     def init_state(self, batch_size: int, device, dtype) -> dict:
         return {str(n): p.init_state(batch_size, device, dtype) for n, p in enumerate(self.parts)}
+
+    # ------------------------------------------------------------------ growing from a pretrained part
+    @torch.no_grad()
+    def grow_from_(self, part: int) -> bool:
+        """Start this mixture at the function of its part ``part`` alone (which holds pretrained weights), in place.
+
+        The other (new) parts' logits are made exactly zero through their last factor (each keeps a gradient),
+        ``w`` is set so that ``alpha_part`` is a power of two (:func:`grown_alpha_logits`) and the part's logits are
+        multiplied by ``1 / alpha_part`` through its parameters (both products exact). From then on, until a new
+        part's tensors change, :meth:`grown_view` serves the layer.
+
+        Returns:
+            whether ``alpha_part`` came out a power of two on this machine (else the start matches the pretrained
+            function to rounding only).
+
+        Raises:
+            NotImplementedError: a new part that cannot start at zero logits, or a pretrained part that cannot
+                rescale its logits (only V can).
+        """
+        for n, sub in enumerate(self.parts):
+            if n != part:
+                sub.zero_logits_()
+        logits = torch.tensor(grown_alpha_logits(len(self.parts), part), dtype=self.alpha_logits.dtype)
+        self.alpha_logits.copy_(logits.expand_as(self.alpha_logits))
+        alpha = self.alpha()[:, part]  # (H,)
+        self.parts[part].scale_logits_(1.0 / alpha)
+        pretrained = self.parts[part]
+        view = _PartShare(self, part) if isinstance(pretrained, DotProduct) and not pretrained.cross else None
+        self._growth = _Growth(part, view, self._new_tensors(part))
+        return bool((torch.frexp(alpha.double()).mantissa == 0.5).all())  # in float64: every dtype has frexp
+
+    def grown_view(self) -> SynthesizingFunction | None:
+        """``alpha_V S_V``, the pretrained part alone, as a synthesizing function of its own, while this mixture is
+        grown and its new parts' tensors are the ones :meth:`grow_from_` left (so their logits are exactly zero and
+        it computes this mixture's function); None otherwise.
+
+        The check reads each new tensor's identity, storage and version counter (bumped by every in-place change:
+        an optimizer step, ``load_state_dict``, ``copy_``), not its values; once it fails the mixture stays
+        ungrown, so the results after the first update are the ordinary paths'. Writes through ``.data`` bypass
+        the version counter: the layer therefore also ends the grown state when a backward pass reaches it.
+        """
+        growth = self._growth
+        if growth is None:
+            return None
+        now = self._new_tensors(growth.part)
+        if len(now) != len(growth.tensors) or any(
+                t is not t0 or ptr != ptr0 or version != version0
+                for (t, ptr, version), (t0, ptr0, version0) in zip(now, growth.tensors, strict=True)):
+            self._growth = None
+            return None
+        return growth.view
+
+    def end_growth(self) -> None:
+        """Leave the grown state for good (the ordinary paths from now on)."""
+        self._growth = None
+
+    def new_parts_learn(self) -> bool:
+        """Whether a grown mixture's new parts have a parameter that requires a gradient."""
+        growth = self._growth
+        return growth is not None and any(
+            p.requires_grad for n, sub in enumerate(self.parts) if n != growth.part for p in sub.parameters())
+
+    def _new_tensors(self, part: int) -> list[tuple[Tensor, int, int]]:
+        """(tensor, storage address, version) of every parameter and buffer of the parts other than ``part``."""
+        return [(t, t.data_ptr(), t._version) for n, sub in enumerate(self.parts) if n != part
+                for t in (*sub.parameters(), *sub.buffers())]
+
+
+def grown_alpha_logits(n_parts: int, part: int) -> list[float]:
+    """The initial ``w`` (one row) of a mixture of ``n_parts`` grown from ``part``: ``alpha_part`` a power of two,
+    so that ``alpha_part * (q / alpha_part)`` is ``q`` exactly.
+
+    With N a power of two, the mixture's own start (``w = 0``, every alpha ``1/N``); otherwise ``alpha_part = 1/2``
+    and the new parts share the other half in powers of two, the larger shares first (``R+D+V``: 1/4, 1/4, 1/2),
+    with ``w_n = log(alpha_n / alpha_part)``, a multiple of ``-log 2`` whose ``exp`` is exact in practice
+    (:meth:`Mixture.grow_from_` reports when it is not).
+    """
+    if n_parts & (n_parts - 1) == 0:
+        return [0.0] * n_parts
+    shares = [1.0]  # the new parts' shares over the pretrained part's, in decreasing order
+    while len(shares) < n_parts - 1:
+        half = shares.pop(0) / 2
+        shares += [half, half]
+    logits = [math.log(s) for s in shares]
+    return logits[:part] + [0.0] + logits[part:]
+
+
+@dataclass
+class _Growth:
+    """A grown mixture's record: its pretrained part, the view serving it (None: the part has no such view) and
+    what :meth:`Mixture._new_tensors` returned when it was grown."""
+
+    part: int
+    view: SynthesizingFunction | None
+    tensors: list[tuple[Tensor, int, int]]
+
+
+class _PartShare(SynthesizingFunction):
+    """``alpha_n S_n`` for a mixture's V part n: V's own arithmetic with ``alpha_n`` folded into its queries.
+
+    Its features are ``(alpha_n q, k)`` and its logits ``(alpha_n q) k^T`` by the product V's logits take, so
+    the layer runs it through V's paths (SDPA where V takes SDPA). In a grown mixture ``alpha_n q`` is V's
+    pretrained ``q`` exactly (``alpha_n`` a power of two, the weights scaled by its inverse), hence the
+    pretrained output bit for bit. Owns no parameters: it reads the mixture's (not registered as a child).
+    """
+
+    name = "grown"
+
+    def __init__(self, mixture: Mixture, n: int):
+        part = mixture.parts[n]
+        super().__init__(part.d_model, part.n_heads, part.max_len, part.causal)
+        self.has_features = part.has_features
+        self.input_dependent = part.input_dependent
+        self.index = n
+        object.__setattr__(self, "mixture", mixture)  # a plain reference: nn.Module would register a child
+
+    def features(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        sub = None if state is None else state[str(self.index)]
+        q, k = self.mixture.parts[self.index].features(x, start, sub, key_padding_mask)  # (B, H, T|S, d_h)
+        return self.mixture.alpha()[:, self.index, None, None] * q, k  # alpha_n (H, 1, 1) on the queries
+
+    def logits(
+        self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
+    ) -> Tensor:
+        q, k = self.features(x, start, state)
+        return q @ k.transpose(-1, -2)  # (B, H, T, S), as DotProduct.logits
+
+    def positioned_logits(
+        self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None, positions: Tensor
+    ) -> Tensor:
+        """The plain logits, as V's: its keys are tokens, not positions."""
+        return self.logits(x, start, state, key_padding_mask)  # (B, H, T, S)

@@ -49,6 +49,19 @@ class AttentionCache:
         return map_tensors(self, lambda t: t.index_select(0, index))
 
 
+class _ValueOf(torch.autograd.Function):
+    """``value`` in the forward pass, ``graded``'s gradient in the backward pass: a grown mixture's exact start
+    with the whole mixture's gradient (see ``SynthesizerAttention._attend_grown``). Both (B, H, T, d_h)."""
+
+    @staticmethod
+    def forward(ctx: Any, value: Tensor, graded: Tensor) -> Tensor:
+        return value.clone()  # a new tensor: an input returned as is would be a view, refusing in-place changes
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[None, Tensor]:
+        return None, grad
+
+
 #: Options of the whole layer, not of one kind: ``bias`` (biases in the value and output projections, and in the
 #: projections of every part that declares ``bias``, V's Q and K) and ``scaled`` (the ``1/sqrt(d_h)`` of V's dot
 #: product, for the parts that declare it). T5 sets both to False (no biases; the scale folded into the
@@ -234,15 +247,68 @@ class SynthesizerAttention(nn.Module):
             cache.values[:, :, start:s] = v
             v = cache.values[:, :, :s]  # (B, H, S, d_h)
             state = cache.state
-        if self.use_fast_paths and positions is None:
-            y = fast_paths.attend(self, x, v, start, state, key_padding_mask, position_bias)
+        grown = self.synth.grown_view() if isinstance(self.synth, Mixture) else None
+        if grown is None:
+            y = self._attend(x, v, start, state, key_padding_mask, position_bias, positions)
         else:
-            y = self._attend_materialized(x, v, start, state, key_padding_mask, position_bias, positions)
+            y = self._attend_grown(grown, x, v, start, state, key_padding_mask, position_bias, positions)
         y = self.out(merge_heads(y))  # (B, H, T, d_h) -> (B, T, d)
         if cache is not None:
             cache.length = s
             return y, cache
         return y
+
+    def _attend(
+        self,
+        x: Tensor,
+        v: Tensor,
+        start: int,
+        state: dict | None,
+        key_padding_mask: Tensor | None,
+        position_bias: Tensor | None,
+        positions: Tensor | None,
+        synth: SynthesizingFunction | None = None,
+    ) -> Tensor:
+        """``softmax(mask(S(X) + position_bias)) G(X)`` by a fast path or the plain one, with ``synth`` as S
+        (default the layer's): (B, H, T, d_h)."""
+        if self.use_fast_paths and positions is None:
+            return fast_paths.attend(self, x, v, start, state, key_padding_mask, position_bias, synth=synth)
+        return self._attend_materialized(x, v, start, state, key_padding_mask, position_bias, positions, synth=synth)
+
+    def _attend_grown(
+        self,
+        grown: SynthesizingFunction,
+        x: Tensor,
+        v: Tensor,
+        start: int,
+        state: dict | None,
+        key_padding_mask: Tensor | None,
+        position_bias: Tensor | None,
+        positions: Tensor | None,
+    ) -> Tensor:
+        """:meth:`_attend` of a mixture in its grown state (its new parts' logits exactly zero, see
+        :meth:`Mixture.grown_view`), whose function is then its pretrained part's alone: computed by that part's
+        own paths (``grown``), so the output is the pretrained layer's bit for bit: (B, H, T, d_h).
+
+        When the new parts need a gradient, the value still comes from ``grown`` and the gradient from the whole
+        mixture's ordinary path, computed as well (the new parts' gradients exist only there: SDPA's backward
+        does not give the logits' gradient); when the backward pass reaches it the mixture leaves the grown state
+        (an update follows). With attention dropout in training the two passes would draw different masks, so
+        the ordinary path alone serves (the start then matches to rounding).
+        """
+        args = (x, v, start, state, key_padding_mask, position_bias, positions)
+        mixture = self.synth
+        assert isinstance(mixture, Mixture)  # only mixtures have a grown state
+        if not (torch.is_grad_enabled() and mixture.new_parts_learn()):
+            return self._attend(*args, synth=grown)
+        full = self._attend(*args)  # (B, H, T, d_h), with the graph of every part
+        full.register_hook(lambda grad: mixture.end_growth())
+        if self.training and self.dropout > 0:
+            return full
+        # With gradients on, as V's own pass: SDPA picks its CPU kernel by whether its inputs need a gradient
+        # (T5's learned position bias does); the graph is dropped at once.
+        exact = self._attend(*args, synth=grown).detach()
+        return _ValueOf.apply(exact, full)
 
     def _probabilities(
         self,
@@ -252,14 +318,17 @@ class SynthesizerAttention(nn.Module):
         key_padding_mask: Tensor | None,
         position_bias: Tensor | None = None,
         positions: Tensor | None = None,
+        synth: SynthesizingFunction | None = None,
     ) -> Tensor:
         """softmax of the masked logits (plus ``position_bias`` (1|B, H, T, S) when given): (B or 1, H, T, S);
-        with ``positions`` (B, S) the logits are the synthesizing function's at those positions."""
+        with ``positions`` (B, S) the logits are the synthesizing function's (``synth``, default the layer's) at
+        those positions."""
         t = x.shape[1]
+        synth = self.synth if synth is None else synth
         if positions is None:
-            logits = self.synth.logits(x, start, state, key_padding_mask)  # (B|1, H, T, S)
+            logits = synth.logits(x, start, state, key_padding_mask)  # (B|1, H, T, S)
         else:
-            logits = self.synth.positioned_logits(x, start, state, key_padding_mask, positions)  # (B, H, T, S)
+            logits = synth.positioned_logits(x, start, state, key_padding_mask, positions)  # (B, H, T, S)
         if position_bias is not None:
             logits = logits + position_bias.to(logits.dtype)  # (B|1, H, T, S)
         mask = disallowed(t, start + t, start, self.causal, key_padding_mask, x.device)
@@ -274,13 +343,14 @@ class SynthesizerAttention(nn.Module):
         key_padding_mask: Tensor | None,
         position_bias: Tensor | None = None,
         positions: Tensor | None = None,
+        synth: SynthesizingFunction | None = None,
     ) -> Tensor:
         """The plain path: ``dropout(softmax(mask(S(X) + position_bias))) @ V`` with the L x L probabilities
-        materialized (the logits at ``positions`` (B, S) when given).
+        materialized (the logits at ``positions`` (B, S) when given; ``synth`` as S, default the layer's).
 
         Returns (B, H, T, d_h).
         """
-        probs = self._probabilities(x, start, state, key_padding_mask, position_bias, positions)
+        probs = self._probabilities(x, start, state, key_padding_mask, position_bias, positions, synth)
         probs = F.dropout(probs, self.dropout, self.training)
         return probs @ v  # (B|1, H, T, S) @ (B, H, S, d_h) -> (B, H, T, d_h)
 

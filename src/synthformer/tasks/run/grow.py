@@ -6,18 +6,39 @@ The pretrained part takes the pretrained weights (its state-dict names move into
 The model must compute the pretrained model's function at step 0, yet every new parameter must learn. A mixture
 computes ``sum_n alpha_n S_n(X)`` with ``alpha = softmax(w)`` per head (:class:`~synthformer.attention.Mixture`),
 so a new part cannot get a zero share with a finite ``w`` (and at ``w = -inf`` it would get no gradient either).
-Instead, at step 0:
+Instead, at step 0 (:meth:`~synthformer.attention.Mixture.grow_from_`):
 
 * each new part's logits are made exactly zero through its last factor (R = 0; FR's R2 = 0; D's, Bottleneck's and
   GLU's W2, b2 = 0; FD's tiled factor = 0; :meth:`~synthformer.attention.SynthesizingFunction.zero_logits_`), which
   keeps a nonzero gradient for that factor;
-* the pretrained part's logits are multiplied by ``1 / alpha`` (V: its query rows per head,
-  :meth:`~synthformer.attention.SynthesizingFunction.scale_logits_`), with alpha the mixture's initial weight
-  (``1/N`` for N parts: exactly 0.5 in R+V, so the product is exact).
+* ``w`` is set so that the pretrained part's weight ``alpha_V`` is a power of two: the mixture's own ``1/N`` when N
+  is a power of two, else 1/2 with the new parts sharing the other half (R+D+V: 1/4, 1/4, 1/2);
+* the pretrained part's logits are multiplied by ``1 / alpha_V`` (V: its query rows per head,
+  :meth:`~synthformer.attention.SynthesizingFunction.scale_logits_`): a power of two, so ``alpha_V (q / alpha_V)``
+  is ``q`` exactly.
 
-So the mixed logits equal the pretrained logits (to rounding), the mixture weights keep the paper's convex
+So the mixed logits equal the pretrained logits exactly, the mixture weights keep the paper's convex
 parametrisation, and ``w`` starts learning at once (its gradient involves ``S_new - S_V``). ``init_from.json`` lists
 the new parts' parameters as newly initialised and the grown layers under ``grown``.
+
+**The same output bit for bit.** Equal logits are not enough in float32: V runs through PyTorch's fused SDPA
+kernel (an online softmax over blocks of keys), while ``R+V`` materializes its logits and takes ``torch.softmax``
+(and ``D+V`` multiplies wider concatenated features): the same function rounded another way, about 1e-5 per layer,
+1e-2 on the logits of a trained T5 (4e-13 in float64). Making every mixture take V's route would change (and slow)
+every mixture's results at every step, to serve step 0 only. So the choice is a state the mixture recognises at run
+time: while the new parts' tensors are the ones ``grow_from_`` left (their identity, storage and version counters,
+which every in-place change bumps: an optimizer step, ``load_state_dict``, ``copy_``; no value is read), the mixture's
+function is ``alpha_V S_V`` and the layer computes it through V's own paths
+(:meth:`~synthformer.attention.Mixture.grown_view`), bit for bit the pretrained layer's. It costs a check of a few
+tensors per grown layer while the state lasts and one ``None`` test otherwise. When the new parts need a gradient
+(training), the value is V's and the gradient the whole mixture's ordinary path's, computed as well (SDPA's
+backward does not give the logits' gradient the new parts need); once the backward pass reaches the layer the state
+ends for good (an update follows: a loop that writes through ``.data``, unseen by version counters, is covered too),
+so from the first update on every result is the ordinary mixture's. What holds, in float32 and float64, for every
+kind that can grow next to V (R, FR, D, FD, Bottleneck, GLU; more parts too), with and without padding, T5's
+position bias, causal masks, decoding and left-padded positions: eval mode is exact; training is exact without
+attention dropout (the forward; the gradient is the mixture's); with attention dropout a forward that needs the new
+parts' gradient takes the ordinary path (two paths could not draw one dropout mask), and matches to rounding.
 
 Only the self-attention kinds may grow (``encoder_kind``, ``decoder_kind``, their options and ``kind_options`` for
 the new parts); every other model setting must stay the pretrained one.
@@ -79,18 +100,20 @@ def rename_grown_keys(state: dict[str, Tensor], grown: dict[str, int]) -> dict[s
 
 @torch.no_grad()
 def start_grown_mixtures_(model: nn.Module, grown: dict[str, int]) -> None:
-    """Make every grown mixture compute its pretrained part's logits (see the module docstring), in place."""
-    for name, old in grown.items():
+    """Make every grown mixture compute its pretrained part's function (see the module docstring), in place.
+
+    Raises:
+        ConfigError: a new part that cannot start at zero logits, or a pretrained part that cannot rescale its own.
+    """
+    for name, part in grown.items():
         mixture = model.get_submodule(name).synth
-        alpha = mixture.alpha()  # (H, N)
-        for n, part in enumerate(mixture.parts):
-            try:
-                if n == old:
-                    part.scale_logits_(1.0 / alpha[:, n])
-                else:
-                    part.zero_logits_()
-            except NotImplementedError as err:
-                raise ConfigError(f"init_from: {name} ({mixture.name}): {err}") from None
+        try:
+            exact = mixture.grow_from_(part)
+        except NotImplementedError as err:
+            raise ConfigError(f"init_from: {name} ({mixture.name}): {err}") from None
+        if not exact:  # this machine's softmax did not give a power of two: 1/alpha rounds
+            logger.warning("init_from: %s (%s): its pretrained part's mixture weight is not a power of two here; "
+                           "its step 0 matches the pretrained output to rounding only", name, mixture.name)
     if grown:
         logger.info("init_from: grew %d self-attention layer(s) into mixtures: %s", len(grown), ", ".join(grown))
 
