@@ -1,5 +1,5 @@
 """A converted T5 checkpoint as a run directory (``synthformer convert t5``): eval, generate, resume, export and
-``init_from`` work on it, and Synthesizers grown from it (``R+V``, ``D+V``) start with T5's output."""
+``init_from`` work on it, and Synthesizers grown from it (``R+V``, ``D+V``) start with its output bit for bit."""
 
 from __future__ import annotations
 
@@ -95,6 +95,8 @@ def test_a_synthesizer_grown_from_t5_starts_with_t5s_logits(converted, t5_folder
         model.train()
 
     train_run(dataclasses.replace(run, init_from=str(converted)), tmp_path / "grown", on_trainer=logits_at_step_0)
+    with torch.no_grad():  # the converted run's own (V) model: the same logits bit for bit
+        assert torch.equal(seen["logits"], load_run(converted).model(SRC, TGT)["logits"])
     torch.testing.assert_close(seen["logits"], reference_logits(t5_folder, SRC, TGT), atol=1e-5, rtol=0)
     record = json.loads((tmp_path / "grown" / "init_from.json").read_text())
     new = "R" if kind == "R+V" else "W2"
