@@ -157,9 +157,10 @@ def freeze_parts(model: nn.Module, parts: Iterable[str]) -> int:
     frozen: dict[int, nn.Parameter] = {}
     for part in parts:
         frozen.update((id(p), p) for p in _part_parameters(model, part))
-    for p in frozen.values():
+    newly = [p for p in frozen.values() if p.requires_grad]
+    for p in newly:
         p.requires_grad_(False)
-    if frozen:
+    if newly:  # said once: the pipeline freezes before it counts, the optimizer again (a no-op then)
         entries = sum(p.numel() for p in frozen.values())
         logger.info("frozen: %s (%s parameter entries)", ", ".join(parts), f"{entries:,}")
     return sum(p.numel() for p in frozen.values())
