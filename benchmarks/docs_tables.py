@@ -52,7 +52,9 @@ SECTION_MARK = re.compile(r"<!-- (?P<kind>unrecorded|not measured): (?P<reason>.
 ELSEWHERE = {("docs/reliability.md", "| category | cases |"): "not measured: counts kept equal by "
              "tests/reliability/test_bad_inputs_meta.py",
              ("docs/reliability.md", "| fault | injections |"): "not measured: counts kept equal by "
-             "tests/reliability/test_long_runs_meta.py"}
+             "tests/reliability/test_long_runs_meta.py",
+             ("docs/reliability.md", "| family | interface |"): "not measured: cases kept "
+             "equal by tests/reliability/test_padding_sides.py"}
 
 
 @dataclass(frozen=True)
