@@ -177,3 +177,19 @@ def test_hf_glue_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
                      ("glue", "rte", "validation", {"cache_dir": "/nowhere"})]
     assert len(data.raw.splits["train"]) == 12 and len(data.raw.splits["valid"]) == 4
     assert data.raw.splits["valid"][1].target == "not_entailment"
+
+
+def test_keep_best_is_checked_against_the_configured_tasks_when_the_config_is_read(tmp_path: Path) -> None:
+    cfg = t2t_config(tmp_path)
+    cfg["train"]["keep_best"] = "glue_average"
+    run = from_dict(RunConfig, cfg)
+    assert run.task.task_type.training_metric_keys(run) == [
+        "loss", "rte_accuracy", "rte_invalid", "sst2_accuracy", "sst2_invalid", "glue_average"]
+    cfg["train"]["keep_best"] = "mnli_accuracy"  # a task the run does not train
+    with pytest.raises(ConfigError, match=r"reports no 'mnli_accuracy' \(it reports: loss, rte_accuracy"):
+        from_dict(RunConfig, cfg)
+    cfg["task"]["options"] = {"tasks": ["mnli", "rte"]}  # MNLI's two dev sets are scored separately
+    cfg["train"]["keep_best"] = "mnli_mismatched_accuracy"
+    run = from_dict(RunConfig, cfg)
+    keys = run.task.task_type.training_metric_keys(run)
+    assert {"mnli_matched_accuracy", "mnli_mismatched_accuracy", "rte_accuracy", "glue_average"} <= set(keys)

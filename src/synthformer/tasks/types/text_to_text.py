@@ -402,6 +402,22 @@ class TextToText(TaskType):
             names = [n for n in names if n != "glue"]
         return names, 1, run.eval.train_decode_examples
 
+    def training_metric_keys(self, run: RunConfig) -> list[str] | None:
+        # the decoded scores are named by the configured tasks: <dev set>_<metric> and _invalid for each, then each
+        # benchmark's average (train.keep_best is checked against them when the config is read)
+        keys: list[str] = []
+        names, _, _ = self.training_evaluation(run)
+        for name in names:
+            if name != "glue":
+                keys.extend(self.metric_keys.get(name) or (name,))
+                continue
+            tasks = _tasks(run.task)
+            for task in tasks:
+                for group, _split in self._dev_sets(task):
+                    keys += [f"{group}_{m}" for m in glue_task_from_config(task).metrics] + [f"{group}_invalid"]
+            keys += [f"{b}_average" for b in _benchmarks(tasks)]
+        return keys
+
     def report_extras(self, run: RunConfig, beam: int) -> dict[str, Any]:
         return {"beam": beam, "tasks": _tasks(run.task), "mixing_cap": run.task.task_options["mixing_cap"]}
 
