@@ -150,7 +150,7 @@ def targets_l256_table(entry: dict[str, Any]) -> str:
         target, ok = _target(r["kind"], r["ratio_to_V"]) if r["kind"] in ISSUE3_TARGETS else ("baseline", None)
         body.append([r["kind"], f"{r['ms']:.1f}", f"{r['ratio_to_V']:.2f}", f"{1 / r['ratio_to_V']:.2f}", target,
                      "" if ok is None else yes(ok)])
-    header = ["kind", "ms", "time / V's", "speed-up vs V", "target (issue 3)", "holds"]
+    header = ["kind", "ms", "time / V's", "speed-up vs V", "target", "holds"]
     return markdown(header, body)
 
 
@@ -168,7 +168,7 @@ def long_table(entry: dict[str, Any]) -> str:
             continue
         misses = [f"L={n}" for n, c in cells.items() if c and not _target(kind, c["ratio_to_V"])[1]]
         body.append([kind, *ratios, _target(kind, 1.0)[0], "yes" if not misses else "no at " + ", ".join(misses)])
-    header = ["kind", *(f"L={n}" for n in lengths), "target (issue 3)", "holds"]
+    header = ["kind", *(f"L={n}" for n in lengths), "target", "holds"]
     return markdown(header, body)
 
 
@@ -248,7 +248,7 @@ def decode_targets_table(entry: dict[str, Any]) -> str:
     if latency is not None:
         body.append([f"R's time per token at context {ISSUE3_LATENCY_CONTEXT} at most {ISSUE3_LATENCY}x V's",
                      f"{latency['ratio_to_V']:.2f}", yes(latency["ratio_to_V"] <= ISSUE3_LATENCY)])
-    return markdown(["target (issue 3)", "measured", "holds"], body, align="---")
+    return markdown(["target", "measured", "holds"], body, align="---")
 
 
 BENCH_BUILDERS: dict[str, Callable[[], str]] = {

@@ -87,7 +87,7 @@ def model_goals_table() -> str:
         body.append([f"Syn (R) steps/s at least {goal:g}x {other}'s", *(f"{r:.2f}" for r in ratios.values()),
                      " / ".join(f"{dtype} {yes(r >= goal)}" for dtype, r in ratios.items())])
     notes = "\n\n".join(note(entry, record) for entry, record in entries.values() if entry is not None)
-    return markdown(["goal (issue 5)", *(f"{d}: Syn (R) / it" for d in measured), "holds"], body) + "\n\n" + notes
+    return markdown(["goal", *(f"{d}: Syn (R) / it" for d in measured), "holds"], body) + "\n\n" + notes
 
 
 @recorded("model")
@@ -132,7 +132,7 @@ def hf_goals_table(entry: dict[str, Any]) -> str:
         body.append([f"R's cache {ISSUE16_CACHE:g}x V's", f"{ratio:.2f}x", yes(abs(ratio - ISSUE16_CACHE) < 0.005)])
     body.append(["the same tokens as the native decoder", f"{sum(r['same_tokens'] for r in rows)} of {len(rows)} rows",
                  yes(all(r["same_tokens"] for r in rows))])
-    return markdown(["goal (issue 16)", "measured", "holds"], body, align="---")
+    return markdown(["goal", "measured", "holds"], body, align="---")
 
 
 def _goal_rows(entry: dict[str, Any], causal: bool = False, dtype: str = "fp32") -> list[dict[str, Any]]:
@@ -186,7 +186,7 @@ def goals_other_table(entry: dict[str, Any]) -> str:
         orders = {"bf16": _order(bf16), "fp32": _order(at256)}
         measured = f"bf16: {shown}; order " + ", ".join(f"{d}: {' < '.join(o)}" for d, o in orders.items())
         body.append(["bf16 autocast keeps the fp32 ordering (L=256)", measured, yes(orders["bf16"] == orders["fp32"])])
-    return markdown(["goal (issue 15)", "measured", "holds"], body, align="---")
+    return markdown(["goal", "measured", "holds"], body, align="---")
 
 
 @recorded("fused_backends")

@@ -88,7 +88,7 @@ def data_goals_table() -> str:
     if not found:
         return "(no recorded row yet: `python benchmarks/data.py --all`)"
     small, big = bench_data.parse_args(["--all"]).sizes
-    lines = ["| goal (issue 32) | measured | result |", "|---|---|---|"]
+    lines = ["| goal | measured | result |", "|---|---|---|"]
     for goal, measured, ok in bench_data.goals(found, small, big):
         lines.append(f"| {goal} | {measured} | {bench_data.verdict(goal, ok)} |")
     entries = list(found.values())
