@@ -4,25 +4,18 @@ computes it again; span corruption scores the tokens of the config's own tokeniz
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from .scripts import load_script
 
 
 @pytest.fixture()
 def script(monkeypatch):
-    spec = importlib.util.spec_from_file_location("baselines_script", BENCH / "baselines.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "baselines_script", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("baselines", monkeypatch)
 
 
 def _jsonl(path: Path, rows: list[dict]) -> Path:

@@ -3,23 +3,16 @@ training part and a held-out part in the official layout, which the text-to-text
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from .scripts import load_script
 
 
 @pytest.fixture()
 def holdout(monkeypatch):
-    spec = importlib.util.spec_from_file_location("t5_holdout", BENCH / "t5_holdout.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "t5_holdout", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("t5_holdout", monkeypatch)
 
 
 def _glue(root: Path) -> Path:
