@@ -238,3 +238,22 @@ def retrieval_config(tmp: Path, **train: Any) -> dict[str, Any]:
         "model": {**TINY_MODEL, "encoder_kind": "R+V"},
         "train": {**TINY_TRAIN, **train},
     }
+
+
+def pretrained_finetuning_yaml(tmp: Path, corpus: Path, kind: str) -> Path:
+    """Pretrain a tiny char-level span-corruption run on ``corpus`` (encoder kind ``kind``) into ``tmp/pre`` through
+    the CLI, and write ``tmp/ft.yaml``: :func:`t2t_config` finetuning from it (its tokenizer comes from the run)."""
+    from synthformer.cli.main import main
+
+    pre = write_yaml(tmp / "pre.yaml", {
+        "task": {"type": "span_corruption", "train": str(corpus), "valid_fraction": 0.1, "tokenizer": "char",
+                 "max_len": 48, "options": {"num_sentinels": 20}},
+        "model": {**TINY_MODEL, "encoder_kind": kind},
+        "train": dict(TINY_TRAIN),
+    })
+    assert main(["train", str(pre), "--run-dir", str(tmp / "pre"), "--no-progress", "-q"]) == 0
+    ft_cfg = t2t_config(tmp)
+    del ft_cfg["task"]["tokenizer"]
+    ft_cfg["model"]["encoder_kind"] = kind
+    ft_cfg["init_from"] = str(tmp / "pre")
+    return write_yaml(tmp / "ft.yaml", ft_cfg)

@@ -12,7 +12,7 @@ from synthformer.tasks import RunConfig, evaluate_run, generate_texts, load_run,
 from synthformer.tasks.types.text_to_text import mixture
 from synthformer.train import ConfigError, from_dict
 
-from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, glue_dir, t2t_config, write_yaml
+from .helpers import LM_TEXT, glue_dir, pretrained_finetuning_yaml, t2t_config
 
 
 def test_mixture_is_examples_proportional_with_a_cap() -> None:
@@ -84,18 +84,7 @@ def test_pretrain_then_finetune_through_the_cli(tmp_path: Path, capsys) -> None:
     # the labels and prefixes in the pretraining text: a char vocabulary must spell them (the run checks)
     corpus.write_text(LM_TEXT + "The cat sat on the mat. A witty movie. negative positive not_entailment sst2 " * 40,
                       encoding="utf-8")
-    pre = write_yaml(tmp_path / "pre.yaml", {
-        "task": {"type": "span_corruption", "train": str(corpus), "valid_fraction": 0.1, "tokenizer": "char",
-                 "max_len": 48, "options": {"num_sentinels": 20}},
-        "model": {**TINY_MODEL, "encoder_kind": "R"},
-        "train": dict(TINY_TRAIN),
-    })
-    assert main(["train", str(pre), "--run-dir", str(tmp_path / "pre"), "--no-progress", "-q"]) == 0
-    ft_cfg = t2t_config(tmp_path)
-    del ft_cfg["task"]["tokenizer"]
-    ft_cfg["model"]["encoder_kind"] = "R"
-    ft_cfg["init_from"] = str(tmp_path / "pre")
-    ft = write_yaml(tmp_path / "ft.yaml", ft_cfg)
+    ft = pretrained_finetuning_yaml(tmp_path, corpus, "R")
     assert main(["train", str(ft), "--run-dir", str(tmp_path / "ft"), "--no-progress", "-q"]) == 0
     record = json.loads((tmp_path / "ft" / "init_from.json").read_text())
     assert record["newly_initialised"] == [] and record["step"] == 6

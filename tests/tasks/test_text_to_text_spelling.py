@@ -12,7 +12,7 @@ from synthformer.tasks import RunConfig, prepare_data
 from synthformer.tasks.types.text_to_text import TextToText
 from synthformer.train import ConfigError, from_dict
 
-from .helpers import TINY_MODEL, TINY_TRAIN, t2t_config, write_yaml
+from .helpers import pretrained_finetuning_yaml, t2t_config
 
 
 def test_finetuning_from_a_vocabulary_without_underscore_refuses_before_training(tmp_path: Path, capsys) -> None:
@@ -21,17 +21,7 @@ def test_finetuning_from_a_vocabulary_without_underscore_refuses_before_training
                       "the mat. A cat sat. It rained all day in Paris. Paris was dry. Anna bought three apples, fruit. "
                       "The museum closed in 1990. one of the best films of the year, acting is wooden. " * 20,
                       encoding="utf-8")
-    pre = write_yaml(tmp_path / "pre.yaml", {
-        "task": {"type": "span_corruption", "train": str(corpus), "valid_fraction": 0.1, "tokenizer": "char",
-                 "max_len": 48, "options": {"num_sentinels": 20}},
-        "model": dict(TINY_MODEL), "train": dict(TINY_TRAIN),
-    })
-    assert main(["train", str(pre), "--run-dir", str(tmp_path / "pre"), "--no-progress", "-q"]) == 0
-    ft_cfg = t2t_config(tmp_path)
-    del ft_cfg["task"]["tokenizer"]
-    ft_cfg["model"]["encoder_kind"] = "V"
-    ft_cfg["init_from"] = str(tmp_path / "pre")
-    ft = write_yaml(tmp_path / "ft.yaml", ft_cfg)
+    ft = pretrained_finetuning_yaml(tmp_path, corpus, "V")
     capsys.readouterr()
     assert main(["train", str(ft), "--run-dir", str(tmp_path / "ft"), "--no-progress", "-q"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
