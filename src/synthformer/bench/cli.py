@@ -17,30 +17,16 @@ import logging
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-import yaml
 
 from synthformer.models import list_presets
 
 from .goals import model_goals
-from .rows import resolve_rows, valid_row_names
+from .rows import parse_overrides, resolve_rows, valid_row_names
 from .table import bench_config, describe_run, run_table, to_markdown, write_outputs
 
 __all__ = ["DEFAULT_PROG", "build_parser", "main", "parse_overrides"]
 
 DEFAULT_PROG = "python -m synthformer.bench"
-
-
-def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
-    """``["n_layers=2", "dropout=0.0"]`` -> ``{"n_layers": 2, "dropout": 0.0}`` (values read as YAML scalars)."""
-    overrides: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set expects KEY=VALUE (a ModelConfig field), got {item!r}")
-        overrides[key.strip()] = yaml.safe_load(value) if value.strip() else None
-    return overrides
 
 
 def _split_rows(values: Sequence[str] | None) -> list[str] | None:

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .cli import parse_overrides
 from .lra import CAUSAL_MODES, DEFAULT_BATCH_SIZE, DEFAULT_LENGTHS, LRA_KINDS, run_lra_table2
 from .lra_report import causal_markdown, goal_lines, table2_markdown
+from .rows import parse_overrides
 from .table import machine_info
 
 __all__ = ["FLAG", "build_lra_parser", "lra_main", "report", "run_from_args", "to_csv", "write_outputs"]

@@ -18,12 +18,16 @@ Choices the paper leaves open, made here:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
 
 from synthformer.models import ModelConfig
 
 __all__ = [
+    "parse_overrides",
     "ALL_ROWS",
     "DECODER_ROWS",
     "ENCODER_ROWS",
@@ -211,3 +215,14 @@ def row_config(base: ModelConfig, row: Row | str) -> ModelConfig:
         changes[f"{stack}_kind"] = row.kind
         changes[f"{stack}_kind_options"] = _stack_options(row, base.stack_layers(stack))
     return dataclasses.replace(base, **changes)
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``["n_layers=2", "dropout=0.0"]`` -> ``{"n_layers": 2, "dropout": 0.0}`` (values read as YAML scalars)."""
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set expects KEY=VALUE (a ModelConfig field), got {item!r}")
+        overrides[key.strip()] = yaml.safe_load(value) if value.strip() else None
+    return overrides

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from synthformer.data.tokenizer_base import FORMAT_VERSION, Tokenizer
+from synthformer.data.tokenizer_base import FORMAT_VERSION, Tokenizer, tokenizer_from_payload
 
 __all__ = ["DEFAULT_NUM_SENTINELS", "SentinelTokenizer", "sentinel_name", "with_sentinels"]
 
@@ -178,8 +178,6 @@ class SentinelTokenizer(Tokenizer):
 
     @classmethod
     def _from_state(cls, state: dict[str, Any]) -> SentinelTokenizer:
-        from synthformer.data.tokenization import tokenizer_from_payload
-
         return cls(tokenizer_from_payload(state["base"], "sentinel base"), int(state["num_sentinels"]))
 
     def __repr__(self) -> str:

@@ -44,13 +44,13 @@ from synthformer.data.sentinels import SentinelTokenizer
 from synthformer.data.tokenizer_base import (
     BOS,
     EOS,
-    FORMAT_VERSION,
     PAD,
     SPECIAL_TOKENS,
     TOKENIZER_FILE,
     UNK,
     Tokenizer,
     tokenizer_file,
+    tokenizer_from_payload,
 )
 from synthformer.data.tokenizer_kinds import (
     BPETokenizer,
@@ -84,12 +84,6 @@ __all__ = [
 
 #: The kinds :func:`build_tokenizer` can train from text.
 TOKENIZER_KINDS: tuple[str, ...] = ("char", "byte", "word", "bpe", "sentencepiece")
-
-_REGISTRY: dict[str, type[Tokenizer]] = {
-    cls.kind: cls
-    for cls in (CharTokenizer, ByteTokenizer, WordTokenizer, BPETokenizer, FixedVocabTokenizer, SentinelTokenizer,
-                SentencePieceTokenizer)
-}
 
 
 def build_tokenizer(kind: str, texts: Iterable[str], vocab_size: int | None = None,
@@ -145,27 +139,3 @@ def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a valid tokenizer JSON file ({exc})") from exc
     return tokenizer_from_payload(payload, str(path))
-
-
-def tokenizer_from_payload(payload: Any, where: str) -> Tokenizer:
-    """The tokenizer of a parsed tokenizer file (``where`` names it in errors); a :class:`SentinelTokenizer`'s
-    file holds its base tokenizer's payload inside.
-
-    Raises:
-        ValueError: not a synthformer tokenizer, an unsupported format version, an unknown kind, or a file of a
-            known kind that lacks (or garbles) one of its fields.
-    """
-    if not isinstance(payload, dict) or "kind" not in payload:
-        raise ValueError(f"{where}: not a synthformer tokenizer file (no 'kind')")
-    version = payload.get("format_version")
-    if version != FORMAT_VERSION:
-        raise ValueError(f"{where}: unsupported tokenizer format_version {version!r}")
-    kind = payload["kind"]
-    if kind not in _REGISTRY:
-        raise ValueError(f"{where}: unknown tokenizer kind {kind!r}; valid kinds: {', '.join(_REGISTRY)}")
-    try:
-        return _REGISTRY[kind]._from_state(payload)
-    except KeyError as err:  # each kind reads its own fields; a file cut down or edited lacks one
-        raise ValueError(f"{where}: a damaged {kind!r} tokenizer file (missing field {err})") from None
-    except (TypeError, ValueError, IndexError, AttributeError) as err:
-        raise ValueError(f"{where}: a damaged {kind!r} tokenizer file ({err})") from None

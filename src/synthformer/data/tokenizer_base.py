@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = ["BOS", "EOS", "FORMAT_VERSION", "PAD", "REPLACEMENT_CHAR", "SPECIAL_TOKENS", "TOKENIZER_FILE", "UNK",
-           "Tokenizer", "tokenizer_difference", "tokenizer_file"]
+           "Tokenizer", "registered_tokenizer_kinds", "tokenizer_difference", "tokenizer_file",
+           "tokenizer_from_payload"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,10 @@ TOKENIZER_FILE = "synthformer_tokenizer.json"
 FORMAT_VERSION = 1
 #: What ``<unk>`` and undecodable bytes decode to.
 REPLACEMENT_CHAR = "\ufffd"
+#: Every tokenizer class by the ``kind`` its files name, filled as the classes are defined
+#: (:meth:`Tokenizer.__init_subclass__`): reading a file needs no list of kinds kept in step by hand, and a kind that
+#: wraps another (sentinels around a base) reads its base here without importing the module that builds tokenizers.
+_KINDS: dict[str, type[Tokenizer]] = {}
 
 
 def tokenizer_file(path: str | os.PathLike[str], *, for_writing: bool = False) -> Path:
@@ -62,6 +67,13 @@ class Tokenizer(ABC):
     #: What :class:`~synthformer.data.sentinels.SentinelTokenizer` writes between a sentinel and the decoded text
     #: around it (a space where the kind's decoding separates tokens, or drops the space the text had).
     sentinel_separator: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # only a class that names its own kind writes files of that kind; a subclass that inherits ``kind`` (or an
+        # abstract intermediate without one) reads and writes its parent's files
+        if "kind" in cls.__dict__:
+            _KINDS[cls.kind] = cls
 
     @property
     @abstractmethod
@@ -170,3 +182,32 @@ def tokenizer_difference(ours: Tokenizer, theirs: Tokenizer, names: tuple[str, s
     a, b = ours._state(), theirs._state()
     keys = [k for k in sorted(set(a) | set(b), key=str) if a.get(k) != b.get(k)]
     return f"{same} and the same tokens, but other settings ({', '.join(map(str, keys[:3])) or 'none'})"
+
+
+def registered_tokenizer_kinds() -> list[str]:
+    """The ``kind`` of every tokenizer class defined so far (those a file may name)."""
+    return list(_KINDS)
+
+
+def tokenizer_from_payload(payload: Any, where: str) -> Tokenizer:
+    """The tokenizer of a parsed tokenizer file (``where`` names it in errors); a
+    :class:`~synthformer.data.sentinels.SentinelTokenizer`'s file holds its base tokenizer's payload inside.
+
+    Raises:
+        ValueError: not a synthformer tokenizer, an unsupported format version, an unknown kind, or a file of a
+            known kind that lacks (or garbles) one of its fields.
+    """
+    if not isinstance(payload, dict) or "kind" not in payload:
+        raise ValueError(f"{where}: not a synthformer tokenizer file (no 'kind')")
+    version = payload.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ValueError(f"{where}: unsupported tokenizer format_version {version!r}")
+    kind = payload["kind"]
+    if kind not in _KINDS:
+        raise ValueError(f"{where}: unknown tokenizer kind {kind!r}; valid kinds: {', '.join(_KINDS)}")
+    try:
+        return _KINDS[kind]._from_state(payload)
+    except KeyError as err:  # each kind reads its own fields; a file cut down or edited lacks one
+        raise ValueError(f"{where}: a damaged {kind!r} tokenizer file (missing field {err})") from None
+    except (TypeError, ValueError, IndexError, AttributeError) as err:
+        raise ValueError(f"{where}: a damaged {kind!r} tokenizer file ({err})") from None
