@@ -11,7 +11,7 @@ Usage (the numbers in docs/benchmarks.md came from these):
     python benchmarks/attention.py --lengths 256 --dtype bf16
     python benchmarks/attention.py --decode --contexts 128 256 512 1024
     python benchmarks/attention.py --fr-memory
-    python benchmarks/attention.py --goals    # every run issue 15's goals need, then each goal: holds / does not
+    python benchmarks/attention.py --goals    # every run the fused path's goals need, then each goal: holds / does not
 
 Each row prints the kind's FLOP ratio to V (multiply-adds counted from the shapes by
 ``synthformer.bench.flops``: the time ratio at V's efficiency) and its efficiency (FLOP ratio / time ratio).
@@ -171,7 +171,7 @@ def bench_fr_memory(args) -> list[dict]:
 
 
 def bench_goals(args) -> list[dict]:
-    """Every run issue 15's goals need: fp32 bidirectional at L=256 and 1024 with memory, causal at 1024, bf16 at
+    """Every run the fused path's goals need: fp32 bidirectional at L=256 and 1024 with memory, causal at 1024, bf16 at
     256 (forward+backward)."""
     goal_kinds = ["V", "D", "FD", "R+V", "D+V", "GLU"]
     runs = [
@@ -211,7 +211,7 @@ def main() -> None:
     p.add_argument("--decode-kinds", nargs="+", default=["V", "R", "D", "FR", "R+V", "D+V"])
     p.add_argument("--decode-batch", type=int, default=16)
     p.add_argument("--fr-memory", action="store_true", help="run the FR L=4096 memory comparison instead")
-    p.add_argument("--goals", action="store_true", help="run what issue 15's goals need and print each verdict")
+    p.add_argument("--goals", action="store_true", help="run what the fused path's goals need and print each verdict")
     p.add_argument(
         "--fused",
         choices=["auto", "always", "never"],

@@ -4,7 +4,7 @@ For a shared machine where absolute times mean nothing: every repeat runs each k
 (bidirectional and causal, each with the setting's old value and with its new value), so background load hits
 every variant alike, and only ratios of the medians are printed: ``new/old`` for causal and for bidirectional
 layers (below 1: the change is faster) and ``bidir/causal`` under each value (above 1: causal training is faster
-than bidirectional, the goal of issue 31).
+than bidirectional, a goal of docs/lra.md).
 
 Usage (the A/B of ``causal_diagonal_mask``, the default):
     python benchmarks/causal_ab.py --lengths 1024 --kinds D FD R+V --repeats 7

@@ -1,4 +1,4 @@
-"""Data at scale (issue 32's goals): a seeded text corpus of 0.5 GB and one of 5 GB, ``synthformer prepare`` on
+"""Data at scale (the goals of docs/data.md): a seeded text corpus of 0.5 GB and one of 5 GB, ``synthformer prepare`` on
 both, and ``synthformer train`` of the span-corruption config at t5-small-cpu size from them, measured.
 
     python benchmarks/data.py --all                   # the full run (see docs/benchmarks.md: time and disk)
@@ -178,7 +178,7 @@ def verdict(goal: str, ok: bool | None) -> str:
 
 
 def goals(results: dict[str, dict[str, Any]], small: str, big: str) -> list[tuple[str, str, bool | None]]:
-    """Issue 32's goals as (goal, what was measured, holds) with ``None`` for "not measured"; the last one (the
+    """The data-at-scale goals as (goal, what was measured, holds) with ``None`` for "not measured"; the last one (the
     prepare throughput) is reported against the ceiling, with no threshold, so it is always ``None``."""
     rows: list[tuple[str, str, bool | None]] = []
     p_small = results.get(f"train_prepared@{small}", {}).get("peak_rss_gb")
@@ -218,7 +218,7 @@ def goals(results: dict[str, dict[str, Any]], small: str, big: str) -> list[tupl
 
 
 def goal_lines(results: dict[str, dict[str, Any]], small: str, big: str) -> list[str]:
-    """One line per goal of issue 32: the goal, the numbers, and whether it holds."""
+    """One line per data-at-scale goal: the goal, the numbers, and whether it holds."""
     lines = []
     for goal, measured, ok in goals(results, small, big):
         lines.append(f"goal {goal} (measured {measured}): {verdict(goal, ok)}")

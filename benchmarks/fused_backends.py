@@ -7,7 +7,7 @@ round-robin, so background load hits them alike; medians after warm-up (which al
 compiles the torch.compile graphs). Reported: ms, the ratio to V's median, and each backend's ratio to the torch
 backend's time for the same kind (below 1: faster).
 
-Usage (the numbers of issue 15's backend comparison came from this):
+Usage (the numbers of the backend comparison in docs/benchmarks.md came from this):
     python benchmarks/fused_backends.py --threads 1
     python benchmarks/fused_backends.py --threads 1 --configs 256 --kinds D FD --repeats 5
 """
@@ -31,7 +31,7 @@ from synthformer.attention import SynthesizerAttention, fused
 from synthformer.attention.settings import fast_path_settings
 
 KINDS = ["D", "FD", "R+V", "D+V", "GLU"]
-#: name -> (batch, length, causal): the module-level shapes of issue 15's goals
+#: name -> (batch, length, causal): the module-level shapes of the fused path's goals
 CONFIGS = {"256": (16, 256, False), "1024": (4, 1024, False), "1024-causal": (4, 1024, True)}
 
 

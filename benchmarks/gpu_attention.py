@@ -6,7 +6,7 @@ CUDA when ``triton`` is installed) and through the PyTorch path (the kernel swit
 on CUDA is FlashAttention or memory-efficient attention. Timed with CUDA events, every (kind, path) once per
 repeat, round-robin; medians after warm-up (the first warm-up round drops a step that runs out of memory, and a
 Triton path the kernels do not serve). Prints the device name, each time and its ratio to V's, and the peak memory
-of one step. Issue 15 asks for these numbers whenever a GPU is at hand (``docs/benchmarks.md``);
+of one step. docs/benchmarks.md asks for these numbers whenever a GPU is at hand (``docs/benchmarks.md``);
 ``benchmarks/gpu_suite.py`` runs this benchmark as one part of a GPU run that records itself.
 
     python benchmarks/gpu_attention.py --json gpu.json

@@ -15,7 +15,7 @@ R=benchmarks/results
 TUNED=(env MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=68719476736)
 A=(python benchmarks/attention.py)
 
-# 1. the attention layer: the full tables (~15 min), issue 3's targets at L=256, L=512/1024, the allocator
+# 1. the attention layer: the full tables (~15 min), the attention layer's targets at L=256, L=512/1024, the allocator
 "${TUNED[@]}" "${A[@]}" --lengths 128 256 512 1024 --record $R/bench_module.jsonl "${SHARED[@]}"
 "${A[@]}" --lengths 256 --modes fwd+bwd --repeats 21 --warmup 3 --no-memory --kinds V R Fix FR D FD R+V D+V \
     --record $R/bench_targets_l256.jsonl "${SHARED[@]}"
@@ -44,7 +44,7 @@ fi
 # 4. Hugging Face generate() against the native loops (needs the hf extra)
 python benchmarks/hf_generate.py --threads 2 --record $R/bench_hf_generate.jsonl "${SHARED[@]}"
 
-# 5. the fused materialized path: issue 15's goals (~3 min) and the backends of a fused block
+# 5. the fused materialized path: its goals (~3 min) and the backends of a fused block
 "${TUNED[@]}" "${A[@]}" --goals --record $R/bench_goals.jsonl "${SHARED[@]}"
 "${TUNED[@]}" python benchmarks/fused_backends.py --record $R/bench_fused_backends.jsonl "${SHARED[@]}"
 

@@ -1,4 +1,4 @@
-"""Issue 34's study: the cross-segment matching probes (``matching:pair``, its control ``matching:control``;
+"""The probe study: the cross-segment matching probes (``matching:pair``, its control ``matching:control``;
 ``mqar:recall`` only when asked for, see :data:`DEFAULT_TASKS`) over the paper's kinds, Linformer and the
 convolutions, 3 seeds, at two lengths.
 
@@ -56,7 +56,7 @@ SEEDS = 3
 #: (length, seeds) in training order: each step grows that length's studies to that many seeds.
 PLAN: tuple[tuple[int, int], ...] = ((LENGTHS[0], 1), (LENGTHS[1], 1), (LENGTHS[0], SEEDS), (LENGTHS[1], SEEDS))
 #: Equal budgets for every variant (the configs' own; spelled out so the record's command shows them): the
-#: budget at which V solves the pair task at both lengths in the grid of issue 34 (validation 1.000 at 16, 0.954 at
+#: budget at which V solves the pair task at both lengths in the probe grid (validation 1.000 at 16, 0.954 at
 #: 32, seed 0).
 BUDGET: tuple[str, ...] = ("train.steps=1000", "train.eval_every=100", "train.save_every=500")
 RECORD = RESULTS / "probe.jsonl"

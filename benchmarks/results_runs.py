@@ -14,10 +14,10 @@ checkpoints is continued with ``--resume`` (``compare`` cannot resume: an unreco
     python benchmarks/results_runs.py --table imdb                               # V R FR FR+V Linformer, ~6-10 min each
     python benchmarks/results_runs.py --table shakespeare                        # 5 runs, 12-21 min each
     python benchmarks/results_runs.py --table multi30k                           # 3 runs, 30-50 min each
-    python benchmarks/results_runs.py --table t5arch_pretrain                    # T5's architecture (issue 28)
+    python benchmarks/results_runs.py --table t5arch_pretrain                    # T5's architecture
     python benchmarks/results_runs.py --table t5arch_glue                        # from t5arch_pretrain's runs
-    python benchmarks/results_runs.py --table t5arch_superglue                   # likewise (issue 29)
-    python benchmarks/results_runs.py --table lra --rows listops-V text-V        # LRA's Table 1 (issue 31)
+    python benchmarks/results_runs.py --table t5arch_superglue                   # likewise
+    python benchmarks/results_runs.py --table lra --rows listops-V text-V        # LRA's Table 1
     python benchmarks/results_runs.py --table imdb --rows V R --runs /tmp/runs   # some rows, elsewhere
     python benchmarks/results_runs.py --table imdb --steps 4 --record /tmp/x.jsonl   # a smoke run
     python benchmarks/results_runs.py --table compare --rerun    # re-measure recorded rows (a quiet machine)
@@ -86,7 +86,7 @@ def _t5_finetune(config: str, kind: str, pretrained: str) -> Row:
                       split="valid")
 
 
-# issue 31: LRA's Table 1 at LRA's model sizes (the configs), with a CPU step budget. LRA's own Synthesizer is its
+# LRA's Table 1 at LRA's model sizes (the configs), with a CPU step budget. LRA's own Synthesizer is its
 # SynthesizerEncoder's default, random logits plus the dot product summed (synthesizer_mode "random", the dot product
 # kept): R+V here; its factorized mode has k = 32 (FR's k here, as in the paper's encoder tasks). LRA's Linformer
 # projects keys and values with one (max_len, 16) matrix (low_rank_features=16, shared by K and V and the heads).
@@ -149,14 +149,14 @@ TABLES: dict[str, dict[str, Row]] = {
     },
     "shakespeare": {"V": _shk("V"), "R": _shk("R"), "D": _shk("D"), "R+V": _shk("R+V"), "R+V@1600": _shk("R+V", 1600)},
     "multi30k": {k: _mt(k) for k in ("V", "R", "D")},
-    # issue 28: T5's own architecture; "transformer-V" is the earlier setting (configs/t5_cpu_*), for comparison
+    # T5's own architecture; "transformer-V" is the earlier setting (configs/t5_cpu_*), for comparison
     "t5arch_pretrain": {**{k: _train_row(_T5_PRE, f"model.encoder_kind={k}", split="valid") for k in _T5_KINDS},
                         "V-adamw": _train_row(_T5_PRE, "model.encoder_kind=V", *_ADAMW, split="valid"),
                         "transformer-V": _train_row("configs/t5_cpu_pretrain_imdb.yaml", split="valid")},
     "t5arch_glue": {**{k: _t5_finetune("configs/t5arch_cpu_glue.yaml", k, k) for k in ("V", "R+V", "D+V")},
                     "R+V-grown": _t5_finetune("configs/t5arch_cpu_glue.yaml", "R+V", "V"),  # V's weights, new R
                     "transformer-V": _t5_finetune("configs/t5_cpu_glue.yaml", "V", "transformer-V")},
-    # issue 29
+    # SuperGLUE on the same pretrained models
     "t5arch_superglue": {k: _t5_finetune("configs/t5arch_cpu_superglue.yaml", k, k) for k in _T5_KINDS},
     "lra": {f"{task}-{kind}": _lra(task, kind) for task in _LRA_CONFIGS for kind in _LRA_KINDS},
 }

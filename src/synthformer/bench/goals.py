@@ -1,4 +1,4 @@
-"""The speed and memory goals of issue 15, checked against measured rows: each printed as holds / does not hold.
+"""The speed and memory goals of the fused attention path, checked against measured rows: each holds or not.
 
 Module level (``benchmarks/attention.py``): rows are dicts with ``L``, ``mode``, ``kind``, ``ratio_to_V``,
 ``peak_MiB``, ``causal`` and ``dtype``. Model level (``synthformer bench``): the result rows of

@@ -120,7 +120,7 @@ def plan_data(run: RunConfig, *, processes: int, run_dir: str | Path | None, war
     """The data plan of ``run``; problems are appended to ``warnings`` and (fatal: training would stop on them)
     ``errors``, one line each."""
     task = run.task
-    prepared = getattr(task, "prepared", None)  # the prepared-corpus setting (issue 32), where present
+    prepared = getattr(task, "prepared", None)  # the prepared-corpus setting, where present
     if prepared:
         return _prepared_plan(run, Path(prepared), processes, run_dir, warnings, errors)
     if task.generator is not None:
