@@ -118,8 +118,9 @@ def commands_in_shell(text: str, where: str, line_offset: int = 0) -> list[Comma
 
 
 def doc_files() -> list[Path]:
-    """README.md and every page of docs/."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """README.md and every page of docs/ and docs/results/."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+            *sorted((ROOT / "docs" / "results").glob("*.md"))]
 
 
 def commands_in_markdown(path: Path) -> list[Command]:

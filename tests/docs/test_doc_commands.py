@@ -190,13 +190,13 @@ def test_every_documented_command_runs(commands: list[Command], tmp_path: Path, 
 def test_the_pages_and_every_help_are_read() -> None:
     commands = all_commands()
     pages = {_page(c) for c in commands}
-    assert {"README.md", "docs/data.md", "docs/streaming.md", "docs/distributed.md", "docs/results.md",
+    assert {"README.md", "docs/data.md", "docs/streaming.md", "docs/distributed.md", "docs/results/shakespeare.md",
             "configs/t5_small_pretrain_c4.yaml", "configs/lm_tiny_shakespeare.yaml"} <= pages
     helps = {c.where for c in commands if c.where.endswith("--help")}
     verbs = ("train", "prepare", "eval", "generate", "compare", "study", "analyze", "bench", "export", "convert")
     assert {f"synthformer {v} --help" for v in verbs} | {"synthformer --help"} <= helps
     # a loop over kinds gives one command per kind; torchrun's and srun's commands are synthformer's
-    looped = [c.argv for c in commands if c.where == "docs/results.md:72"]
+    looped = [c.argv for c in commands if c.where == "docs/results/shakespeare.md:14"]
     assert [a[2] for a in looped] == ["model.decoder_kind=V", "model.decoder_kind=R", "model.decoder_kind=D",
                                       "model.decoder_kind=R+V"]
     assert any(c.where.startswith("docs/distributed.md") and "--resume" in c.argv for c in commands)
