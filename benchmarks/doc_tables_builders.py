@@ -20,6 +20,7 @@ import doc_tables_baselines as baselines  # noqa: E402 - the baseline rows (benc
 import table3  # noqa: E402 - the sibling script: Table 3's layout lives there
 from doc_tables_bench import BENCH_BUILDERS  # noqa: E402 - docs/benchmarks.md's sections 1 and 2
 from doc_tables_bench_goals import GOALS_BUILDERS  # noqa: E402 - sections 3 to 5, reliability.md's Threads
+from doc_tables_facts import FACTS_BUILDERS  # noqa: E402 - single facts quoted inline (compare's whole job)
 from doc_tables_gpu import GPU_BUILDERS  # noqa: E402 - the recorded GPU run (benchmarks/gpu_suite.py)
 from doc_tables_guard import GUARD_BUILDERS  # noqa: E402 - the regression guard (benchmarks/bench_guard.py)
 from doc_tables_lra import LRA_BUILDERS  # noqa: E402 - LRA's Table 2 (issue 31)
@@ -176,6 +177,7 @@ BUILDERS: dict[str, Callable[[], str]] = {
     "table3": table3_results,
     "table3-times": table3_times,
     **BENCH_BUILDERS,
+    **FACTS_BUILDERS,
     **GOALS_BUILDERS,
     **GPU_BUILDERS,
     **GUARD_BUILDERS,
