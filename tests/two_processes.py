@@ -50,15 +50,15 @@ class TwoProcessRuns:
 
 def train_one(run_dir: Path, *, resume: bool = False):
     """One process, the global batch of parallel_script.py (2 x 4 examples) in one batch of 8."""
-    from toymodels import CountingPairs, tiny_seq2seq
+    from toymodels import CountingPairs, open_run, tiny_seq2seq
 
     from synthformer.train import TrainConfig, Trainer, seed_everything
 
     seed_everything(0)
     cfg = TrainConfig(steps=6, batch_size=8, grad_accum=2, lr=1e-2, schedule="constant", save_every=1, log_every=1,
                       eval_every=3, max_checkpoints=0)
-    return Trainer(tiny_seq2seq(), CountingPairs(64), cfg, run_dir, eval_data=CountingPairs(9, seed=1),
-                   progress=False, resume=resume)
+    return Trainer(tiny_seq2seq(), CountingPairs(64), cfg, open_run(run_dir, resume=resume),
+                   eval_data=CountingPairs(9, seed=1), progress=False)
 
 
 def rewind(src: Path, dst: Path, step: int) -> Path:

@@ -37,6 +37,7 @@ from synthformer.train import (
 )
 from synthformer.train import checkpoint as ckpt_mod
 from synthformer.train.best import BestRecord, read_best
+from synthformer.train.run import append_metrics
 from tests.tasks.helpers import lm_config, write_yaml
 
 from .long_runs import ROTATION_FAULTS
@@ -330,14 +331,14 @@ def test_a_kill_during_a_training_checkpoint_resumes_bit_identical(uninterrupted
 def test_a_torn_last_metrics_line_is_skipped_with_a_warning_and_the_next_record_starts_a_new_line(
         tmp_path: Path, caplog) -> None:
     rd = RunDir(tmp_path)
-    rd.append_metrics({"step": 1, "loss": 2.5})
-    rd.append_metrics({"step": 2, "loss": 2.25})
+    append_metrics(rd, {"step": 1, "loss": 2.5})
+    append_metrics(rd, {"step": 2, "loss": 2.25})
     with open(rd.metrics_path, "ab") as fh:
         fh.write(b'{"step": 3, "lo')  # killed mid-write
     with caplog.at_level("WARNING"):
         assert rd.read_metrics() == [{"step": 1, "loss": 2.5}, {"step": 2, "loss": 2.25}]
     assert "metrics.jsonl:3: skipping a torn metrics record (last line" in caplog.text
-    rd.append_metrics({"step": 3, "loss": 2.0})  # the run goes on (e.g. an evaluation after a kill)
+    append_metrics(rd, {"step": 3, "loss": 2.0})  # the run goes on (e.g. an evaluation after a kill)
     caplog.clear()
     assert rd.read_metrics()[-1] == {"step": 3, "loss": 2.0}
     assert "metrics.jsonl:3: skipping" in caplog.text and "last line" not in caplog.text

@@ -13,7 +13,7 @@ from synthformer.data import ByteTokenizer, CharTokenizer, FixedVocabTokenizer
 from synthformer.data.tokenizer_base import tokenizer_difference
 from synthformer.tasks import load_run_config
 from synthformer.train import ConfigError, TrainConfig, to_dict
-from synthformer.train.preparation import process_change, warn_resumed_changes
+from synthformer.train.resume import process_change, warn_resumed_changes
 from tests.tasks.helpers import classification_config, lm_config, seq2seq_config, write_yaml
 
 # -- resuming on another number of processes -------------------------------------------------------------------------
@@ -129,6 +129,6 @@ def test_keep_best_follows_what_the_evaluation_during_training_computes(tmp_path
 
 def test_the_shared_rouge_keys_are_the_rouge_scorers():
     from synthformer.tasks.contract import TaskType
-    from synthformer.tasks.metrics.summary import ROUGE_TYPES
+    from synthformer.tasks.suites.summarization.metrics import ROUGE_TYPES
 
     assert TaskType.metric_keys["rouge"] == ROUGE_TYPES

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from synthformer.tasks import load_run_config, train_run
-from synthformer.tasks.run.resume import check_resumable_changes, same_global_batch
 from synthformer.train import RunDir, RunError
+from synthformer.train.resume import check_resumable_changes, same_global_batch
 from tests.tasks.helpers import lm_config, write_yaml
 
 
@@ -26,7 +26,8 @@ def test_a_batch_size_change_is_allowed_when_the_global_batch_stays(run, monkeyp
     rd, cfg = run
     monkeypatch.setenv("WORLD_SIZE", world)
     saved = load_run_config(rd.config_path)
-    assert same_global_batch(rd, saved, load_run_config(cfg, [f"train.batch_size={batch}"])) is same
+    current = load_run_config(cfg, [f"train.batch_size={batch}"])
+    assert same_global_batch(rd, saved.train.batch_size, current.train.batch_size) is same
 
 
 def test_a_batch_size_change_is_refused_otherwise_and_named(run) -> None:

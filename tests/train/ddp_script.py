@@ -12,16 +12,16 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import save_model
-from toymodels import CountingDataset, ToyLM
+from toymodels import CountingDataset, ToyLM, open_run
 
 from synthformer.train import TrainConfig, Trainer, seed_everything
 
 
-def make(run_dir: Path, steps: int, init_seed: int = 0, **kwargs) -> Trainer:
+def make(run_dir: Path, steps: int, init_seed: int = 0, resume: bool = False) -> Trainer:
     seed_everything(init_seed)
     cfg = TrainConfig(steps=steps, batch_size=4, lr=1e-2, grad_accum=2, save_every=3, log_every=2, eval_every=3)
-    return Trainer(ToyLM(dropout=0.2), CountingDataset(64), cfg, run_dir, eval_data=CountingDataset(10, seed=1),
-                   progress=False, **kwargs)
+    return Trainer(ToyLM(dropout=0.2), CountingDataset(64), cfg, open_run(run_dir, resume=resume),
+                   eval_data=CountingDataset(10, seed=1), progress=False)
 
 
 def main(root: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
-from toymodels import CountingPairs, tiny_seq2seq
+from toymodels import CountingPairs, open_run, tiny_seq2seq
 
 from synthformer.train import TrainConfig, Trainer, seed_everything
 
@@ -35,13 +35,13 @@ def probe(model: torch.nn.Module) -> dict[str, float]:
     return {"probe": model(**batch)["loss"].item(), "probe_token": logits.argmax().item()}
 
 
-def make(run_dir: Path, mode: str, **kwargs) -> Trainer:
+def make(run_dir: Path, mode: str, resume: bool = False) -> Trainer:
     seed_everything(0)
     cfg = TrainConfig(steps=6, batch_size=BATCH, grad_accum=2, lr=1e-2, schedule="constant", save_every=1, log_every=1,
                       eval_every=3, max_checkpoints=0, distributed=mode)
     # 9 eval examples: 5 on rank 0 (2 batches), 4 on rank 1 (1 batch)
-    return Trainer(tiny_seq2seq(), CountingPairs(64), cfg, run_dir, eval_data=CountingPairs(9, seed=1),
-                   eval_fn=probe, progress=False, **kwargs)
+    return Trainer(tiny_seq2seq(), CountingPairs(64), cfg, open_run(run_dir, resume=resume),
+                   eval_data=CountingPairs(9, seed=1), eval_fn=probe, progress=False)
 
 
 def whole_weights(trainer: Trainer) -> dict[str, torch.Tensor]:

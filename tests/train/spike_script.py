@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import save_model
-from toymodels import CountingDataset, ToyLM
+from toymodels import CountingDataset, ToyLM, open_run
 
 from synthformer.train import TrainConfig, Trainer, seed_everything
 
@@ -41,8 +41,8 @@ def main(root: Path) -> None:
     seed_everything(0)
     config = TrainConfig(steps=6, batch_size=4, lr=1e-2, save_every=3, log_every=1, nonfinite="skip")
     rank = int(os.environ["RANK"])  # torchrun's: the model must know it before the trainer wraps it
-    trainer = Trainer(SpikeOnRank(SPIKE_STEP if rank == 1 else None), CountingDataset(64), config, root / "run",
-                      progress=False)
+    trainer = Trainer(SpikeOnRank(SPIKE_STEP if rank == 1 else None), CountingDataset(64), config,
+                      open_run(root / "run"), progress=False)
     trainer.train()
     trainer.close()
     save_model(trainer.accelerator.unwrap_model(trainer.model), str(root / f"rank{rank}.safetensors"))

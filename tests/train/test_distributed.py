@@ -166,11 +166,12 @@ def test_accelerate_sharding_setups_are_refused(tmp_path):
     from accelerate.utils import DistributedType
     from toymodels import CountingDataset, ToyLM
 
-    from synthformer.train import ConfigError, TrainConfig, Trainer
+    from synthformer.train import ConfigError, Run, TrainConfig, Trainer
 
     for kind in (DistributedType.FSDP, DistributedType.DEEPSPEED):
         acc = SimpleNamespace(is_main_process=True, process_index=0, num_processes=1, distributed_type=kind)
-        with pytest.raises(ConfigError, match=rf"^accelerate is configured for {kind.value}: .*train\.distributed"):
-            Trainer(ToyLM(), CountingDataset(8), TrainConfig(steps=1, batch_size=2), tmp_path / "run",
-                    accelerator=acc, progress=False)
+        with Run.open(tmp_path / "run") as run, pytest.raises(
+                ConfigError, match=rf"^accelerate is configured for {kind.value}: .*train\.distributed"):
+            Trainer(ToyLM(), CountingDataset(8), TrainConfig(steps=1, batch_size=2), run, accelerator=acc,
+                    progress=False)
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 import torch
-from toymodels import CountingDataset, ToyLM, state_equal
+from toymodels import CountingDataset, ToyLM, open_run, state_equal
 
 from synthformer.train import TrainConfig, Trainer, seed_everything
 from synthformer.train.optim import build_optimizer, build_scheduler, extend_schedule, lrs_for
@@ -22,7 +22,7 @@ SCHEDULES = ("cosine", "inverse_sqrt", "rsqrt", "constant")
 def make(run_dir, steps: int, schedule: str, *, resume: bool = False) -> Trainer:
     seed_everything(0 if not resume else 99)  # a resumed run's model starts elsewhere: the checkpoint decides
     return Trainer(ToyLM(dropout=0.2), CountingDataset(64), TrainConfig(steps=steps, schedule=schedule, **BASE),
-                   run_dir, resume=resume, progress=False)
+                   open_run(run_dir, resume=resume), progress=False)
 
 
 def trained(run_dir, steps: int, schedule: str, *, resume: bool = False) -> Trainer:

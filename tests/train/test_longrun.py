@@ -10,7 +10,7 @@ import json
 
 import pytest
 import torch
-from toymodels import CountingDataset, ToyLM, state_equal
+from toymodels import CountingDataset, ToyLM, open_run, state_equal
 
 from synthformer.train import (
     ConfigError,
@@ -49,8 +49,8 @@ class PoisonedLM(ToyLM):
 def make(run_dir, poison=(), *, resume=False, eval_fn=None, scale=float("nan"), **overrides) -> Trainer:
     seed_everything(0 if not resume else 99)  # a resumed run's model starts elsewhere: the checkpoint decides
     model = PoisonedLM(set(poison), scale)
-    trainer = Trainer(model, CountingDataset(64), TrainConfig(**{**BASE, **overrides}), run_dir, eval_fn=eval_fn,
-                      resume=resume, progress=False)
+    trainer = Trainer(model, CountingDataset(64), TrainConfig(**{**BASE, **overrides}),
+                      open_run(run_dir, resume=resume), eval_fn=eval_fn, progress=False)
     model.calls = trainer.step * trainer.config.grad_accum  # the micro-batches the run has done
     return trainer
 

@@ -1,4 +1,4 @@
-"""RunDir: file names, an earlier run, check/clear, metrics files, and the lock between processes."""
+"""RunDir and Run: file names, an earlier run, check/clear, metrics files, and the lock between processes."""
 
 from __future__ import annotations
 
@@ -10,17 +10,19 @@ import sys
 import textwrap
 
 import pytest
-from toymodels import CountingDataset, ToyLM
+from toymodels import CountingDataset, ToyLM, open_run
 
 from synthformer.data.tokenization import TOKENIZER_FILE
-from synthformer.train import RunDir, RunError, RunExistsError, TrainConfig, Trainer, runlock
+from synthformer.train import Run, RunDir, RunError, RunExistsError, TrainConfig, Trainer, runlock
+from synthformer.train.resume import check_earlier_run
 
 needs_fcntl = pytest.mark.skipif(runlock.fcntl is None, reason="fcntl locks (POSIX)")
 
 
-def make_trainer(run_dir, steps: int = 1, **kwargs) -> Trainer:
+def make_trainer(run_dir, steps: int = 1, *, resume: bool = False, overwrite: bool = False) -> Trainer:
     cfg = TrainConfig(steps=steps, batch_size=4, lr=1e-2)
-    return Trainer(ToyLM(), CountingDataset(16), cfg, run_dir, progress=False, **kwargs)
+    return Trainer(ToyLM(), CountingDataset(16), cfg, open_run(run_dir, resume=resume, overwrite=overwrite),
+                   progress=False)
 
 
 def fake_checkpoint(run, step: int) -> None:
@@ -73,54 +75,60 @@ def test_earlier_run_lists_what_is_there(tmp_path):
 
 def test_check_refuses_an_earlier_run_unless_asked(tmp_path):
     rd = RunDir(tmp_path)
-    assert rd.check() == []
+    assert check_earlier_run(rd) == []
     (tmp_path / "model_config.json").write_text("{}")
     with pytest.raises(RunExistsError, match=r"already holds a run \(model_config.json\); pass --resume") as err:
-        rd.check()
+        check_earlier_run(rd)
     assert isinstance(err.value, FileExistsError) and isinstance(err.value, RunError)
     assert str(tmp_path) in str(err.value)
-    assert rd.check(resume=True) == rd.check(overwrite=True) == ["model_config.json"]
-    assert rd.check(training_only=True) == []  # the trainer's view: a pipeline's own files are not a run
+    assert check_earlier_run(rd, resume=True) == check_earlier_run(rd, overwrite=True) == ["model_config.json"]
+    assert check_earlier_run(rd, training_only=True) == []  # a Trainer on its own: task files are not its run
     with pytest.raises(RunError, match="contradict"):
-        rd.check(resume=True, overwrite=True)
+        check_earlier_run(rd, resume=True, overwrite=True)
     (tmp_path / "file").write_text("x")
     with pytest.raises(RunError, match=r"run directory .*file exists and is not a directory"):
-        RunDir(tmp_path / "file").check()
+        check_earlier_run(RunDir(tmp_path / "file"))
 
 
-def test_clear_deletes_the_runs_files_and_nothing_else(tmp_path):
+def test_overwrite_deletes_the_runs_files_and_nothing_else_when_the_run_starts(tmp_path):
     full_run(tmp_path)
-    RunDir(tmp_path).clear(training_only=True)
+    with Run.open(tmp_path, overwrite=True, training_only=True) as run:
+        assert RunDir(tmp_path).list_checkpoints() != []  # opening deletes nothing: the run may still fail
+        run.start({"steps": 1})
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == ["config.yaml", "eval_notes.md", "eval_test.json", "eval_test_hypotheses.txt", "labels.json",
                     "model_config.json", "notes.txt", "synthformer_tokenizer.json"]
-    RunDir(tmp_path).clear()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "eval_notes.md", "notes.txt"]
-    assert RunDir(tmp_path).earlier_run() == []
-    RunDir(tmp_path / "missing").clear()  # nothing to do
-    assert not (tmp_path / "missing").exists()
+    full_run(tmp_path / "full")
+    with Run.open(tmp_path / "full", overwrite=True) as run:
+        run.start({"steps": 1})
+    assert sorted(p.name for p in (tmp_path / "full").iterdir()) == ["config.yaml", "eval_notes.md", "notes.txt"]
+    assert RunDir(tmp_path / "full").earlier_run() == []
 
 
 def test_metrics_append_and_truncate(tmp_path):
     rd = RunDir(tmp_path)
-    rd.truncate_metrics(3)  # no file yet: nothing to do
+    run = Run.open(tmp_path, resume=True)
+    run.truncate_metrics(3)  # no file yet: nothing to do
     assert not rd.metrics_path.exists()
     for step in (2, 4, 6):
-        rd.append_metrics({"step": step, "loss": 1.0 / step})
+        run.append_metrics({"step": step, "loss": 1.0 / step})
     with open(rd.metrics_path, "a") as fh:
         fh.write('{"step": 8, "lo')  # a line cut short by a crash
-    rd.truncate_metrics(4)
+    run.truncate_metrics(4)
+    run.close()
     assert [json.loads(x)["step"] for x in rd.metrics_path.read_text().splitlines()] == [2, 4]
 
 
 @needs_fcntl
-def test_lock_is_reentrant_and_leaves_nothing_behind(tmp_path):
+def test_lock_is_held_once_and_leaves_nothing_behind(tmp_path):
     rd = RunDir(tmp_path / "new")
     with rd.lock() as outer:
         assert outer.held and rd.locked_by_this_process() and (rd.path / ".lock").is_file()
-        inner = RunDir(tmp_path / "new").lock()  # the trainer inside a pipeline that holds the directory
-        inner.release()
-        inner.release()  # idempotent
+        # one owner: a second hold in the same process is refused (its release would unlock the first)
+        with pytest.raises(RunError, match="already held by this process: hand its open Run"):
+            RunDir(tmp_path / "new").lock()
+        with pytest.raises(RunError, match="already held by this process"):
+            Run.open(tmp_path / "new")
         assert rd.locked_by_this_process()
         assert rd.earlier_run() == []  # the lock file is not a run
     assert not outer.held and not rd.locked_by_this_process()
@@ -180,7 +188,7 @@ def test_a_second_process_fails_fast_and_a_killed_one_blocks_nothing(tmp_path):
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(RunError, match=rf"run directory {run} is in use by another process \(pid {holder.pid} "):
             RunDir(run).lock()
-        # the trainer takes the lock: a second training into the directory fails before touching anything
+        # opening the run takes the lock: a second training into the directory fails before touching anything
         with pytest.raises(RunError, match="in use by another process"):
             make_trainer(run, steps=1)
         assert sorted(p.name for p in run.iterdir()) == [".lock"]
@@ -193,6 +201,7 @@ def test_a_second_process_fails_fast_and_a_killed_one_blocks_nothing(tmp_path):
     trainer.train()
     assert RunDir(run).locked_by_this_process()
     trainer.close()
+    trainer.run.close()  # its opener's part
     assert not RunDir(run).locked_by_this_process() and not (run / ".lock").exists()
     assert RunDir(run).latest_checkpoint() is not None
 
@@ -210,26 +219,29 @@ def test_trainer_overwrite_keeps_the_pipelines_files(tmp_path):
         assert RunDir(tmp_path).list_checkpoints() == []
         assert (tmp_path / "synthformer_tokenizer.json").is_file() and (tmp_path / "eval_test.json").is_file()
         trainer.train()
+    trainer.run.close()
     assert os.listdir(tmp_path).count(".lock") == 0
 
 
-def test_a_prepared_run_dir_is_left_to_its_owner(tmp_path):
-    """prepared=True (the task pipeline): the owner locked, checked, cleared and created the directory and wrote
-    config.yaml; the trainer neither locks it nor writes config.yaml, and refuses nothing it finds there."""
+def test_a_run_started_by_its_opener_is_only_recorded_into_by_the_trainer(tmp_path):
+    """The task pipeline's way: the opener starts the run with its own config.yaml; the trainer's start is then a
+    no-op (config.yaml stays), it adds its records, and closing it leaves the run to its opener."""
     run = tmp_path / "run"
-    rd = RunDir(run)
-    with rd.lock():  # the owner's lock
-        (run / "config.yaml").write_text("owner: wrote this\n")
-        trainer = make_trainer(rd, prepared=True)
+    with Run.open(run) as owner:
+        owner.start({"owner": "wrote this"})
+        trainer = Trainer(ToyLM(), CountingDataset(16), TrainConfig(steps=1, batch_size=4, lr=1e-2), owner,
+                          progress=False)
         with trainer:
             trainer.train()
-        assert rd.locked_by_this_process()  # closing the trainer did not release the owner's lock
+        assert owner.rundir.locked_by_this_process()  # closing the trainer did not release the opener's lock
     assert (run / "config.yaml").read_text() == "owner: wrote this\n"
-    assert rd.latest_checkpoint() is not None and rd.metrics_path.is_file()  # its own records, as always
+    assert RunDir(run).latest_checkpoint() is not None and RunDir(run).metrics_path.is_file()
+    assert not RunDir(run).locked_by_this_process()
 
 
-def test_a_trainer_on_its_own_prepares_its_run_dir(tmp_path):
-    with make_trainer(tmp_path / "run") as trainer:
-        assert trainer.rundir.locked_by_this_process()
-        trainer.train()
+def test_a_trainer_on_its_own_starts_its_run(tmp_path):
+    with Run.open(tmp_path / "run") as run:
+        with Trainer(ToyLM(), CountingDataset(16), TrainConfig(steps=1, batch_size=4), run, progress=False) as trainer:
+            assert trainer.rundir.locked_by_this_process()
+            trainer.train()
     assert (tmp_path / "run" / "config.yaml").is_file() and not trainer.rundir.locked_by_this_process()

@@ -9,7 +9,7 @@ import pytest
 from toymodels import CountingDataset, ToyLM
 
 from synthformer.common.config import from_dict
-from synthformer.train import ConfigError, TrainConfig, Trainer, seed_everything
+from synthformer.train import ConfigError, Run, TrainConfig, Trainer, seed_everything
 from synthformer.train.tracking import TRACKERS, check_trackers
 
 
@@ -42,7 +42,7 @@ def test_tensorboard_tracker_receives_the_metrics_lines_offline(tmp_path):
     seed_everything(0)
     cfg = TrainConfig(steps=4, batch_size=4, lr=1e-2, log_every=2, save_every=0, log_with=["tensorboard"],
                       tracker_project="toy")
-    with Trainer(ToyLM(), CountingDataset(16), cfg, tmp_path / "run", progress=False) as trainer:
+    with Run.open(tmp_path / "run") as run, Trainer(ToyLM(), CountingDataset(16), cfg, run, progress=False) as trainer:
         trainer.train()
     lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     logged = {d["step"]: d["loss"] for d in lines if "loss" in d}

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 from torch.utils.data import DataLoader
-from toymodels import CountingDataset, ParityDataset, ToyClassifier, ToyLM, state_equal
+from toymodels import CountingDataset, ParityDataset, ToyClassifier, ToyLM, open_run, state_equal
 
 from synthformer.train import TrainConfig, Trainer, latest_checkpoint, seed_everything
 from synthformer.train.checkpoint import list_checkpoints
@@ -24,12 +24,12 @@ def make_model(init_seed: int = 0) -> ToyLM:
     return ToyLM(dropout=0.2)
 
 
-def make_trainer(run_dir, model=None, data=None, **kwargs) -> Trainer:
+def make_trainer(run_dir, model=None, data=None, *, resume=False, overwrite=False, **kwargs) -> Trainer:
     overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in TrainConfig.__dataclass_fields__}
     cfg = TrainConfig(**{**BASE, **overrides})
     return Trainer(
         model if model is not None else make_model(), data if data is not None else CountingDataset(64),
-        cfg, run_dir, progress=False, **kwargs,
+        cfg, open_run(run_dir, resume=resume, overwrite=overwrite), progress=False, **kwargs,
     )
 
 
@@ -187,8 +187,8 @@ def test_elapsed_time_is_recorded_and_continues_over_a_resume(tmp_path):
 
 def test_classification_counts_examples(tmp_path):
     seed_everything(0)
-    trainer = Trainer(ToyClassifier(), ParityDataset(32), TrainConfig(steps=3, batch_size=4, lr=1e-2), tmp_path,
-                      progress=False)
+    trainer = Trainer(ToyClassifier(), ParityDataset(32), TrainConfig(steps=3, batch_size=4, lr=1e-2),
+                      open_run(tmp_path), progress=False)
     trainer.train()
     assert trainer.tokens_seen == 3 * 4
 

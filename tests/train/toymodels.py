@@ -118,3 +118,24 @@ def tiny_seq2seq(vocab: int = 16) -> nn.Module:
 
     return build_model(Seq2SeqConfig(vocab_size=vocab, d_model=16, n_heads=2, n_layers=1, n_decoder_layers=1,
                                      d_ff=32, max_len=16, dropout=0.0, encoder_kind="R+V", decoder_kind="R+V"))
+
+
+#: The runs the tests of this process opened, by path (see :func:`open_run`).
+_OPEN_RUNS: dict[str, object] = {}
+
+
+def open_run(run_dir, *, resume: bool = False, overwrite: bool = False, training_only: bool = True):
+    """``Run.open`` for a test's Trainer on its own (``training_only``, as a Trainer-only run), closing first the
+    Run this process opened earlier for the same directory: a test that "kills" a trainer and resumes it in the same
+    process stands for two processes, and the kernel releases a killed process's lock."""
+    import os
+
+    from synthformer.train import Run
+
+    key = os.path.realpath(run_dir)
+    earlier = _OPEN_RUNS.pop(key, None)
+    if earlier is not None:
+        earlier.close()
+    run = Run.open(run_dir, resume=resume, overwrite=overwrite, training_only=training_only)
+    _OPEN_RUNS[key] = run
+    return run

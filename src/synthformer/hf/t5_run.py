@@ -12,25 +12,16 @@ model.encoder_kind=R+V --run-dir NEW`` finetunes (or grows) from it with no othe
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from pathlib import Path
 
 from synthformer.common.config import ConfigError
-from synthformer.common.io import atomic_output, atomic_write_text
 from synthformer.data import Tokenizer, load_tokenizer
 from synthformer.models import Seq2SeqConfig, config_class
 from synthformer.tasks import RunConfig
 from synthformer.tasks.run.config import load_run_config, resolve_model_config
 from synthformer.tasks.run.pipeline import absolute_paths
-from synthformer.train import (
-    RunDir,
-    build_optimizer,
-    build_scheduler,
-    capture_rng_state,
-    dump_config,
-    save_checkpoint,
-)
+from synthformer.train import Run, RunDir, build_optimizer, build_scheduler, capture_rng_state
 from synthformer.train.recording import trainer_state
 
 from .t5_convert import check_t5_config, from_t5
@@ -112,19 +103,13 @@ def convert_t5(folder: str | Path, run_dir: str | Path, config: str | Path | Run
         theirs, ours = model_config.to_dict(), resolved.to_dict()
         diffs = [f"{k}: checkpoint {theirs[k]!r}, task {ours[k]!r}" for k in theirs if theirs[k] != ours.get(k)]
         raise ConfigError(f"the task decides model settings other than the checkpoint's ({'; '.join(diffs)})")
-    rd = RunDir(run_dir)
-    with rd.lock():
-        if rd.check(False, overwrite) and overwrite:
-            rd.clear()
-        rd.path.mkdir(parents=True, exist_ok=True)
-        with atomic_output(rd.tokenizer_path) as tmp:
-            tok.save(tmp)
-        atomic_write_text(rd.model_config_path, json.dumps(model_config.to_dict(), indent=1) + "\n")
-        atomic_write_text(rd.config_path, dump_config(run))
+    # a plain write, not a training run: one process, and the run files are those the pipeline would write
+    with Run.open(run_dir, overwrite=overwrite) as owner:
+        owner.start(run, tokenizer=tok, model_config=model_config.to_dict())
         optimizer = build_optimizer(model, run.train)
         state = trainer_state(run.train, batches_consumed=0, tokens_seen=0, elapsed_s=0.0, batches_per_epoch=None,
                               world_size=1)
-        save_checkpoint(rd.path, 0, model, optimizer=optimizer, scheduler=build_scheduler(optimizer, run.train),
-                        rng_states=[capture_rng_state()], trainer_state=state)
-    logger.info("converted %s into the run directory %s", folder, rd.path)
-    return rd.path
+        owner.save_checkpoint(0, model, optimizer=optimizer, scheduler=build_scheduler(optimizer, run.train),
+                              rng_states=[capture_rng_state()], trainer_state=state)
+    logger.info("converted %s into the run directory %s", folder, owner.path)
+    return owner.path

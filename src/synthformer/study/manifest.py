@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from synthformer.common.io import atomic_write_text
-from synthformer.tasks.run.resume import EXECUTION_SETTINGS, config_differences
 from synthformer.train import ConfigError, RunDir, RunError, apply_overrides, to_dict
+from synthformer.train.resume import EXECUTION_SETTINGS, config_differences
 
 logger = logging.getLogger(__name__)
 

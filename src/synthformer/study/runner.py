@@ -31,7 +31,7 @@ from typing import Any
 
 from synthformer.models import build_model
 from synthformer.tasks import RunConfig, TaskData, evaluate_run, prepare_data, resolve_model_config, train_run
-from synthformer.train import ConfigError, RunDir, RunError, to_dict
+from synthformer.train import ConfigError, Run, RunDir, RunError, to_dict
 
 from .manifest import StudySpec, Variant, check_manifest
 from .runs import RunClock, RunRecord, read_clock, read_record, write_record
@@ -124,10 +124,10 @@ def _finish(run: RunConfig, variant: Variant, seed: int, run_dir: Path, paramete
     )
 
 
-def _train_one(run: RunConfig, run_dir: Path, data: TaskData | None, progress: bool,
+def _train_one(run: RunConfig, owner: Run, data: TaskData | None, progress: bool,
                on_trainer: Callable[[Any], None] | None) -> int:
-    """Train (or continue) one run; returns its parameter count."""
-    clock = RunClock(run_dir)
+    """Train (or continue) one run in the open ``owner``; returns its parameter count."""
+    clock = RunClock(owner.path)
 
     def attach(trainer: Any) -> None:
         clock.attach(trainer)
@@ -135,16 +135,17 @@ def _train_one(run: RunConfig, run_dir: Path, data: TaskData | None, progress: b
             on_trainer(trainer)
 
     try:
-        result = train_run(run, run_dir, resume=True, progress=progress, data=data, on_trainer=attach)
+        result = train_run(run, owner, progress=progress, data=data, on_trainer=attach)
     except BaseException:
         clock.record()  # where a Ctrl-C stopped it: the trainer saved this step
         raise
     return result.parameters
 
 
-def _run_one(run: RunConfig, variant: Variant, seed: int, run_dir: Path, metric: str, shared: dict[str, TaskData],
+def _run_one(run: RunConfig, variant: Variant, seed: int, owner: Run, metric: str, shared: dict[str, TaskData],
              progress: bool, on_trainer: Callable[[Any], None] | None) -> RunRecord:
-    """Train (or continue), evaluate and record one run of the study."""
+    """Train (or continue), evaluate and record one run of the study in the open ``owner``."""
+    run_dir = owner.path
     run = dataclasses.replace(run, train=dataclasses.replace(run.train, seed=seed))
     data = None  # a half-finished run reads its own saved tokenizer (train_run does that)
     if RunDir(run_dir).tokenizer_path.is_file():
@@ -154,7 +155,7 @@ def _run_one(run: RunConfig, variant: Variant, seed: int, run_dir: Path, metric:
         if key not in shared:
             shared[key] = prepare_data(run, splits=("train", run.eval.split))
         data = shared[key]
-    parameters = _train_one(run, run_dir, data, progress, on_trainer)
+    parameters = _train_one(run, owner, data, progress, on_trainer)
     record = _finish(run, variant, seed, run_dir, parameters, metric)
     write_record(record)
     return record
@@ -199,14 +200,16 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
         record = read_record(run_dir)
         if record is None:
             try:
-                lock = RunDir(run_dir).lock()
+                # held until the run's record is written, so that no other process trains it meanwhile;
+                # resume: a half-finished run continues (an earlier sitting stopped it)
+                owner = Run.open(run_dir, resume=True)
             except RunError:
                 return False
-            with lock:
+            with owner:
                 record = read_record(run_dir)  # finished by the other process between the read and the lock
                 if record is None:
                     bar.set_description(f"{variant.name} seed {seed}")
-                    record = _run_one(runs[variant.name], variant, seed, run_dir, metric, shared, progress,
+                    record = _run_one(runs[variant.name], variant, seed, owner, metric, shared, progress,
                                       on_trainer)
                     found[variant.name, seed] = record
                     _report(record, False)

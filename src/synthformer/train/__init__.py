@@ -3,20 +3,20 @@ metrics.
 
 Any module whose ``forward(**batch)`` returns ``{"loss": scalar, "logits": ...}`` can be trained::
 
-    from synthformer.train import Trainer, TrainConfig
-    Trainer(model, dataset, TrainConfig(steps=1000, lr=3e-4), "runs/lm", collate_fn=collate).train()
+    from synthformer.train import Run, Trainer, TrainConfig
+    with Run.open("runs/lm") as run:  # the run directory's owner: locked until the block ends
+        Trainer(model, dataset, TrainConfig(steps=1000, lr=3e-4), run, collate_fn=collate).train()
 
-Modules: ``trainer`` (the loop), ``recording`` (the Recorder the trainer holds: metrics lines, heartbeats,
-evaluation lines, checkpoint writing), ``evaluation`` (forward pass, periodic evaluation), ``preparation`` (what a
-trainer used on its own does to its run directory; the task pipeline prepares it itself), ``tracking``
-(``log_with``), ``rundir`` / ``runlock`` / ``run_errors`` (the run directory, its lock, its errors),
+Modules: ``trainer`` (the loop), ``run`` (the run directory's one owner, from its lock to its last save, and the only
+writer of its files), ``resume`` (every rule of resuming a run), ``recording`` (the Recorder the trainer holds:
+metrics lines, heartbeats, evaluation lines), ``evaluation`` (forward pass, periodic evaluation), ``tracking``
+(``log_with``), ``rundir`` / ``runlock`` / ``run_errors`` (the run directory read-only, its lock, its errors),
 ``checkpoint``, ``config`` (``TrainConfig``; the generic loader and ``ConfigError`` are in
 :mod:`synthformer.common.config`), ``loader``, ``optim``, ``distributed``, ``metrics``, ``hooks``, ``rng``; for
 long runs ``longrun`` (its decisions), ``faults`` (their errors), ``signals`` (SIGINT, SIGTERM, SIGUSR1), ``best``
 (``keep_best``) and ``saving`` (the trainer's checkpoints).
 """
 
-from .best import select_checkpoint
 from .checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -42,7 +42,8 @@ from .config import (
 from .faults import TrainingFailed
 from .loader import BatchStream, eval_batches
 from .optim import build_optimizer, build_scheduler, lr_multiplier, param_groups
-from .rundir import RunDir, RunError, RunExistsError, RunLock, is_main_process
+from .run import Run
+from .rundir import RunDir, RunError, RunExistsError, RunLock, is_main_process, select_checkpoint
 from .signals import EXIT_PREEMPTED, Preempted
 from .trainer import Trainer, count_tokens, seed_everything
 
@@ -52,6 +53,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "ConfigError",
+    "Run",
     "RunDir",
     "RunError",
     "RunExistsError",

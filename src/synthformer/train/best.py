@@ -22,7 +22,7 @@ from typing import Literal
 from synthformer.common.config import ConfigError
 
 __all__ = ["BEST_FILE", "HIGHER", "LOWER", "BestRecord", "improves", "metric_direction", "metric_key",
-           "read_best", "select_checkpoint"]
+           "read_best"]
 
 BEST_FILE = "best"
 
@@ -97,36 +97,3 @@ def read_best(root: Path) -> BestRecord | None:
                           str(data["direction"]), int(data["step"]))
     except (ValueError, KeyError, TypeError):
         return None
-
-
-def select_checkpoint(run_dir: str | Path, which: str | None = None) -> Path:
-    """A run's checkpoint by name: ``latest`` (or None), ``best``, ``step_000040`` or a step number (``40``).
-
-    Raises:
-        RunError: no such checkpoint (naming what there is).
-    """
-    from .checkpoint import CHECKPOINTS_DIR, checkpoint_name, latest_checkpoint, list_checkpoints
-    from .run_errors import RunError
-
-    root = Path(run_dir) / CHECKPOINTS_DIR
-    which = "latest" if which is None else str(which).strip()
-    if which == "latest":
-        found = latest_checkpoint(run_dir)
-        if found is None:
-            raise RunError(f"{run_dir} has no checkpoint yet (nothing in {root})")
-        return found
-    if which == "best":
-        record = read_best(root)
-        if record is None:
-            raise RunError(f"{run_dir} has no best checkpoint ({root / BEST_FILE} is missing or damaged): the run "
-                           "was trained without train.keep_best; use --checkpoint latest, or train with "
-                           "train.keep_best=METRIC")
-        name = record.checkpoint
-    else:
-        name = checkpoint_name(int(which)) if which.isdigit() else which
-    complete = {p.name: p for p in list_checkpoints(run_dir)}
-    if name not in complete:
-        have = ", ".join(complete) or "none"
-        raise RunError(f"checkpoint {which!r} of {run_dir}: {name} is not a complete checkpoint (there are: {have}); "
-                       "expected latest, best, a step number or a checkpoint folder name")
-    return complete[name]

@@ -20,9 +20,8 @@ from accelerate import Accelerator
 from torch import nn
 
 from .best import BestRecord
-from .checkpoint import latest_checkpoint, save_checkpoint
 from .config import TrainConfig, to_dict
-from .rundir import RunDir
+from .run import Run
 
 __all__ = ["Recorder", "format_metrics", "trainer_state"]
 
@@ -54,17 +53,17 @@ def format_metrics(record: Mapping[str, Any]) -> str:
 
 
 class Recorder:
-    """Records a training run in ``rundir`` (see the module docstring).
+    """Records a training run in ``run`` (see the module docstring).
 
     Args:
-        rundir: the run directory (prepared: the trainer or its owner created it).
+        run: the open run, which writes the files (started: the directory exists).
         config: the training settings (``steps`` for the heartbeat's ETA, ``max_checkpoints``).
         is_main: whether this process writes (the main process of a multi-process run).
         heartbeat_s: log a heartbeat line at most this often (None: never; the progress bar shows it instead).
     """
 
-    def __init__(self, rundir: RunDir, config: TrainConfig, *, is_main: bool, heartbeat_s: float | None) -> None:
-        self.rundir = rundir
+    def __init__(self, run: Run, config: TrainConfig, *, is_main: bool, heartbeat_s: float | None) -> None:
+        self.run = run
         self.config = config
         self.is_main = is_main
         self.heartbeat_s = heartbeat_s
@@ -164,7 +163,7 @@ class Recorder:
         """Append ``record`` to ``metrics.jsonl`` (and its numbers to TensorBoard) on the main process."""
         if not self.is_main:
             return
-        self.rundir.append_metrics(record)
+        self.run.append_metrics(record)
         logger.debug("%s", record)
         if self.tb_writer is not None:
             for key, value in record.items():
@@ -186,20 +185,10 @@ class Recorder:
     def write_checkpoint(self, step: int, model: nn.Module, optimizer: Any, scheduler: Any,
                          rng_states: list[dict[str, Any]], state: dict[str, Any],
                          best: BestRecord | None = None) -> Path:
-        """Save a checkpoint of ``step`` (call on the main process only; ``best``: it is the new best); a failed
-        save says what is safe."""
-        try:
-            path = save_checkpoint(
-                self.rundir.path, step, model, optimizer=optimizer, scheduler=scheduler, rng_states=rng_states,
-                trainer_state=state, max_checkpoints=self.config.max_checkpoints, best=best,
-            )
-        except OSError as err:  # a full disk, a quota, a vanished mount: say what is safe and how to go on
-            previous = latest_checkpoint(self.rundir.path)
-            kept = (f"the previous checkpoint ({previous.name}) is intact" if previous is not None
-                    else "there is no earlier checkpoint")
-            raise OSError(err.errno, f"could not save the checkpoint of step {step} in {self.rundir.path}: "
-                                     f"{err.strerror or err}; {kept}; fix the cause and continue with --resume"
-                          ) from err
+        """Save a checkpoint of ``step`` through the run (call on the main process only; ``best``: it is the new
+        best)."""
+        path = self.run.save_checkpoint(step, model, optimizer=optimizer, scheduler=scheduler, rng_states=rng_states,
+                                        trainer_state=state, max_checkpoints=self.config.max_checkpoints, best=best)
         self.last_saved_step = step
         return path
 

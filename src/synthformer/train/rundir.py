@@ -1,21 +1,21 @@
-"""The run directory: the names of its files, an earlier run in it, cleaning it, and locking it (the lock itself:
-:mod:`.runlock`).
+"""The run directory read-only: the names of its files, what an earlier run left in it, and its lock (the lock
+itself: :mod:`.runlock`). Everything that writes these files is :mod:`.run` (:class:`~synthformer.train.run.Run`).
 
 Layout (the names every earlier version wrote, so their run directories keep working)::
 
-    RUN/config.yaml                     the run's configuration                           (trainer)
-    RUN/metrics.jsonl                   one JSON object per log / eval line               (trainer)
-    RUN/checkpoints/                    checkpoints (synthformer.train.checkpoint)        (trainer)
-    RUN/tensorboard/                    TensorBoard events, with train.tensorboard=true   (trainer)
-    RUN/synthformer_tokenizer.json      the tokenizer                                     (task pipeline)
-    RUN/model_config.json               the resolved model config                         (task pipeline)
-    RUN/labels.json                     classification: the class names in id order       (task pipeline)
+    RUN/config.yaml                     the run's configuration
+    RUN/metrics.jsonl                   one JSON object per log / eval line
+    RUN/checkpoints/                    checkpoints (synthformer.train.checkpoint)
+    RUN/tensorboard/                    TensorBoard events, with train.tensorboard=true
+    RUN/synthformer_tokenizer.json      the tokenizer                                     (task runs)
+    RUN/model_config.json               the resolved model config                         (task runs)
+    RUN/labels.json                     classification: the class names in id order       (task runs)
     RUN/eval_<split>.json               metrics written by ``synthformer eval``
     RUN/eval_<split>_hypotheses.txt     seq2seq: the decoded outputs of that evaluation
-    RUN/.lock                           exists while a process trains into RUN (see :meth:`RunDir.lock`)
+    RUN/.lock                           exists while a process owns RUN (see :meth:`RunDir.lock`)
 
-``config.yaml`` is not part of an *earlier run* (a fresh run rewrites it) and :meth:`RunDir.clear` keeps it, as
-every earlier version did. Files that are not in this list are never reported, deleted or touched.
+``config.yaml`` is not part of an *earlier run* (a fresh run rewrites it). Files that are not in this list are
+never reported, deleted or touched.
 """
 
 from __future__ import annotations
@@ -23,18 +23,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.io import atomic_write_text
-
-from .checkpoint import CHECKPOINTS_DIR, latest_checkpoint, list_checkpoints
+from .best import BEST_FILE, read_best
+from .checkpoint import CHECKPOINTS_DIR, checkpoint_name, latest_checkpoint, list_checkpoints
 from .run_errors import RunError, RunExistsError
 from .runlock import LOCK_FILE, RunLock, held_by_this_process, lock_directory
 
-__all__ = ["RunDir", "RunError", "RunExistsError", "RunLock", "is_main_process"]
+__all__ = ["RunDir", "RunError", "RunExistsError", "RunLock", "is_main_process", "select_checkpoint"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +42,7 @@ def is_main_process() -> bool:
 
 
 class RunDir:
-    """One run directory: the paths of its files, what an earlier run left there, cleaning and locking.
+    """One run directory: the paths of its files, what an earlier run left there, and its lock.
 
     Args:
         path: the directory (it need not exist yet; nothing is created until :meth:`lock`).
@@ -60,9 +57,9 @@ class RunDir:
     LABELS = "labels.json"
     INIT_FROM = "init_from.json"
     LOCK = LOCK_FILE
-    #: Written by training (the trainer's own files): what ``training_only=True`` looks at and deletes.
+    #: Written by training (the trainer's own records): what ``training_only=True`` looks at and deletes.
     TRAINING_FILES: tuple[str, ...] = (CHECKPOINTS, METRICS, TENSORBOARD)
-    #: Written next to the training files by the task pipeline.
+    #: Written next to the training files for a task run (the pipeline, ``convert t5``).
     ARTIFACT_FILES: tuple[str, ...] = (TOKENIZER, MODEL_CONFIG, LABELS, INIT_FROM)
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -148,8 +145,8 @@ class RunDir:
         ``tensorboard/`` alone are not a run (nothing is lost when a fresh run rewrites them).
 
         Args:
-            training_only: look only at what training writes (the trainer's check: the files a task pipeline
-                wrote for the same run just before training are not an earlier run).
+            training_only: look only at what training writes (a :class:`~synthformer.train.Trainer` on its own:
+                the task files a user keeps beside it are not an earlier run).
         """
         if not self.path.is_dir():
             return []
@@ -165,61 +162,7 @@ class RunDir:
             found += [p.name for p in self.eval_files()]
         return found
 
-    def check(self, resume: bool = False, overwrite: bool = False, *, training_only: bool = False) -> list[str]:
-        """Refuse to touch an earlier run unless asked; return what an earlier run left (see :meth:`earlier_run`).
-
-        Raises:
-            RunError: ``resume`` and ``overwrite`` together, or a file where the directory should be.
-            RunExistsError: an earlier run without ``resume`` or ``overwrite`` (also a ``FileExistsError``).
-        """
-        if resume and overwrite:
-            raise RunError("--resume and --overwrite contradict each other; choose one")
-        self._check_not_a_file()
-        existing = self.earlier_run(training_only=training_only)
-        if existing and not (resume or overwrite):
-            what = "checkpoints, metrics and TensorBoard logs" if training_only else (
-                "checkpoints, metrics, TensorBoard logs, tokenizer, model config, labels and eval results")
-            raise RunExistsError(
-                f"{self.path} already holds a run ({', '.join(existing)}); pass --resume (resume=True) to continue "
-                f"it, --overwrite (overwrite=True) to start it over (deletes its {what}), or choose another run "
-                "directory (--run-dir)"
-            )
-        return existing
-
-    def clear(self, *, training_only: bool = False) -> None:
-        """Delete every file of an earlier run (with ``training_only``, only what training writes).
-
-        Deleted: ``checkpoints/``, ``tensorboard/``, ``metrics.jsonl`` and, unless ``training_only``, the
-        tokenizer, model config, labels and evaluation results. ``config.yaml``, the lock and any other file stay.
-        """
-        if not self.path.is_dir():
-            return
-        logger.warning("deleting the earlier run's files in %s", self.path)
-        shutil.rmtree(self.checkpoints_path, ignore_errors=True)
-        shutil.rmtree(self.tensorboard_path, ignore_errors=True)
-        self.metrics_path.unlink(missing_ok=True)
-        if not training_only:
-            for name in self.ARTIFACT_FILES:
-                (self.path / name).unlink(missing_ok=True)
-            for path in self.eval_files():
-                path.unlink(missing_ok=True)
-
     # -- metrics -------------------------------------------------------------------------------------------------
-    def append_metrics(self, record: Mapping[str, Any]) -> None:
-        """Append ``record`` to ``metrics.jsonl`` as one JSON line.
-
-        A line torn by a kill mid-write (no newline at the end of the file) is closed first, so the new record
-        starts a line of its own instead of being glued to it; :meth:`read_metrics` then skips the torn one.
-        """
-        with open(self.metrics_path, "a+b") as fh:
-            if fh.tell() > 0:
-                fh.seek(-1, os.SEEK_END)
-                torn = fh.read(1) != b"\n"
-                fh.seek(0, os.SEEK_END)
-                if torn:
-                    fh.write(b"\n")
-            fh.write((json.dumps(record) + "\n").encode("utf-8"))
-
     def read_metrics(self) -> list[dict[str, Any]]:
         """The records of ``metrics.jsonl`` in order ([] if there is none).
 
@@ -245,21 +188,6 @@ class RunDir:
             records.append(record)
         return records
 
-    def truncate_metrics(self, step: int) -> None:
-        """Drop the metric lines logged after ``step`` (by a run killed after its last checkpoint), atomically."""
-        path = self.metrics_path
-        if not path.is_file():
-            return
-        kept = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                if json.loads(line).get("step", 0) > step:
-                    continue
-            except (json.JSONDecodeError, AttributeError):
-                continue  # a line cut short by the crash
-            kept.append(line)
-        atomic_write_text(path, "".join(f"{line}\n" for line in kept))
-
     def _check_not_a_file(self) -> None:
         if self.path.exists() and not self.path.is_dir():
             raise RunError(f"run directory {self.path} exists and is not a directory")
@@ -270,16 +198,16 @@ class RunDir:
 
         Use it as ``with run_dir.lock(): ...`` or keep the :class:`RunLock` and call ``release()``. The lock is an
         exclusive ``fcntl.lockf`` lock on ``RUN/.lock``: a second process fails at once, and the kernel drops the
-        lock of a process that dies (a killed run leaves a ``.lock`` file that blocks nothing). The lock is
-        re-entrant within a process (a pipeline and the trainer it starts may both take it). Where ``fcntl`` is
-        missing (Windows) or the file system refuses locks, nothing is locked and a warning is logged.
+        lock of a process that dies (a killed run leaves a ``.lock`` file that blocks nothing). A second lock in the
+        same process fails too (a directory has one owner, :class:`~synthformer.train.run.Run`). Where ``fcntl``
+        is missing (Windows) or the file system refuses locks, nothing is locked and a warning is logged.
 
         Args:
             enabled: lock (True) or return a lock that holds nothing (False); default: only on the main process
                 of a multi-process launch (:func:`is_main_process`), since ranks of one run share the directory.
 
         Raises:
-            RunError: another process holds the directory, or the path is a file.
+            RunError: another process (or this one) holds the directory, or the path is a file.
         """
         if not (is_main_process() if enabled is None else enabled):
             return RunLock(self.path, None)
@@ -295,3 +223,33 @@ def _split_name(split: str) -> str:
     if not split or "/" in split or os.sep in split or split.startswith("."):
         raise RunError(f"invalid split name {split!r}: expected a plain name such as 'valid' or 'test'")
     return split
+
+
+def select_checkpoint(run_dir: str | Path, which: str | None = None) -> Path:
+    """A run's checkpoint by name: ``latest`` (or None), ``best``, ``step_000040`` or a step number (``40``).
+
+    Raises:
+        RunError: no such checkpoint (naming what there is).
+    """
+    root = Path(run_dir) / CHECKPOINTS_DIR
+    which = "latest" if which is None else str(which).strip()
+    if which == "latest":
+        found = latest_checkpoint(run_dir)
+        if found is None:
+            raise RunError(f"{run_dir} has no checkpoint yet (nothing in {root})")
+        return found
+    if which == "best":
+        record = read_best(root)
+        if record is None:
+            raise RunError(f"{run_dir} has no best checkpoint ({root / BEST_FILE} is missing or damaged): the run "
+                           "was trained without train.keep_best; use --checkpoint latest, or train with "
+                           "train.keep_best=METRIC")
+        name = record.checkpoint
+    else:
+        name = checkpoint_name(int(which)) if which.isdigit() else which
+    complete = {p.name: p for p in list_checkpoints(run_dir)}
+    if name not in complete:
+        have = ", ".join(complete) or "none"
+        raise RunError(f"checkpoint {which!r} of {run_dir}: {name} is not a complete checkpoint (there are: {have}); "
+                       "expected latest, best, a step number or a checkpoint folder name")
+    return complete[name]

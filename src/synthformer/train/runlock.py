@@ -1,8 +1,10 @@
-"""The run directory's lock: an exclusive ``fcntl.lockf`` lock on ``RUN/.lock``, re-entrant within a process.
+"""The run directory's lock: an exclusive ``fcntl.lockf`` lock on ``RUN/.lock``, held once per process.
 
 A second process fails at once, and the kernel drops the lock of a process that dies (a killed run leaves a
-``.lock`` file that blocks nothing). Where ``fcntl`` is missing (Windows) or the file system refuses locks,
-nothing is locked and a warning is logged. :meth:`synthformer.train.RunDir.lock` is the way in.
+``.lock`` file that blocks nothing). A second acquire in the same process is refused too: a directory has one
+owner (:class:`~synthformer.train.run.Run`), which hands itself to whoever else works in it. Where ``fcntl`` is
+missing (Windows) or the file system refuses locks, nothing is locked and a warning is logged.
+:meth:`synthformer.train.RunDir.lock` is the way in.
 """
 
 from __future__ import annotations
@@ -34,18 +36,16 @@ def lock_directory(path: Path) -> RunLock:
     """Take ``path`` (created if missing) for this process until the returned lock is released.
 
     Raises:
-        RunError: another process holds the directory.
+        RunError: another process holds the directory, or this one does already.
     """
     key = os.path.realpath(path)
     with _HELD_GUARD:
         held = _HELD.get(key)
-        if held is not None and held.pid != os.getpid():  # inherited by fork: the lock is the parent's
-            del _HELD[key]
-            held = None
-        if held is None:
-            held = _Held(*_acquire(path))
-            _HELD[key] = held
-        held.count += 1
+        if held is not None and held.pid == os.getpid():
+            # fcntl locks belong to the process: a second hold would succeed, and its release would unlock the first
+            raise RunError(f"run directory {path} is already held by this process: hand its open Run to the code "
+                           "that needs it instead of locking it again")
+        _HELD[key] = _Held(*_acquire(path))  # an entry a forked parent left is its own, not this process's
     return RunLock(path, key)
 
 
@@ -69,7 +69,7 @@ class RunLock:
         return self._key is not None
 
     def release(self) -> None:
-        """Give the hold back (idempotent); the last hold of the process unlocks the directory."""
+        """Unlock the directory (idempotent)."""
         key, self._key = self._key, None
         if key is None:
             return
@@ -77,10 +77,8 @@ class RunLock:
             held = _HELD.get(key)
             if held is None or held.pid != os.getpid():
                 return  # a forked child (a data loader worker) never unlocks its parent's directory
-            held.count -= 1
-            if held.count == 0:
-                del _HELD[key]
-                _unlock(Path(key), held)  # the resolved path: immune to a changed working directory
+            del _HELD[key]
+            _unlock(Path(key), held)  # the resolved path: immune to a changed working directory
 
     def __enter__(self) -> RunLock:
         return self
@@ -94,7 +92,6 @@ class RunLock:
 class _Held:
     fd: int | None  # None: nothing could be locked (no fcntl, or a file system without locks)
     created_dir: bool
-    count: int = 0
     pid: int = field(default_factory=os.getpid)
 
 

@@ -12,7 +12,7 @@ of memory) is decided by :class:`~synthformer.train.longrun.LongRunPolicy` and w
 
 This module is the loop; the :class:`~synthformer.train.recording.Recorder` it holds writes what it logs, evaluates
 and checkpoints, :mod:`~synthformer.train.evaluation` computes the forward pass and the evaluations, and
-:class:`~synthformer.train.rundir.RunDir` owns the run directory (its files, earlier runs, its lock).
+:class:`~synthformer.train.run.Run` it receives owns the run directory (its lock, its files, the resume rules).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import contextlib
 import logging
 import sys
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,6 @@ from accelerate.utils import send_to_device
 from torch import nn
 from tqdm.auto import tqdm
 
-from synthformer.common.io import atomic_write_text
-
 from . import faults
 from .checkpoint import (
     STATE_FILE,
@@ -43,17 +40,17 @@ from .checkpoint import (
     load_model_weights,
     restore_rng_state,
 )
-from .config import ConfigError, TrainConfig, dump_config
+from .config import ConfigError, TrainConfig
 from .distributed import ShardedOptimizerState, as_float, gradient_sync, shard_model
 from .evaluation import evaluate_model, forward_loss
 from .hooks import count_tokens, default_accelerator, require_tensorboard, seed_everything
 from .loader import BatchStream, is_map_style
 from .longrun import LongRunPolicy
 from .optim import build_optimizer, build_scheduler, extend_schedule
-from .preparation import lock_for_training, prepare_run_dir, warn_resumed_changes
 from .recording import Recorder
-from .rundir import RunDir
-from .saving import CheckpointSaving
+from .resume import warn_resumed_changes
+from .run import Run
+from .saving import CheckpointSaver
 from .signals import Preempted, StopGuard
 from .tracking import check_trackers, open_trackers
 
@@ -62,8 +59,8 @@ __all__ = ["Trainer", "count_tokens", "seed_everything"]
 logger = logging.getLogger(__name__)
 
 
-class Trainer(CheckpointSaving):
-    """Train ``model`` on ``train_data`` and record the run in ``run_dir``.
+class Trainer:
+    """Train ``model`` on ``train_data`` and record the run in ``run``.
 
     Constructing a Trainer seeds the global RNGs with ``config.seed + rank`` (or restores them from the
     checkpoint when resuming), builds the optimizer and schedule from ``config``, and wraps the model with
@@ -78,11 +75,15 @@ class Trainer(CheckpointSaving):
         train_data: a map-style dataset of examples (collated with ``collate_fn``) or an iterable of ready
             batches (see :mod:`synthformer.train.loader`). Batches must be mappings of keyword arguments.
         config: :class:`TrainConfig`.
-        run_dir: the run directory. On its own (``prepared=False``) the trainer prepares it: the main process
-            locks it from construction until :meth:`close` (see :meth:`RunDir.lock`), so a second process training
-            into it fails at once; an earlier run in it is refused unless resumed or overwritten; it is created
-            and ``config.yaml`` written. With ``prepared=True`` its owner (the task pipeline) has done all that
-            and holds the lock: the trainer only adds its records (metrics, checkpoints, TensorBoard logs).
+        run: the open run directory (:meth:`Run.open <synthformer.train.run.Run.open>`); its opener closes it. The
+            trainer starts it (:meth:`Run.start`: an overwritten earlier run is deleted and ``config.yaml`` written,
+            unless its opener started it first with more files) and adds its records through it (metrics,
+            checkpoints); TensorBoard logs go into it. ``run.resume``: continue from its latest checkpoint (starts
+            fresh if there is none). On its own::
+
+                with Run.open("runs/lm", resume=False) as run:
+                    Trainer(model, dataset, config, run, collate_fn=collate).train()
+
         eval_data: optional data of the same kind for the periodic mean eval loss (token-weighted), over a sample
             that does not depend on the number of processes (:func:`~synthformer.train.evaluation.eval_sample`;
             each process scores its part).
@@ -93,21 +94,10 @@ class Trainer(CheckpointSaving):
             it evaluates its part and gathers (the task pipeline's does).
         accelerator: an ``accelerate.Accelerator``; by default one is made (CPU/gloo when there is no GPU).
             Its mixed-precision setting is not used: ``config.bf16`` controls autocast.
-        resume: continue from ``run_dir/checkpoints/latest`` (starts fresh if there is none).
-        overwrite: start fresh even if ``run_dir`` holds an earlier run (deletes its checkpoints, metrics and
-            TensorBoard logs; nothing else). Not used with ``prepared=True`` (the owner cleared it).
-        prepared: ``run_dir`` is locked, checked, cleared and created by its owner (see ``run_dir``).
         collate_fn: batches a list of examples (map-style data); default ``torch.utils.data.default_collate``.
-        run_config: what to write to ``run_dir/config.yaml`` (e.g. the whole experiment config); default the
-            ``TrainConfig``. Not used with ``prepared=True`` (the owner wrote it).
         token_counter: ``batch -> number of targets`` for tokens/s; default :func:`count_tokens`.
         progress: show a tqdm progress bar on the main process.
         heartbeat_s: without the bar, log a line (step, loss, tokens/s, ETA) at most this often (None: never).
-
-    Raises:
-        RunError: ``resume`` and ``overwrite`` together, or another process uses ``run_dir``.
-        RunExistsError: ``run_dir`` holds an earlier run and neither ``resume`` nor ``overwrite`` is set (also a
-            ``FileExistsError``).
     """
 
     def __init__(
@@ -115,23 +105,20 @@ class Trainer(CheckpointSaving):
         model: nn.Module,
         train_data: Any,
         config: TrainConfig,
-        run_dir: str | Path | RunDir,
+        run: Run,
         eval_data: Any | None = None,
         eval_fn: Callable[[nn.Module], Mapping[str, Any]] | None = None,
         accelerator: Accelerator | None = None,
         *,
-        resume: bool = False,
-        overwrite: bool = False,
         collate_fn: Callable[[list[Any]], Any] | None = None,
-        run_config: Any | None = None,
         token_counter: Callable[[Mapping[str, Any]], int | torch.Tensor] | None = None,
         progress: bool = True,
         heartbeat_s: float | None = 60.0,
-        prepared: bool = False,
     ) -> None:
         self.config = config
-        self.rundir = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
-        self.run_dir = self.rundir.path
+        self.run = run
+        self.rundir = run.rundir
+        self.run_dir = run.path
         self.eval_data = eval_data
         self.eval_fn = eval_fn
         self.collate_fn = collate_fn
@@ -143,32 +130,20 @@ class Trainer(CheckpointSaving):
         self.rank = acc.process_index
         self.world_size = acc.num_processes
         # without a progress bar (a log file, a batch job) a line every heartbeat_s seconds shows the run is alive
-        self.recorder = Recorder(self.rundir, config, is_main=self.is_main,
+        self.recorder = Recorder(run, config, is_main=self.is_main,
                                  heartbeat_s=heartbeat_s if not progress else None)
         self.policy = LongRunPolicy(acc, config, self.rundir)  # non-finite steps, stop requests, the best
         # Checked on every process (not only the one that writes), so that none waits for a failed peer.
         summary_writer = require_tensorboard() if config.tensorboard else None
         check_trackers(config.log_with)
-        self.prepared = prepared
-        # a prepared directory is locked by its owner: this trainer holds nothing (the lock is a no-op)
-        self._lock = self.rundir.lock(enabled=False) if prepared else lock_for_training(self.rundir, acc)
-        try:
-            self._setup(model, train_data, resume, overwrite, run_config, summary_writer)
-        except BaseException:
-            self._lock.release()
-            raise
-        # A trainer that is dropped without close() lets the directory go when it is collected.
-        self._release_lock = weakref.finalize(self, self._lock.release)
+        self._setup(model, train_data, summary_writer)
 
-    def _setup(self, model: nn.Module, train_data: Any, resume: bool, overwrite: bool, run_config: Any | None,
-               summary_writer: Any) -> None:
-        acc, config, rundir = self.accelerator, self.config, self.rundir
+    def _setup(self, model: nn.Module, train_data: Any, summary_writer: Any) -> None:
+        acc, config, rundir, resume = self.accelerator, self.config, self.rundir, self.run.resume
         if acc.distributed_type.value in ("FSDP", "DEEPSPEED", "MEGATRON_LM"):
             # their wrappers hold flattened or partitioned weights, which checkpoints here cannot save whole
             raise ConfigError(f"accelerate is configured for {acc.distributed_type.value}: launch without its "
                               "fsdp/deepspeed options and set train.distributed=fsdp to shard the model")
-        if not self.prepared:
-            prepare_run_dir(self.rundir, acc, resume=resume, overwrite=overwrite)
         resume_from = rundir.latest_checkpoint() if resume else None
         if resume and resume_from is None:
             logger.info("resume requested but %s has no checkpoint: starting fresh", self.run_dir)
@@ -236,12 +211,13 @@ class Trainer(CheckpointSaving):
                 )
                 seed_everything(config.seed + self.rank + 7919 * self.step)
 
+        # Only now (nothing failed): an overwritten run is deleted and config.yaml written, unless the run's opener
+        # started it with its own files; the main process writes.
+        self.run.start(config)
         if self.is_main:
             if resume:
                 # Lines logged after the checkpoint (or all of them, if there is none) belong to lost steps.
-                rundir.truncate_metrics(self.step)
-            if not self.prepared and (ckpt is None or not rundir.config_path.exists()):
-                atomic_write_text(rundir.config_path, dump_config(run_config or config))
+                self.run.truncate_metrics(self.step)
             if summary_writer is not None:
                 # purge_step hides the events a killed run logged after the checkpoint we resume from.
                 self.recorder.tb_writer = summary_writer(
@@ -252,6 +228,9 @@ class Trainer(CheckpointSaving):
 
         self.recorder.last_saved_step = self.step if ckpt is not None else -1
         self._in_update = False
+        self.saver = CheckpointSaver(accelerator=acc, config=config, model=self.model, optimizer=self._optimizer,
+                                     scheduler=self.scheduler, recorder=self.recorder, policy=self.policy,
+                                     sharded=self.sharded)
 
     # ---------------------------------------------------------------------------------------------------------
     # the loop
@@ -435,11 +414,27 @@ class Trainer(CheckpointSaving):
         self.policy.after_eval(self.step, result)  # a new best is saved by the loop right away
         return result
 
+    # ---------------------------------------------------------------------------------------------------------
+    # saving (the CheckpointSaver writes; these hand it the step and the data position)
+
+    def save(self) -> Path | None:
+        """Checkpoint the current step (collective: call on every process). Returns the path on the main one.
+
+        Raises:
+            TrainingFailed: a weight is not finite (nothing is written).
+        """
+        return self.saver.save(self.step, (self.batches_consumed, self.tokens_seen), self._stream.batches_per_epoch)
+
+    def _save_after_exception(self, pending: tuple[dict[str, Any], int, int] | None) -> Path | None:
+        """Save the last completed step after an exception cut the loop short (best effort); ``pending``: the
+        state captured before a step that was cut short, None if the exception came between steps."""
+        return self.saver.save_after_exception(self.step, pending or (None, self.batches_consumed, self.tokens_seen),
+                                               self._stream.batches_per_epoch, in_update=self._in_update)
+
     def close(self) -> None:
-        """Release data loader workers, the TensorBoard writer and the run directory's lock."""
+        """Release data loader workers and the TensorBoard writer (the run's opener closes the run)."""
         self._stream.close()
         self.recorder.close()
-        self._lock.release()
 
     def __enter__(self) -> Trainer:
         return self

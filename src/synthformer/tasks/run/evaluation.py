@@ -9,7 +9,6 @@ pieces of :mod:`synthformer.tasks.metrics.likelihood`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from synthformer.common.io import atomic_write_text
 from synthformer.train import RunDir, RunError
+from synthformer.train.run import append_metrics, write_evaluation
 from synthformer.train.sharding import EvalShard, accepts_shard
 
 from .data import prepare_data
@@ -105,7 +104,7 @@ def record_evaluation(run_dir: Any, split: str, step: int, metrics: Mapping[str,
     """Append an evaluation of ``split`` (``synthformer eval``: the whole split, at the end of a run) to the run's
     ``metrics.jsonl``, as ``{"step": step, "<split>_<metric>": value, ...}``: the metrics file then holds the
     periodic validation metrics of training (``eval_*``) and the final ones side by side."""
-    RunDir(run_dir).append_metrics({"step": step, **{f"{split}_{k}": v for k, v in metrics.items()}})
+    append_metrics(RunDir(run_dir), {"step": step, **{f"{split}_{k}": v for k, v in metrics.items()}})
 
 
 def default_eval_split(run: RunConfig) -> str:
@@ -162,10 +161,6 @@ def evaluate_run(run_dir: str | Path, split: str | None = None, *, beam: int | N
         "seconds": time.perf_counter() - start,
     }
     report.update(run.task.task_type.report_extras(run, beam))
-    rd = RunDir(loaded.run_dir)
-    path = rd.eval_path(split)
-    atomic_write_text(path, json.dumps(report, indent=1) + "\n")
-    if hypotheses:
-        atomic_write_text(rd.hypotheses_path(split), "".join(h.replace("\n", " ") + "\n" for h in hypotheses))
+    path = write_evaluation(RunDir(loaded.run_dir), split, report, hypotheses)
     record_evaluation(loaded.run_dir, split, loaded.step, metrics)
     return EvalReport(split, loaded.step, metrics, hypotheses, path)

@@ -3,11 +3,11 @@
 Flow: the data (:func:`~synthformer.tasks.run.data.prepare_data`: raw splits, tokenizer, the model config sized
 for them, datasets) -> the model -> :class:`~synthformer.train.Trainer` with the task's ``eval_fn``.
 
-This module is the only owner of the run directory while a run trains: it locks it (before anything is read, so a
-second run into the same directory fails at once), checks it (an earlier run is refused unless resumed or
-overwritten; :mod:`.resume` says what a resume may change), clears it (``--overwrite``) and writes its files, each
-atomically; the trainer receives it prepared and adds only its records (``metrics.jsonl``, ``checkpoints/``,
-``tensorboard/``). :class:`~synthformer.train.RunDir` names the files::
+The run directory is a :class:`~synthformer.train.Run` opened here (or handed in by a study): opened before anything
+is read, so a second run into the same directory fails at once; it refuses an earlier run unless resumed or
+overwritten, applies the resume rules (:mod:`.resume`), and, once the data and model are ready, deletes an
+overwritten run and writes the files below (:meth:`Run.start`); the trainer receives it and adds its records
+(``metrics.jsonl``, ``checkpoints/``, ``tensorboard/``). :class:`~synthformer.train.RunDir` names the files::
 
     config.yaml                  the run's configuration, data paths made absolute
     synthformer_tokenizer.json   the tokenizer (loaded back by eval and generate)
@@ -21,7 +21,6 @@ atomically; the trainer receives it prepared and adds only its records (``metric
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -31,18 +30,16 @@ from typing import Any
 
 from torch import nn
 
-from synthformer.common.io import atomic_output, atomic_write_text
-from synthformer.data import save_label_set
 from synthformer.models import ModelConfig, num_parameters
-from synthformer.train import ConfigError, RunDir, Trainer, dump_config, is_main_process
+from synthformer.train import ConfigError, Run, RunDir, Trainer
 from synthformer.train.optim import freeze_parts
+from synthformer.train.resume import check_earlier_run
 
 from ..contract import TaskData
 from .config import RunConfig
 from .data import build_task_model, for_run, prepare_data
 from .evaluation import make_eval_fn
 from .init_from import (
-    InitReport,
     check_pretrained_model,
     load_pretrained_weights,
     pretrained_tokenizer,
@@ -63,7 +60,7 @@ def check_run_dir(run_dir: str | Path, resume: bool = False, overwrite: bool = F
         RunError: ``resume`` and ``overwrite`` together, a file where the directory should be, or an earlier run
             without ``resume`` / ``overwrite``.
     """
-    return RunDir(run_dir).check(resume, overwrite)
+    return check_earlier_run(RunDir(run_dir), resume, overwrite)
 
 
 def absolute_paths(run: RunConfig) -> RunConfig:
@@ -100,14 +97,15 @@ class TrainResult:
         return self.tokens_seen / self.train_seconds if self.train_seconds > 0 else 0.0
 
 
-def train_run(run: RunConfig, run_dir: str | Path, *, resume: bool = False, overwrite: bool = False,
+def train_run(run: RunConfig, run_dir: str | Path | Run, *, resume: bool = False, overwrite: bool = False,
               progress: bool = False, data: TaskData | None = None,
               on_trainer: Callable[[Trainer], None] | None = None) -> TrainResult:
     """Train ``run`` into ``run_dir`` (see the module docstring for what it holds).
 
     Args:
         run: the run configuration.
-        run_dir: the run directory.
+        run_dir: the run directory; or a :class:`Run` its caller opened and closes (a study, which holds each run
+            from before it reads it until its record is written), whose own ``resume`` and ``overwrite`` apply.
         resume: continue the run in ``run_dir`` from its latest checkpoint (its tokenizer is reused).
         overwrite: delete an earlier run in ``run_dir`` first.
         progress: show a progress bar.
@@ -120,23 +118,20 @@ def train_run(run: RunConfig, run_dir: str | Path, *, resume: bool = False, over
         ConfigError, DataError: bad settings or data (named).
     """
     start = time.perf_counter()
-    rd = RunDir(run_dir)
+    if isinstance(run_dir, Run):
+        return _train_owned(run, run_dir, start, progress=progress, data=data, on_trainer=on_trainer)
     # Held until training ends (only by the main process): a second run into the same directory fails here.
-    with rd.lock():
-        return _train_locked(run, rd, start, resume=resume, overwrite=overwrite, progress=progress, data=data,
-                             on_trainer=on_trainer)
+    with Run.open(run_dir, resume=resume, overwrite=overwrite) as owner:
+        return _train_owned(run, owner, start, progress=progress, data=data, on_trainer=on_trainer)
 
 
-def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, overwrite: bool, progress: bool,
-                  data: TaskData | None, on_trainer: Callable[[Trainer], None] | None) -> TrainResult:
-    # Under torchrun every process runs this; only the main one checks and writes the run directory (the others
-    # would otherwise find the main process's fresh tokenizer and refuse to start). The trainer synchronises them.
-    main_process = is_main_process()
+def _train_owned(run: RunConfig, owner: Run, start: float, *, progress: bool, data: TaskData | None,
+                 on_trainer: Callable[[Trainer], None] | None) -> TrainResult:
+    rd = owner.rundir
     if run.init_from is not None and Path(split_init_from(run.init_from)[0]).resolve() == rd.path.resolve():
         raise ConfigError(f"init_from: {run.init_from} is this run's own directory; finetune into another --run-dir")
-    existing = rd.check(resume, overwrite) if main_process else []
     run = absolute_paths(run)
-    resumed = resumed_inputs(rd, run, main_process=main_process) if resume else None
+    resumed = resumed_inputs(owner, run) if owner.resume else None
     splits = ("train", run.eval.split)
     if data is not None:
         data = for_run(run, data)
@@ -150,41 +145,22 @@ def _train_locked(run: RunConfig, rd: RunDir, start: float, *, resume: bool, ove
         raise ConfigError(f"eval.split: the task has no {run.eval.split!r} split (it has: "
                           f"{', '.join(data.raw.splits)})")
     if resumed is not None:
-        check_resumed_model(rd, data.model_config)
+        check_resumed_model(owner, data.model_config)
     model, model_config = build_task_model(run, data)
     init_report = None
     # also when resuming a run that stopped before its first checkpoint: the trainer then starts fresh from these
     if run.init_from is not None and rd.latest_checkpoint() is None:
         check_pretrained_model(run, model_config)
         init_report = load_pretrained_weights(run, model)
-    if main_process:
-        if overwrite and existing:
-            rd.clear()
-        _write_run_files(rd, run, data, fresh=resumed is None, init_report=init_report)
-    return _train(run, rd, data, model, start, resume=resume, progress=progress, on_trainer=on_trainer)
+    # only now that data and model are ready: a failure above leaves an overwritten run as it was
+    owner.start(run, tokenizer=data.tokenizer, model_config=data.model_config.to_dict(), labels=data.label_set,
+                init_from=init_report.to_dict() if init_report is not None else None)
+    return _train(run, owner, data, model, start, progress=progress, on_trainer=on_trainer)
 
 
-def _write_run_files(rd: RunDir, run: RunConfig, data: TaskData, *, fresh: bool,
-                     init_report: InitReport | None) -> None:
-    """Write what the run reads back (each file atomically): a fresh run's tokenizer, model config and labels, the
-    config unless a checkpoint already has its own, and where the weights came from (``init_from``)."""
-    rd.path.mkdir(parents=True, exist_ok=True)
-    if fresh:
-        with atomic_output(rd.tokenizer_path) as tmp:
-            data.tokenizer.save(tmp)
-        atomic_write_text(rd.model_config_path, json.dumps(data.model_config.to_dict(), indent=1) + "\n")
-        if data.label_set is not None:
-            with atomic_output(rd.labels_path) as tmp:
-                save_label_set(data.label_set, tmp)
-    if rd.latest_checkpoint() is None or not rd.config_path.exists():
-        atomic_write_text(rd.config_path, dump_config(run))
-    if init_report is not None:
-        atomic_write_text(rd.init_from_path, json.dumps(init_report.to_dict(), indent=1) + "\n")
-
-
-def _train(run: RunConfig, rd: RunDir, data: TaskData, model: nn.Module, start: float, *, resume: bool,
-           progress: bool, on_trainer: Callable[[Trainer], None] | None) -> TrainResult:
-    """Hand the prepared run directory to a :class:`Trainer` and train."""
+def _train(run: RunConfig, owner: Run, data: TaskData, model: nn.Module, start: float, *, progress: bool,
+           on_trainer: Callable[[Trainer], None] | None) -> TrainResult:
+    """Hand the started run to a :class:`Trainer` and train."""
     freeze_parts(model, run.train.freeze)  # before the count (the optimizer freezes them too; idempotent)
     params = num_parameters(model)
     frozen = num_parameters(model, trainable_only=False) - params
@@ -196,8 +172,8 @@ def _train(run: RunConfig, rd: RunDir, data: TaskData, model: nn.Module, start: 
     eval_fn = make_eval_fn(run, data, split=run.eval.split, during_training=True)
     train_set = data.datasets["train"]
     trainer = Trainer(
-        model, train_set, run.train, rd, eval_fn=eval_fn, resume=resume, prepared=True,
-        collate_fn=train_set.collate, token_counter=run.task.task_type.count_tokens, progress=progress,
+        model, train_set, run.train, owner, eval_fn=eval_fn, collate_fn=train_set.collate,
+        token_counter=run.task.task_type.count_tokens, progress=progress,
     )
     if on_trainer is not None:
         on_trainer(trainer)
@@ -210,7 +186,7 @@ def _train(run: RunConfig, rd: RunDir, data: TaskData, model: nn.Module, start: 
     elapsed = time.perf_counter() - t0
     eval_seconds = _eval_seconds(trainer)
     return TrainResult(
-        run_dir=rd.path, metrics=dict(metrics), model_config=data.model_config, parameters=params,
+        run_dir=owner.path, metrics=dict(metrics), model_config=data.model_config, parameters=params,
         steps=trainer.step - step_before, tokens_seen=trainer.tokens_seen - tokens_before,
         train_seconds=max(elapsed - eval_seconds, 1e-9), wall_seconds=time.perf_counter() - start,
         data_summary=data_summary,

@@ -1,0 +1,273 @@
+"""A run directory's one owner, from its lock to its last save (:class:`Run`), and the only module that writes the
+run's files: ``config.yaml``, the tokenizer, ``model_config.json``, ``labels.json``, ``init_from.json``,
+``metrics.jsonl``, the checkpoints and the evaluation results (``tests/test_layering_runfiles.py`` keeps it so).
+
+Whoever opens a run closes it; everything else that works in the directory receives the open :class:`Run`:
+
+* ``synthformer train`` and ``compare`` (:func:`~synthformer.tasks.train_run`) open it for one run;
+* ``synthformer study`` opens each of its runs (its lock says which process trains it) and hands it to the pipeline;
+* ``synthformer convert t5`` opens it to write a converted model;
+* a :class:`~synthformer.train.Trainer` never opens one: it receives it (on its own:
+  ``with Run.open("runs/lm") as run: Trainer(model, data, config, run).train()``).
+
+The steps::
+
+    run = Run.open(path, resume=..., overwrite=...)      # lock, refuse an earlier run unless asked (:mod:`.resume`)
+    run.check_resume(saved, current)                     # what a resume may change (task runs)
+    run.start(config, tokenizer=..., model_config=...)   # clear an overwritten run, write the run files (once)
+    Trainer(model, data, train_config, run).train()      # metrics and checkpoints through the run
+    run.close()                                          # unlock (or leave ``with``)
+
+Under several processes (torchrun) every process opens the run; only the main one locks, checks and writes, and an
+``accelerator`` makes a failure of the main process fail every process at once. Every file is written atomically
+(or appended line by line, ``metrics.jsonl``), so a kill at any point leaves the previous state readable.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from accelerate import Accelerator
+
+from synthformer.common.io import atomic_output, atomic_write_text
+
+from .checkpoint import latest_checkpoint, save_checkpoint
+from .config import dump_config
+from .hooks import any_process
+from .resume import check_earlier_run, check_resume_config, check_resumed_files, check_resumed_model
+from .run_errors import RunError
+from .rundir import RunDir, RunLock, is_main_process
+
+__all__ = ["Run", "append_metrics", "write_evaluation"]
+
+logger = logging.getLogger(__name__)
+
+
+class Run:
+    """An open run directory (see the module docstring); made by :meth:`open`.
+
+    Attributes:
+        rundir: the directory (:class:`RunDir`: its paths and what is in it).
+        resume: continue the run in it from its latest checkpoint.
+        overwrite: delete an earlier run in it when the run starts (:meth:`start`).
+        is_main: this process writes (the main process of a multi-process launch).
+        existing: what an earlier run left in it (checked on the main process; empty elsewhere).
+    """
+
+    def __init__(self, rundir: RunDir, lock: RunLock, *, resume: bool, overwrite: bool, training_only: bool,
+                 is_main: bool, existing: list[str]) -> None:
+        self.rundir = rundir
+        self.resume = resume
+        self.overwrite = overwrite
+        self.is_main = is_main
+        self.existing = existing
+        self.started = False
+        self._training_only = training_only
+        self._lock = lock
+        # a run dropped without close() lets the directory go when it is collected
+        self._release = weakref.finalize(self, lock.release)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | RunDir, *, resume: bool = False, overwrite: bool = False,
+             training_only: bool = False, accelerator: Accelerator | None = None) -> Run:
+        """Lock ``path`` (on the main process) and refuse an earlier run in it unless resumed or overwritten.
+
+        Args:
+            path: the run directory (created by the lock if missing; removed again at :meth:`close` if nothing
+                was written).
+            resume: continue the run in it (see :attr:`resume`).
+            overwrite: start it over: its earlier run is deleted by :meth:`start`, not before, so a run that fails
+                while preparing its data leaves the earlier one intact.
+            training_only: only what training writes (checkpoints, metrics, TensorBoard logs) counts as an earlier
+                run and is deleted by ``overwrite`` (a Trainer on its own: task files kept beside it are the user's).
+            accelerator: make a failure on the main process fail every process (a collective: every process
+                opens the run); without one, the other processes rely on the launcher stopping them.
+
+        Raises:
+            RunError: ``resume`` and ``overwrite`` together, a file where the directory should be, or another
+                process (or this one) holds the directory.
+            RunExistsError: an earlier run without ``resume`` or ``overwrite`` (also a ``FileExistsError``).
+        """
+        rd = path if isinstance(path, RunDir) else RunDir(path)
+        if resume and overwrite:  # on every process, before anything is touched
+            raise RunError("--resume and --overwrite contradict each other; choose one")
+        is_main = accelerator.is_main_process if accelerator is not None else is_main_process()
+        # the other processes of a launch share the main process's lock: theirs holds nothing
+        lock, existing, error = rd.lock(enabled=False), [], None
+        if is_main:
+            try:
+                lock = rd.lock(enabled=True)
+                existing = check_earlier_run(rd, resume, overwrite, training_only=training_only)
+            except RunError as err:
+                lock.release()
+                error = err
+        if accelerator is not None and any_process(accelerator, error is not None):
+            raise error or RunError(f"the main process could not open the run directory {rd.path}")
+        if error is not None:
+            raise error
+        return cls(rd, lock, resume=resume, overwrite=overwrite, training_only=training_only, is_main=is_main,
+                   existing=existing)
+
+    @property
+    def path(self) -> Path:
+        """The run directory's path."""
+        return self.rundir.path
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.path)!r}, resume={self.resume}, overwrite={self.overwrite})"
+
+    # -- the resume rules (task runs: the caller reads the saved configs, in its own terms, as dicts) ---------------
+    def check_resume(self, read_saved: Callable[[], Mapping[str, Any]], config: Mapping[str, Any]) -> bool:
+        """Check that this run may resume with ``config`` (its ``to_dict``); ``read_saved`` reads the saved
+        ``config.yaml`` the same way (called only when there is one to compare with). Returns whether there is
+        anything to resume (a saved tokenizer; without one the run starts fresh). Only the main process checks
+        the files.
+
+        Raises:
+            RunError: a checkpoint without its tokenizer or model config, another task type, or a config change
+                that would make another run of the saved one (:mod:`.resume`).
+        """
+        if self.is_main:
+            check_resumed_files(self.rundir)
+        if not self.rundir.tokenizer_path.is_file():
+            return False
+        if self.rundir.config_path.is_file():
+            check_resume_config(self.rundir, read_saved(), config)
+        return True
+
+    def check_resumed_model(self, saved: Mapping[str, Any] | None, model_config: Mapping[str, Any]) -> None:
+        """Refuse to resume when the model sized for the data differs from the saved ``model_config.json``
+        (``saved``, None if there is none)."""
+        if saved is not None:
+            check_resumed_model(self.rundir, saved, model_config)
+
+    # -- writing --------------------------------------------------------------------------------------------------
+    def start(self, config: Any, *, tokenizer: Any = None, model_config: Mapping[str, Any] | None = None,
+              labels: Sequence[str] | None = None, init_from: Mapping[str, Any] | None = None) -> None:
+        """Begin the run: delete an overwritten earlier run, create the directory, write the run files. Once: a
+        later call does nothing (the trainer calls it with its config; an owner with more files calls it first).
+
+        Args:
+            config: what ``config.yaml`` holds (any config :func:`~synthformer.train.dump_config` writes); a
+                checkpoint's own ``config.yaml`` is kept, since it is the config the checkpoint was trained with.
+            tokenizer: an object with ``save(path)``: ``synthformer_tokenizer.json``.
+            model_config: ``model_config.json`` (the model config's ``to_dict()``).
+            labels: ``labels.json``: classification's class names in id order.
+            init_from: ``init_from.json``: the pretrained run the weights came from.
+
+        A resumed run keeps the tokenizer, model config and labels it was trained with.
+        """
+        if self.started:
+            return
+        self.started = True
+        if not self.is_main:
+            return
+        rd = self.rundir
+        if self.overwrite and self.existing:
+            self._clear()
+        rd.path.mkdir(parents=True, exist_ok=True)
+        if not (self.resume and rd.tokenizer_path.is_file()):
+            if tokenizer is not None:
+                with atomic_output(rd.tokenizer_path) as tmp:
+                    tokenizer.save(tmp)
+            if model_config is not None:
+                atomic_write_text(rd.model_config_path, json.dumps(dict(model_config), indent=1) + "\n")
+            if labels is not None:  # the format of synthformer.data.save_label_set, which train cannot import
+                atomic_write_text(rd.labels_path, json.dumps(list(labels), ensure_ascii=False) + "\n")
+        if rd.latest_checkpoint() is None or not rd.config_path.exists():
+            atomic_write_text(rd.config_path, dump_config(config))
+        if init_from is not None:
+            atomic_write_text(rd.init_from_path, json.dumps(dict(init_from), indent=1) + "\n")
+
+    def _clear(self) -> None:
+        """Delete the earlier run's files: what training writes and, unless ``training_only``, the task files and
+        evaluation results. ``config.yaml``, the lock and any other file stay."""
+        rd = self.rundir
+        logger.warning("deleting the earlier run's files in %s", rd.path)
+        shutil.rmtree(rd.checkpoints_path, ignore_errors=True)
+        shutil.rmtree(rd.tensorboard_path, ignore_errors=True)
+        rd.metrics_path.unlink(missing_ok=True)
+        if not self._training_only:
+            for name in RunDir.ARTIFACT_FILES:
+                (rd.path / name).unlink(missing_ok=True)
+            for path in rd.eval_files():
+                path.unlink(missing_ok=True)
+
+    def append_metrics(self, record: Mapping[str, Any]) -> None:
+        """Append ``record`` to ``metrics.jsonl`` (:func:`append_metrics`)."""
+        append_metrics(self.rundir, record)
+
+    def truncate_metrics(self, step: int) -> None:
+        """Drop the metric lines logged after ``step`` (by a run killed after its last checkpoint), atomically."""
+        path = self.rundir.metrics_path
+        if not path.is_file():
+            return
+        kept = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                if json.loads(line).get("step", 0) > step:
+                    continue
+            except (json.JSONDecodeError, AttributeError):
+                continue  # a line cut short by the crash
+            kept.append(line)
+        atomic_write_text(path, "".join(f"{line}\n" for line in kept))
+
+    def save_checkpoint(self, step: int, model: Any, **kwargs: Any) -> Path:
+        """:func:`~synthformer.train.checkpoint.save_checkpoint` into this run (main process only); a failed save
+        says what is safe and how to go on."""
+        try:
+            return save_checkpoint(self.path, step, model, **kwargs)
+        except OSError as err:  # a full disk, a quota, a vanished mount
+            previous = latest_checkpoint(self.path)
+            kept = (f"the previous checkpoint ({previous.name}) is intact" if previous is not None
+                    else "there is no earlier checkpoint")
+            raise OSError(err.errno, f"could not save the checkpoint of step {step} in {self.path}: "
+                                     f"{err.strerror or err}; {kept}; fix the cause and continue with --resume"
+                          ) from err
+
+    # -- the end --------------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Unlock the directory (idempotent); a directory the lock created and nothing was written to goes."""
+        self._release()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def append_metrics(rd: RunDir, record: Mapping[str, Any]) -> None:
+    """Append ``record`` to ``rd``'s ``metrics.jsonl`` as one JSON line (a run's trainer, or ``synthformer eval``
+    on a finished run, which needs no lock: it adds a line and rewrites nothing).
+
+    A line torn by a kill mid-write (no newline at the end of the file) is closed first, so the new record starts a
+    line of its own instead of being glued to it; :meth:`RunDir.read_metrics` then skips the torn one.
+    """
+    with open(rd.metrics_path, "a+b") as fh:
+        if fh.tell() > 0:
+            fh.seek(-1, os.SEEK_END)
+            torn = fh.read(1) != b"\n"
+            fh.seek(0, os.SEEK_END)
+            if torn:
+                fh.write(b"\n")
+        fh.write((json.dumps(record) + "\n").encode("utf-8"))
+
+
+def write_evaluation(rd: RunDir, split: str, report: Mapping[str, Any], hypotheses: Sequence[str] = ()) -> Path:
+    """Write ``synthformer eval``'s results: ``eval_<split>.json`` and, for seq2seq, the decoded outputs one per
+    line (``eval_<split>_hypotheses.txt``); returns the first path."""
+    path = rd.eval_path(split)
+    atomic_write_text(path, json.dumps(dict(report), indent=1) + "\n")
+    if hypotheses:
+        atomic_write_text(rd.hypotheses_path(split), "".join(h.replace("\n", " ") + "\n" for h in hypotheses))
+    return path
