@@ -1,17 +1,8 @@
-"""Every rule of resuming a run, in one place; :class:`~synthformer.train.run.Run` applies them.
-
-* A run with a checkpoint resumes only with the tokenizer and model config it was trained with
-  (:func:`check_resumed_files`): a new tokenizer would silently give the saved weights other meanings.
-* Its config may differ from the saved ``config.yaml`` only in settings that do not change what the checkpoint
-  means (:data:`RESUMABLE_CHANGES`, :func:`check_resume_config`), and not in its task type.
-* The model sized for the data must be the saved one (:func:`check_resumed_model`).
-* A directory with no tokenizer yet (the run stopped before writing one) starts fresh: nothing to resume.
-* An earlier run is refused unless resumed or overwritten (:func:`check_earlier_run`).
-* What a checkpoint written by another number of processes or other settings changes is said
-  (:func:`warn_resumed_changes`).
-
-Configs are compared as dicts (``to_dict`` of the saved and current configs), so that this module needs nothing
-above ``train``.
+"""Every rule of resuming a run (and of refusing an earlier one), applied by :class:`~synthformer.train.run.Run`: a
+checkpoint resumes only with the tokenizer and model config it was trained with; its config may change only in
+:data:`RESUMABLE_CHANGES`, never in its task type; the model sized for the data must be the saved one; a directory
+without a tokenizer yet starts fresh. Configs are compared as dicts (their ``to_dict``), so nothing above ``train``
+is needed.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
-"""A run directory's one owner, from its lock to its last save (:class:`Run`), and the only module that writes the
-run's files: ``config.yaml``, the tokenizer, ``model_config.json``, ``labels.json``, ``init_from.json``,
-``metrics.jsonl``, the checkpoints and the evaluation results (``tests/test_layering_runfiles.py`` keeps it so).
+"""A run directory's one owner from its lock to its last save (:class:`Run`), and the only module that writes the
+run's files (``tests/test_layering_runfiles.py`` keeps it so). Whoever opens a run closes it: ``synthformer train``
+and ``compare`` (:func:`~synthformer.tasks.train_run`), ``study`` (per run, handed to the pipeline), ``convert t5``,
+or the caller of a :class:`~synthformer.train.Trainer` on its own; the Trainer receives it::
 
-Whoever opens a run closes it; everything else that works in the directory receives the open :class:`Run`:
+    with Run.open(path, resume=..., overwrite=...) as run:  # lock, refuse an earlier run unless asked
+        run.start(config, tokenizer=..., model_config=...)   # delete an overwritten run, write the run files (once)
+        Trainer(model, data, train_config, run).train()      # metrics and checkpoints through the run
 
-* ``synthformer train`` and ``compare`` (:func:`~synthformer.tasks.train_run`) open it for one run;
-* ``synthformer study`` opens each of its runs (its lock says which process trains it) and hands it to the pipeline;
-* ``synthformer convert t5`` opens it to write a converted model;
-* a :class:`~synthformer.train.Trainer` never opens one: it receives it (on its own:
-  ``with Run.open("runs/lm") as run: Trainer(model, data, config, run).train()``).
-
-The steps::
-
-    run = Run.open(path, resume=..., overwrite=...)      # lock, refuse an earlier run unless asked (:mod:`.resume`)
-    run.check_resume(saved, current)                     # what a resume may change (task runs)
-    run.start(config, tokenizer=..., model_config=...)   # clear an overwritten run, write the run files (once)
-    Trainer(model, data, train_config, run).train()      # metrics and checkpoints through the run
-    run.close()                                          # unlock (or leave ``with``)
-
-Under several processes (torchrun) every process opens the run; only the main one locks, checks and writes, and an
-``accelerator`` makes a failure of the main process fail every process at once. Every file is written atomically
-(or appended line by line, ``metrics.jsonl``), so a kill at any point leaves the previous state readable.
+Under torchrun every process opens the run; only the main one locks, checks and writes. Files are written
+atomically (``metrics.jsonl`` appended line by line), so a kill at any point leaves the previous state readable.
 """
 
 from __future__ import annotations
@@ -42,7 +30,7 @@ from synthformer.common.io import atomic_output, atomic_write_text
 from .checkpoint import latest_checkpoint, save_checkpoint
 from .config import dump_config
 from .hooks import any_process
-from .resume import check_earlier_run, check_resume_config, check_resumed_files, check_resumed_model
+from .resume import check_earlier_run, check_resume_config, check_resumed_files
 from .run_errors import RunError
 from .rundir import RunDir, RunLock, is_main_process
 
@@ -52,15 +40,8 @@ logger = logging.getLogger(__name__)
 
 
 class Run:
-    """An open run directory (see the module docstring); made by :meth:`open`.
-
-    Attributes:
-        rundir: the directory (:class:`RunDir`: its paths and what is in it).
-        resume: continue the run in it from its latest checkpoint.
-        overwrite: delete an earlier run in it when the run starts (:meth:`start`).
-        is_main: this process writes (the main process of a multi-process launch).
-        existing: what an earlier run left in it (checked on the main process; empty elsewhere).
-    """
+    """An open run directory (see the module docstring), made by :meth:`open`; ``existing``: what an earlier run left
+    in it (checked on the main process, ``is_main``; empty elsewhere)."""
 
     def __init__(self, rundir: RunDir, lock: RunLock, *, resume: bool, overwrite: bool, training_only: bool,
                  is_main: bool, existing: list[str]) -> None:
@@ -81,11 +62,10 @@ class Run:
         """Lock ``path`` (on the main process) and refuse an earlier run in it unless resumed or overwritten.
 
         Args:
-            path: the run directory (created by the lock if missing; removed again at :meth:`close` if nothing
-                was written).
-            resume: continue the run in it (see :attr:`resume`).
-            overwrite: start it over: its earlier run is deleted by :meth:`start`, not before, so a run that fails
-                while preparing its data leaves the earlier one intact.
+            path: the run directory (created by the lock if missing; removed at :meth:`close` if left empty).
+            resume: continue the run in it from its latest checkpoint.
+            overwrite: start it over: the earlier run is deleted by :meth:`start`, not before, so a run that fails
+                while preparing its data leaves it intact.
             training_only: only what training writes (checkpoints, metrics, TensorBoard logs) counts as an earlier
                 run and is deleted by ``overwrite`` (a Trainer on its own: task files kept beside it are the user's).
             accelerator: make a failure on the main process fail every process (a collective: every process
@@ -121,10 +101,7 @@ class Run:
         """The run directory's path."""
         return self.rundir.path
 
-    def __repr__(self) -> str:
-        return f"Run({str(self.path)!r}, resume={self.resume}, overwrite={self.overwrite})"
-
-    # -- the resume rules (task runs: the caller reads the saved configs, in its own terms, as dicts) ---------------
+    # -- the resume rules (task runs: the caller reads the saved config in its own terms, as a dict) ---------------
     def check_resume(self, read_saved: Callable[[], Mapping[str, Any]], config: Mapping[str, Any]) -> bool:
         """Check that this run may resume with ``config`` (its ``to_dict``); ``read_saved`` reads the saved
         ``config.yaml`` the same way (called only when there is one to compare with). Returns whether there is
@@ -143,28 +120,14 @@ class Run:
             check_resume_config(self.rundir, read_saved(), config)
         return True
 
-    def check_resumed_model(self, saved: Mapping[str, Any] | None, model_config: Mapping[str, Any]) -> None:
-        """Refuse to resume when the model sized for the data differs from the saved ``model_config.json``
-        (``saved``, None if there is none)."""
-        if saved is not None:
-            check_resumed_model(self.rundir, saved, model_config)
-
     # -- writing --------------------------------------------------------------------------------------------------
     def start(self, config: Any, *, tokenizer: Any = None, model_config: Mapping[str, Any] | None = None,
               labels: Sequence[str] | None = None, init_from: Mapping[str, Any] | None = None) -> None:
-        """Begin the run: delete an overwritten earlier run, create the directory, write the run files. Once: a
-        later call does nothing (the trainer calls it with its config; an owner with more files calls it first).
-
-        Args:
-            config: what ``config.yaml`` holds (any config :func:`~synthformer.train.dump_config` writes); a
-                checkpoint's own ``config.yaml`` is kept, since it is the config the checkpoint was trained with.
-            tokenizer: an object with ``save(path)``: ``synthformer_tokenizer.json``.
-            model_config: ``model_config.json`` (the model config's ``to_dict()``).
-            labels: ``labels.json``: classification's class names in id order.
-            init_from: ``init_from.json``: the pretrained run the weights came from.
-
-        A resumed run keeps the tokenizer, model config and labels it was trained with.
-        """
+        """Begin the run (once: the trainer calls it with its config, an opener with more files calls it first):
+        delete an overwritten earlier run, create the directory, write ``config.yaml`` (``config``; a checkpoint's
+        own is kept: its run was trained with it), the tokenizer (anything with ``save(path)``),
+        ``model_config.json`` and ``labels.json`` (a resumed run keeps those it was trained with) and
+        ``init_from.json`` (dicts and lists, as JSON)."""
         if self.started:
             return
         self.started = True
@@ -202,7 +165,7 @@ class Run:
                 path.unlink(missing_ok=True)
 
     def append_metrics(self, record: Mapping[str, Any]) -> None:
-        """Append ``record`` to ``metrics.jsonl`` (:func:`append_metrics`)."""
+        """:func:`append_metrics` into this run."""
         append_metrics(self.rundir, record)
 
     def truncate_metrics(self, step: int) -> None:

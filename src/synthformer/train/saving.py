@@ -31,18 +31,10 @@ Position = tuple[int, int]
 
 
 class CheckpointSaver:
-    """Saves a trainer's checkpoints (see the module).
-
-    Args:
-        accelerator: the trainer's (process count, rank, unwrapping, barriers).
-        config: the training settings (written into each checkpoint's ``trainer_state.json``).
-        model: the prepared model (DDP-wrapped, or this process's shards when ``sharded``).
-        optimizer: the unwrapped optimizer.
-        scheduler: the learning-rate schedule.
-        recorder: writes the checkpoint through the run, keeps the step last saved and the run's clock.
-        policy: checks the weights first, and knows the best checkpoint.
-        sharded: ``model`` is sharded by FSDP2 (the whole state is gathered by every process together).
-    """
+    """Saves a trainer's checkpoints (see the module): ``model`` is the prepared one (DDP-wrapped, or this process's
+    shards when ``sharded``: the whole state is then gathered by every process together), ``optimizer`` the unwrapped
+    one; the ``recorder`` writes through the run and keeps the run's clock, the ``policy`` checks the weights first
+    and knows the best checkpoint."""
 
     def __init__(self, *, accelerator: Accelerator, config: TrainConfig, model: nn.Module,
                  optimizer: torch.optim.Optimizer, scheduler: Any, recorder: Recorder, policy: LongRunPolicy,

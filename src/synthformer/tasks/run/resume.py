@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from synthformer.data import Tokenizer, load_label_set, load_tokenizer
 from synthformer.models import ModelConfig
 from synthformer.train import Run, to_dict
+from synthformer.train.resume import check_resumed_model as _check_model
 
 from .config import RunConfig
 from .loading import read_model_config, read_run_config
@@ -43,6 +44,5 @@ def resumed_inputs(owner: Run, run: RunConfig) -> ResumedInputs | None:
 def check_resumed_model(owner: Run, model_config: ModelConfig) -> None:
     """Refuse to resume when the model sized for the data differs from the saved ``model_config.json`` (a config
     written by an earlier version is compared in today's terms)."""
-    rd = owner.rundir
-    saved = read_model_config(rd).to_dict() if rd.model_config_path.is_file() else None
-    owner.check_resumed_model(saved, model_config.to_dict())
+    if owner.rundir.model_config_path.is_file():
+        _check_model(owner.rundir, read_model_config(owner.rundir).to_dict(), model_config.to_dict())
