@@ -1,4 +1,4 @@
-"""docs/results.md's "Long Range Arena (Table 1)" table from ``benchmarks/results/lra.jsonl``.
+"""docs/results/lra.md's Long Range Arena (Table 1) table from ``benchmarks/results/lra.jsonl``.
 
 ``python benchmarks/results_runs.py --table lra`` trains each row ``<task>-<kind>`` (ListOps, Text at 1K and
 Pathfinder-32, at LRA's model sizes with a CPU step budget) and records its test accuracy (``synthformer eval RUN

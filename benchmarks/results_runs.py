@@ -1,4 +1,4 @@
-"""Re-run the training tables of docs/results.md and record each finished row: ``synthformer compare`` (and its
+"""Re-run the training tables of docs/results/*.md and record each finished row: ``synthformer compare`` (and its
 ListOps task), IMDb with the paper's Table 7, tiny Shakespeare and Multi30k.
 
 Resumable, like ``benchmarks/table3.py``: each row trains into ``RUNS/<table>/<row>`` through the CLI in a

@@ -196,7 +196,7 @@ def test_the_pages_and_every_help_are_read() -> None:
     verbs = ("train", "prepare", "eval", "generate", "compare", "study", "analyze", "bench", "export", "convert")
     assert {f"synthformer {v} --help" for v in verbs} | {"synthformer --help"} <= helps
     # a loop over kinds gives one command per kind; torchrun's and srun's commands are synthformer's
-    looped = [c.argv for c in commands if c.where == "docs/results/shakespeare.md:14"]
+    looped = [c.argv for c in commands if c.where == "docs/results/shakespeare.md:15"]
     assert [a[2] for a in looped] == ["model.decoder_kind=V", "model.decoder_kind=R", "model.decoder_kind=D",
                                       "model.decoder_kind=R+V"]
     assert any(c.where.startswith("docs/distributed.md") and "--resume" in c.argv for c in commands)

@@ -138,3 +138,12 @@ def test_a_marker_naming_a_missing_row_is_reported_not_raised(docs_tables, toy):
     toy.write_text(DOC.replace("n:toy | V | loss", "n:toy | R | loss"), encoding="utf-8")
     (difference,) = docs_tables.check([toy])
     assert (difference.found, difference.expected) == ("1.2345", docs_tables.MISSING)
+
+
+def test_a_marker_may_quote_a_builder_whose_table_the_doc_does_not_show(docs_tables, toy, monkeypatch):
+    monkeypatch.setitem(docs_tables.BUILDERS, "job", lambda: "| job | minutes |\n|---|---:|\n| compare | 7.5 |")
+    toy.write_text(DOC + "\nThe job takes <!-- n:job | compare | minutes -->6<!-- /n --> minutes.\n", encoding="utf-8")
+    (difference,) = docs_tables.check([toy])
+    assert (difference.name.split(" | ")[0], difference.found, difference.expected) == ("job", "6", "7.5")
+    new, _ = docs_tables.render(toy.read_text(encoding="utf-8"))
+    assert "-->7.5<!-- /n --> minutes" in new and "| compare | 7.5 |" not in new  # quoted, the table not shown
