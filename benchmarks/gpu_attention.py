@@ -25,7 +25,7 @@ from contextlib import nullcontext
 
 import torch
 
-from synthformer.attention import SynthesizerAttention, fused, triton_kernels
+from synthformer.attention import SynthesizerAttention, paths, triton_kernels
 from synthformer.attention.settings import fast_path_settings
 
 KINDS = ["V", "R", "D", "FD", "R+V", "D+V", "GLU", "Bottleneck"]
@@ -78,7 +78,7 @@ def _first_round(steps: dict, device: torch.device, rows: list[dict], base: dict
     (its row says so) and a ``triton`` path that the kernels did not serve (R, Fix and FR have no materialized
     logits: that path would time the PyTorch path twice)."""
     for key in list(steps):
-        fused.calls.clear()
+        paths.reset_path_calls()
         try:
             steps[key]()
         except (RuntimeError, MemoryError) as err:
@@ -90,7 +90,7 @@ def _first_round(steps: dict, device: torch.device, rows: list[dict], base: dict
                          "ratio_to_V": float("nan"), "peak_MiB": float("nan")})
             print(f"L={base['L']:5d} {key[0]:10s} {key[1]:8s} out of memory", flush=True)
             continue
-        if key[1] == "triton" and not fused.calls["triton"]:
+        if key[1] == "triton" and not paths.path_calls()["triton"]:
             del steps[key]
 
 
@@ -122,7 +122,7 @@ def bench(args) -> list[dict]:
             peak = float("nan")
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
-                fused.calls.clear()
+                paths.reset_path_calls()
                 steps[(kind, path)]()
                 torch.cuda.synchronize()
                 peak = torch.cuda.max_memory_allocated(device) / 2**20

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthformer.attention import SynthesizerAttention, fused
+from synthformer.attention import SynthesizerAttention, paths
 from synthformer.attention.causal_shared import causal_shared_attention
 from synthformer.attention.dropout_masks import keep_mask
 from synthformer.attention.settings import fast_path_settings
@@ -28,7 +28,7 @@ def test_the_shared_kinds_are_the_papers_input_independent_ones():
 
 
 def _chunked(attn: SynthesizerAttention, x: torch.Tensor, mask=None, chunk: int = 3) -> torch.Tensor:
-    fused.calls.clear()
+    paths.reset_path_calls()
     with fast_path_settings(causal_shared_min_len=0, causal_chunk=chunk):
         return attn(x, mask)
 
@@ -41,7 +41,7 @@ def test_causal_chunks_equal_the_reference_with_gradients(kind, length):
     attn = build(kind, causal=True)
     x = torch.randn(3, length, D_MODEL, dtype=torch.float64, requires_grad=True)
     fast = _chunked(attn, x)
-    assert fused.calls["causal_shared"] == 1, fused.calls
+    assert paths.path_calls()["causal_shared"] == 1, paths.path_calls()
     want = reference_forward(attn, x, None)
     torch.testing.assert_close(fast, want, atol=1e-10, rtol=0)
     w = torch.randn_like(fast)
@@ -98,7 +98,7 @@ def test_bf16_autocast_trains_and_stays_near_float32(kind):
     expected = _grads(want, w, params)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         got = _chunked(attn, x)
-    assert fused.calls["causal_shared"] == 1
+    assert paths.path_calls()["causal_shared"] == 1
     grads = _grads(got.float(), w, params)
     torch.testing.assert_close(got.float(), want, atol=3e-2, rtol=3e-2)
     for g, e in zip(grads, expected, strict=True):
@@ -111,17 +111,17 @@ def test_a_padded_batch_eval_and_short_inputs_keep_the_whole_matrix_path():
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64)
     want = reference_forward(attn, x, padding(3, MAX_LEN))
     torch.testing.assert_close(_chunked(attn, x, padding(3, MAX_LEN)), want, atol=1e-10, rtol=0)
-    assert fused.calls["causal_shared"] == 0  # padding: the ratio path
+    assert paths.path_calls()["causal_shared"] == 0  # padding: the ratio path
     with torch.no_grad():
         _chunked(attn, x)
-    assert fused.calls["causal_shared"] == 0  # no gradients: the cached probabilities
-    fused.calls.clear()
+    assert paths.path_calls()["causal_shared"] == 0  # no gradients: the cached probabilities
+    paths.reset_path_calls()
     with fast_path_settings(causal_shared_min_len=MAX_LEN + 1):
         attn(x.requires_grad_())
-    assert fused.calls["causal_shared"] == 0  # shorter than the setting's length
+    assert paths.path_calls()["causal_shared"] == 0  # shorter than the setting's length
     bidirectional = build("R")
     _chunked(bidirectional, x)
-    assert fused.calls["causal_shared"] == 0
+    assert paths.path_calls()["causal_shared"] == 0
 
 
 @pytest.mark.parametrize(("logits", "v", "chunk", "message"), [

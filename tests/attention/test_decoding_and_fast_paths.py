@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthformer.attention import SynthesizerAttention, fast_paths, fused
+from synthformer.attention import SynthesizerAttention, blocks, feature_form, paths
 from synthformer.attention.settings import fast_path_settings
 
 from .conftest import ALL_KINDS, D_MODEL, FEATURE_KINDS, HEADS, MAX_LEN, build, padding
@@ -147,7 +147,7 @@ def test_eval_alignment_cache_follows_parameter_changes():
     x = torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64)
     with torch.no_grad():
         first = attn(x)
-        assert attn._alignment_cache.value is not None  # cached in inference
+        assert attn.alignment_cache.value is not None  # cached in inference
         again = attn(x)
         attn.synth.R.add_(torch.randn_like(attn.synth.R))  # an optimizer step modifies R in place
         changed = attn(x)
@@ -161,7 +161,7 @@ def test_eval_alignment_cache_follows_parameter_changes():
 def test_no_alignment_cache_when_gradients_are_needed():
     attn = build("R").eval()
     attn(torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64)).sum().backward()
-    assert attn._alignment_cache.value is None
+    assert attn.alignment_cache.value is None
     assert attn.synth.R.grad is not None
 
 
@@ -221,11 +221,11 @@ def test_both_feature_branches_equal_materialized(kind, causal, padded, branch):
     forced = {"features": "sdpa", "width_multiple": 1} if branch == "fused" else {"features": "blocks"}
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN) if padded else None
-    fused.calls.clear()
+    paths.reset_path_calls()
     with fast_path_settings(fused="never", **forced):
         fast = attn(x, mask)
     # kinds without an input-dependent part (FR) take the shared alignment, neither branch
-    assert fused.calls["blocks"] == (branch != "fused" and attn.synth.input_dependent), fused.calls
+    assert paths.path_calls()["blocks"] == (branch != "fused" and attn.synth.input_dependent), paths.path_calls()
     _assert_equals_plain_path(attn, x, mask, fast)
 
 
@@ -239,18 +239,14 @@ def test_blocks_equal_materialized(kind, causal, padded, size):
     attn = build(kind, causal=causal, heads=4)
     x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     mask = padding(3, MAX_LEN) if padded else None
-    fused.calls.clear()
+    paths.reset_path_calls()
     # feature kinds take the blocks too; the stored-probability blocks, not the fused path
     with fast_path_settings(block_size=size, features="blocks", fused="never"):
         fast = attn(x, mask)
-        assert fast_paths._block_size(attn, 3, MAX_LEN, MAX_LEN, None) == size
+        assert blocks.block_size(attn.n_heads, 3, MAX_LEN, MAX_LEN, None) == size
     want = 1 if attn.synth.input_dependent else 0  # R, Fix, FR: the shared alignment, no blocks
-    assert fused.calls["blocks"] == want, "the blocked path was not taken"
+    assert paths.path_calls()["blocks"] == want, "the blocked path was not taken"
     _assert_equals_plain_path(attn, x, mask, fast)
-
-
-class _Layer:
-    n_heads = 8
 
 
 @pytest.mark.parametrize(
@@ -264,13 +260,13 @@ class _Layer:
     ],
 )
 def test_block_size(batch, length, state, expected):
-    assert fast_paths._block_size(_Layer(), batch, length, length, state) == expected
+    assert blocks.block_size(8, batch, length, length, state) == expected
 
 
 def test_block_size_divides_the_heads():
     """With room for 3 of 8 heads, blocks of 2 heads (equal blocks), not 3 + 3 + 2."""
     with fast_path_settings(chunk_elements=3 * 100 * 100):
-        assert fast_paths._block_size(_Layer(), 4, 100, 100, None) == (1, 2)
+        assert blocks.block_size(8, 4, 100, 100, None) == (1, 2)
 
 
 @pytest.mark.parametrize(
@@ -285,7 +281,7 @@ def test_block_size_divides_the_heads():
 )
 def test_feature_branch_choice(e, dh, s, grad, expected):
     with torch.set_grad_enabled(grad):
-        assert fast_paths._materialize_features(e, dh, s) is expected
+        assert feature_form.materialize_features(e, dh, s) is expected
 
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")  # a device object needs no GPU
@@ -301,11 +297,11 @@ CPU, CUDA = torch.device("cpu"), torch.device("cuda")  # a device object needs n
     ],
 )
 def test_dropout_on_the_cpu_sends_feature_kinds_to_the_materialized_path(e, drop, device, expected):
-    assert fast_paths._materialize_features(e, 64, 4096, drop, device) is expected
+    assert feature_form.materialize_features(e, 64, 4096, drop, device) is expected
 
 
 def test_the_cpu_flash_kernel_takes_no_dropout():
-    """The premise of ``fast_paths.sdpa_runs_fused``: with dropout, PyTorch's CPU SDPA has no fused kernel (if a
+    """The premise of ``feature_form.sdpa_runs_fused``: with dropout, PyTorch's CPU SDPA has no fused kernel (if a
     later PyTorch adds one, this fails and the choice is to be measured again)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -314,7 +310,7 @@ def test_the_cpu_flash_kernel_takes_no_dropout():
         torch.nn.functional.scaled_dot_product_attention(q, q, q)  # without dropout it runs
         with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="No available kernel"):
             torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
-    assert not fast_paths.sdpa_runs_fused(0.1, CPU) and fast_paths.sdpa_runs_fused(0.0, CPU)
+    assert not feature_form.sdpa_runs_fused(0.1, CPU) and feature_form.sdpa_runs_fused(0.0, CPU)
 
 
 @pytest.mark.parametrize("kind", ["D", "D+V", "FR"])
@@ -326,7 +322,7 @@ def test_training_with_dropout_on_the_cpu_never_calls_sdpa(kind, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("SDPA was called")
 
-    monkeypatch.setattr(fast_paths.F, "scaled_dot_product_attention", refuse)
+    monkeypatch.setattr(feature_form.F, "scaled_dot_product_attention", refuse)
     x = torch.randn(2, MAX_LEN, D_MODEL)
     with fast_path_settings(features_materialize_max_len=0, fr_sdpa_min_len=0):
         attn(x).sum().backward()

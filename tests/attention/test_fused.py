@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from synthformer.attention import SynthesizerAttention, fast_paths, fused
+from synthformer.attention import SynthesizerAttention, blocks, fused, paths
 from synthformer.attention.settings import DEFAULTS, fast_path_settings
 
 from .conftest import ALL_KINDS, D_MODEL, MAX_LEN, build, padding
@@ -26,11 +26,12 @@ def _grads(y: torch.Tensor, w: torch.Tensor, inputs: list[torch.Tensor]) -> list
 
 def _run_forced(attn: SynthesizerAttention, mode: str, x: torch.Tensor, mask) -> torch.Tensor:
     """attn(x, mask) with the fused branch forced to ``mode``; asserts the forced branch ran."""
-    fused.calls.clear()
+    paths.reset_path_calls()
     with fast_path_settings(fused=mode):
         y = attn(x, mask)
     branch = "fused" if mode == "always" else "blocks"
-    assert fused.calls[branch] > 0 and fused.calls["blocks" if branch == "fused" else "fused"] == 0, fused.calls
+    ran = paths.path_calls()
+    assert ran[branch] > 0 and ran["blocks" if branch == "fused" else "fused"] == 0, ran
     return y
 
 
@@ -106,10 +107,11 @@ def gradcheck_fused_causal(kind: str, mask: torch.Tensor | None) -> None:
     def fn(x, *ps):
         return functional_call(attn, dict(zip(names, ps, strict=True)), (x, mask))
 
-    fused.calls.clear()
+    paths.reset_path_calls()
+    fused.reset_backend_calls()
     with fast_path_settings(fused="always", causal_chunk=2):
         assert torch.autograd.gradcheck(fn, (x, *params), eps=1e-6, atol=1e-6, fast_mode=True)
-    assert fused.calls["fused"] > 0
+    assert paths.path_calls()["fused"] > 0
 
 
 @pytest.mark.parametrize("kind", ["D", "FD", "R+V", "D+V", "GLU", "Conv"])
@@ -164,7 +166,7 @@ def test_dropout_mask_is_the_same_in_forward_and_backward(kind, monkeypatch):
     # several blocks, each with its own mask, and several query chunks per block
     with fast_path_settings(chunk_elements=1, causal_chunk=3):
         y = _run_forced(attn, "always", x, mask)
-        size = fast_paths._block_size(attn, b, t, t, None)
+        size = blocks.block_size(attn.n_heads, b, t, t, None)
         plan = fused._Plan(None, attn.synth.query_rows, None, None, size, p, t, t)
     forward_calls = list(recorder.calls)
     w = torch.randn_like(y)
@@ -182,7 +184,7 @@ def test_dropout_mask_is_the_same_in_forward_and_backward(kind, monkeypatch):
     allowed = torch.ones(t, t).tril().bool()
     assert 0.25 < 1 - keep[..., allowed].float().mean().item() < 0.55  # the masks really drop about p
     attn.eval()  # the plain path without its own dropout
-    probs = attn._probabilities(x, 0, None, mask)
+    probs = attn.probabilities(x, 0, None, mask)
     v = attn.value(x).view(b, t, attn.n_heads, -1).transpose(1, 2)  # (B, H, T, d_h)
     o = (probs * keep / (1 - p)) @ v  # (B, H, T, d_h)
     want = attn.out(o.transpose(1, 2).reshape(b, t, -1))  # (B, H, T, d_h) -> (B, T, d)
@@ -223,10 +225,10 @@ def test_auto_mode_fuses_training_calls_from_the_measured_lengths():
 
 def test_auto_mode_takes_the_fused_path_for_a_long_training_call():
     attn = build("D+V")
-    fused.calls.clear()
+    paths.reset_path_calls()
     with fast_path_settings(fuse_min_keys=MAX_LEN):
         attn(torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64)).sum().backward()
-        assert fused.calls["fused"] == 1
+        assert paths.path_calls()["fused"] == 1
         with torch.no_grad():
             attn(torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64))
-    assert fused.calls["blocks"] == 1
+    assert paths.path_calls()["blocks"] == 1

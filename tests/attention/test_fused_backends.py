@@ -1,8 +1,8 @@
 """The fused path's block backends (``fast_path_settings(backend=...)``: "cpp", "compile") equal the reference and
 the torch backend.
 
-Each test forces the fused path and a backend and checks from ``fused.calls`` that the backend really ran (a
-test that silently fell back to the torch functions would prove nothing). The C++ kernel is built once per
+Each test forces the fused path and a backend and checks from ``fused.backend_calls()`` that the backend really
+ran (a test that silently fell back to the torch functions would prove nothing). The C++ kernel is built once per
 machine (cached by torch in its extensions directory; about 10 s the first time). ``torch.compile`` compiles a
 graph per variant (mask or not, dropout or not, dtype): its tests are restricted to three kinds and one shape
 so that they stay within a few seconds once compiled, the build being the larger part on a cold machine.
@@ -44,15 +44,15 @@ def _run(attn, backend: str, x: torch.Tensor, mask, weight: torch.Tensor | None 
     The backward runs outside the ``backend`` context: the forward's choice must carry over to it. Asserts
     that every block of forward and backward ran on ``backend``.
     """
-    fused.calls.clear()
+    fused.reset_backend_calls()
     torch.manual_seed(seed)  # the dropout seed of the call
     with fast_path_settings(fused="always", backend=backend):
         y = attn(x, mask)
     w = torch.randn_like(y) if weight is None else weight
     grads = _grads(y, w, [x, *attn.parameters()])
     others = [b for b in fused.BACKENDS if b != backend]
-    assert fused.calls[f"fused:{backend}"] > 0, fused.calls
-    assert all(fused.calls[f"fused:{b}"] == 0 for b in others), fused.calls
+    assert fused.backend_calls()[backend] > 0, fused.backend_calls()
+    assert all(fused.backend_calls()[b] == 0 for b in others), fused.backend_calls()
     return y, w, grads
 
 
@@ -91,7 +91,8 @@ def test_gradcheck_through_each_backend(backend, kind):
     """test_fused's gradcheck (input and every trained parameter, causal, query chunks of 2) on ``backend``."""
     with fast_path_settings(backend=backend):
         test_fused.test_gradcheck_through_the_fused_backward(kind)  # imported by module: not collected twice
-    assert fused.calls[f"fused:{backend}"] > 0 and fused.calls["fused:torch"] == 0, fused.calls
+    ran = fused.backend_calls()
+    assert ran[backend] > 0 and ran["torch"] == 0, ran
 
 
 @_toolchain
@@ -108,10 +109,11 @@ def test_backends_in_float32_and_under_bf16_autocast(backend):
     assert (y - y_torch).abs().max().item() < 1e-5
     assert all((a - b).abs().max().item() < 1e-4 for a, b in zip(grads, grads_torch, strict=True) if a is not None)
     if backend == "cpp":
-        fused.calls.clear()
+        fused.reset_backend_calls()
         with torch.autocast("cpu", dtype=torch.bfloat16), fast_path_settings(fused="always", backend="cpp"):
             y16 = attn(x, mask)
-        assert y16.dtype == torch.bfloat16 and fused.calls["fused:torch"] > 0 and fused.calls["fused:cpp"] == 0
+        ran = fused.backend_calls()
+        assert y16.dtype == torch.bfloat16 and ran["torch"] > 0 and ran["cpp"] == 0
         assert (y16.float() - y_torch).abs().max().item() < 3e-2
 
 
@@ -131,11 +133,12 @@ def test_a_failing_cpp_build_warns_once_and_runs_the_torch_path(monkeypatch, cap
     x = torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     with caplog.at_level(logging.WARNING, logger=fused_backends.__name__):
         for _ in range(2):  # a second call neither rebuilds nor warns again
-            fused.calls.clear()
+            fused.reset_backend_calls()
             with fast_path_settings(fused="always", backend="cpp"):
                 y = attn(x)
             y.sum().backward()
-            assert fused.calls["fused:torch"] > 0 and fused.calls["fused:cpp"] == 0, fused.calls
+            ran = fused.backend_calls()
+            assert ran["torch"] > 0 and ran["cpp"] == 0, ran
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
     message = warnings[0].getMessage()
@@ -154,10 +157,11 @@ def test_a_failing_compile_warns_once_and_runs_the_torch_path(monkeypatch, caplo
     x = torch.randn(2, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
     with caplog.at_level(logging.WARNING, logger=fused_backends.__name__):
         for _ in range(2):
-            fused.calls.clear()
+            fused.reset_backend_calls()
             with fast_path_settings(fused="always", backend="compile"):
                 attn(x).sum().backward()
-            assert fused.calls["fused:torch"] > 0 and fused.calls["fused:compile"] == 0, fused.calls
+            ran = fused.backend_calls()
+            assert ran["torch"] > 0 and ran["compile"] == 0, ran
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "compile backend is unavailable" in warnings[0].getMessage()
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 import torch
 
-from synthformer.attention import fused
+from synthformer.attention import paths
 from synthformer.attention.settings import DEFAULTS, FastPathSettings, current, fast_path_settings
 
 from .conftest import D_MODEL, MAX_LEN, build, padding
@@ -85,9 +85,9 @@ def test_the_fused_setting_picks_the_path_and_both_equal_the_reference(kind):
     mask = padding(2, MAX_LEN)
     want = reference_forward(attn, x, mask)
     for changes, path in (({}, "blocks"), ({"fused": "always"}, "fused"), ({"fuse_min_keys": MAX_LEN}, "fused")):
-        fused.calls.clear()
+        paths.reset_path_calls()
         with fast_path_settings(**changes):
             y = attn(x, mask)
         other = "fused" if path == "blocks" else "blocks"
-        assert fused.calls[path] == 1 and fused.calls[other] == 0, (changes, fused.calls)
+        assert paths.path_calls()[path] == 1 and paths.path_calls()[other] == 0, (changes, paths.path_calls())
         torch.testing.assert_close(y, want, atol=1e-10, rtol=0)

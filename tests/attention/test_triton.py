@@ -15,7 +15,7 @@ import torch
 os.environ["TRITON_INTERPRET"] = "1"  # read when the kernels are defined, on first use
 pytest.importorskip("triton")
 
-from synthformer.attention import fused, triton_kernels  # noqa: E402
+from synthformer.attention import paths, triton_kernels  # noqa: E402
 from synthformer.attention.settings import fast_path_settings  # noqa: E402
 
 from .conftest import D_MODEL, MAX_LEN, build, padding  # noqa: E402
@@ -30,10 +30,10 @@ def test_triton_kernels_equal_the_plain_path(kind, causal, length):
     x = torch.randn(3, length, D_MODEL, requires_grad=True)
     mask = padding(3, length)
     mask[0, 0] = True  # a fully masked first row in causal layers
-    fused.calls.clear()
+    paths.reset_path_calls()
     with fast_path_settings(triton="always"):
         y = attn(x, mask)
-    assert fused.calls["triton"] == 1 and fused.calls["fused"] == 0 and fused.calls["blocks"] == 0
+    assert paths.path_calls()["triton"] == 1 and paths.path_calls()["fused"] == 0 and paths.path_calls()["blocks"] == 0
     attn.use_fast_paths = False
     want = attn(x, mask)
     torch.testing.assert_close(y, want, atol=2e-5, rtol=0)
@@ -53,10 +53,10 @@ def test_dropout_and_the_cpu_stay_on_the_pytorch_paths():
     attn.dropout = 0.1
     attn.train()
     x = torch.randn(2, MAX_LEN, D_MODEL)
-    fused.calls.clear()
+    paths.reset_path_calls()
     with fast_path_settings(triton="always"):
         attn(x)  # the kernels have no dropout: the PyTorch path runs
-    assert fused.calls["triton"] == 0
+    assert paths.path_calls()["triton"] == 0
     assert not triton_kernels.available(torch.device("cpu"))
 
 

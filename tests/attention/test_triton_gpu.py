@@ -26,7 +26,7 @@ if os.environ.get("TRITON_INTERPRET") == "1":
     pytest.skip("TRITON_INTERPRET=1 in this process (test_triton.py sets it): run this file alone",
                 allow_module_level=True)
 
-from synthformer.attention import SynthesizerAttention, fused  # noqa: E402
+from synthformer.attention import SynthesizerAttention, paths  # noqa: E402
 from synthformer.attention.settings import fast_path_settings  # noqa: E402
 
 from .test_fused import FUSED_KINDS  # noqa: E402
@@ -56,10 +56,10 @@ def test_compiled_kernels_equal_the_plain_path(kind, causal, length, dtype):
     mask[1, length // 2:] = True  # right padding
     mask[2, : length // 2] = True  # left padding: fully masked first rows in causal layers
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=dtype == "bf16")
-    fused.calls.clear()
+    paths.reset_path_calls()
     with fast_path_settings(triton="always"), autocast:
         y = attn(x, mask)
-    assert fused.calls["triton"] == 1
+    assert paths.path_calls()["triton"] == 1
     attn.use_fast_paths = False
     with autocast:
         want = attn(x, mask)

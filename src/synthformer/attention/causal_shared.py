@@ -1,7 +1,7 @@
 """The causal shared alignment in query chunks: at and below the diagonal only.
 
 Input-independent kinds (``R``, ``Fix``, ``FR`` below ``fr_sdpa_min_len`` and their mixtures) compute their
-(H, L, L) probabilities once per forward and apply them to the folded batch (``fast_paths``, path 1). In a causal
+(H, L, L) probabilities once per forward and apply them to the folded batch (``shared_alignment``). In a causal
 layer half of those logits are masked, yet the whole-matrix path fills them, takes the softmax over every key and
 multiplies the zeros in the forward GEMM and in both backward GEMMs: on the LRA Table 2 harness causal R trained
 at 0.82-0.91x of its bidirectional speed (docs/benchmarks.md). Here query chunk ``[q0, q1)`` reads keys
@@ -100,7 +100,7 @@ def causal_shared_attention(logits: Tensor, v: Tensor, chunk: int, drop: float =
 
     Args:
         logits: (H, L, L), the unmasked logits of an input-independent kind (the same for every sample).
-        v: (H, L, N), the values with the batch folded into the columns (``fast_paths._fold``: N = B * d_h).
+        v: (H, L, N), the values with the batch folded into the columns (``shared_alignment.fold``: N = B * d_h).
         chunk: query rows per chunk (``FastPathSettings.causal_chunk``).
         drop: attention dropout probability (one keep mask for the whole batch); 0 outside training.
 

@@ -9,18 +9,19 @@ block's logits from those factors and P with the same softmax kernel (bitwise th
 for the factors' gradients. This is the backward of FlashAttention (Dao et al., 2022) re-derived for logits
 that are not a product of two thin factors; the identity ``rowsum(P * dP) == rowsum(dO * O)`` avoids a pass
 over P. Tried: keeping the row log-sum-exp and recomputing ``P = exp(logits - lse)`` instead of the softmax;
-logsumexp in the forward is a second exponential pass, and it measured slower (1 thread, B=16, L=256,
-D 0.99 against 0.86-0.91 of V's time for the stored-probability blocks).
+logsumexp in the forward is a second exponential pass, and it measured slower (docs/benchmarks.md, section 5,
+"What was tried").
 
 Dropout stays exact under recomputation: each forward draws one seed; the keep mask of block (and causal query
 chunk) number n is drawn from a generator seeded with ``seed + n``, so the backward regenerates the very mask the
 forward used (:func:`keep_mask`, which tests call to rebuild it).
 
-Which branch runs is an explicit setting (``settings.fast_path_settings(fused="always" | "never" | "auto")``,
-a context variable, not a module global) and every call is counted (``calls``), so tests can force each branch
-and check that it ran. So is the implementation of a block's softmax, dropout and dS (``backend=``): the PyTorch
-functions :func:`block_probs_` and :func:`block_grads_` here, a C++/OpenMP row kernel or the same functions under
-``torch.compile`` (``fused_backends``, loaded on first use).
+Whether this path runs is the rule of the ``fused`` path (:mod:`.fast_paths`, counted by the path registry,
+``paths.path_calls``), driven by an explicit setting (``settings.fast_path_settings(fused="always" | "never" |
+"auto")``). So is the implementation of a block's softmax, dropout and dS (``backend=``): the PyTorch functions
+:func:`block_probs_` and :func:`block_grads_` here, a C++/OpenMP row kernel or the same functions under
+``torch.compile`` (``fused_backends``, loaded on first use). Every block counts under the backend that really
+served it (:func:`backend_calls`), so tests can check that a backend did not silently fall back.
 """
 
 from __future__ import annotations
@@ -41,10 +42,19 @@ from .settings import FUSED_BACKENDS, current
 
 #: The backends a fused block may run on (chosen by ``settings.FastPathSettings.backend``).
 BACKENDS = FUSED_BACKENDS
-#: Calls per branch of the materialized path: "fused" here, "blocks" for the stored-probability blocks of
-#: ``fast_paths``, "triton" for the kernels of ``triton_kernels``; per block and backend that really ran it,
-#: "fused:torch", "fused:cpp", "fused:compile".
-calls: Counter = Counter()
+#: Blocks (forward and backward) per backend that really served them; written by :meth:`_Plan.run_block` only.
+_BACKEND_CALLS: Counter = Counter()
+
+
+def backend_calls() -> Counter:
+    """Blocks served per backend ("torch", "cpp", "compile") since the last :func:`reset_backend_calls` (a copy;
+    absent names read 0)."""
+    return Counter(_BACKEND_CALLS)
+
+
+def reset_backend_calls() -> None:
+    """Set every backend's block count to zero."""
+    _BACKEND_CALLS.clear()
 
 
 def should_fuse(needs_grad: bool, keys: int, causal: bool = False) -> bool:
@@ -124,6 +134,7 @@ class _Plan:
         # fixed at the forward: the backward may run outside the settings block the forward ran in
         settings = current()
         self.backend, self.causal_chunk = settings.backend, settings.causal_chunk
+        self.other: tuple[Callable, Callable] | None | bool = False  # the backend's kernels; False: not loaded yet
         # the torch kernels take each causal chunk's mask analysed once per forward (``ChunkMask``)
         self.diagonal = rows is not None and mask is not None and settings.causal_diagonal_mask
         self.diagonal = self.diagonal and self.backend == "torch"
@@ -141,13 +152,22 @@ class _Plan:
         q0, q1, keys = self.chunks()[c]
         return None if block is None else block[..., q0:q1, :keys]
 
-    def kernels(self) -> tuple[Callable, Callable]:
-        """The (probs_, grads_) pair of this call's backend."""
-        if self.backend == "torch":
-            return block_probs_, block_grads_
-        from . import fused_backends  # loaded (and a kernel built) only when another backend is asked for
+    def run_block(self, which: int, *args):
+        """Kernel ``which`` (0: probs_, 1: grads_) of this call's backend on one block, the torch one where that
+        backend does not serve the block (another dtype or device, a failed build or compilation); counted under
+        the backend that served it."""
+        served, name = None, "torch"
+        if self.backend != "torch":
+            if self.other is False:
+                from . import fused_backends  # loaded (and a kernel built) only when another backend is asked for
 
-        return fused_backends.kernels(self.backend)
+                self.other = fused_backends.kernels(self.backend)  # None when it cannot be had
+            served = None if self.other is None else self.other[which](*args)
+            name = self.backend if served is not None else name
+        if served is None:
+            served = (block_probs_, block_grads_)[which](*args)
+        _BACKEND_CALLS[name] += 1
+        return served
 
     def keep(self, block: int, shape: tuple[int, ...], like: Tensor) -> Tensor | None:
         """The dropout keep mask of block-chunk number ``block`` (None without dropout)."""
@@ -215,7 +235,6 @@ def block_probs_(logits: Tensor, mask: Tensor | ChunkMask | None, keep: Tensor |
 
     ``mask``: as :func:`_softmax_rows_`; ``keep``: (s, h, T, S) bool, True where kept, or None; ``scale``: 1 / (1 - p).
     """
-    calls["fused:torch"] += 1
     probs = _softmax_rows_(logits, mask)
     return probs if keep is None else (probs * keep).mul_(scale)
 
@@ -234,7 +253,6 @@ def block_grads_(
     Returns (what multiplied V in the forward, dS): ``P * keep * scale`` and ``P * (dp * keep * scale - delta)``
     with ``delta`` (s, h, T, 1) = ``rowsum(dO * O)``.
     """
-    calls["fused:torch"] += 1
     probs = _softmax_rows_(p.copy_(logits), mask)  # bitwise the forward's P
     dropped = probs
     if keep is not None:
@@ -280,7 +298,6 @@ class FusedAttention(torch.autograd.Function):
         b, heads = v.shape[:2]
         out = v.new_empty(b, heads, plan.t, v.shape[-1])
         chunks = plan.chunks()
-        probs_, _ = plan.kernels()
         for n, rows, hs in plan.blocks(b, heads):
             block = [_cut(x, rows, hs, b, heads) for x in leaves]
             vb = v[rows, hs]  # (s, h, S, d_h)
@@ -289,7 +306,7 @@ class FusedAttention(torch.autograd.Function):
                 fac = plan.factors(block, q0, q1)
                 logits = _own(plan.combine(fac, keys), vb.shape[0], leaves)  # (s, h, q1-q0, keys), in place
                 keep = plan.keep(n * len(chunks) + c, vb.shape[:2] + logits.shape[-2:], logits)
-                probs = probs_(logits, plan.chunk_mask(mb, c, rows, b), keep, 1.0 / (1.0 - plan.drop))
+                probs = plan.run_block(0, logits, plan.chunk_mask(mb, c, rows, b), keep, 1.0 / (1.0 - plan.drop))
                 out[rows, hs, q0:q1] = probs @ vb[:, :, :keys]  # (s, h, T_c, keys) @ (s, h, keys, d_h)
         ctx.plan = plan
         # the backward recomputes the logits under the forward's autocast state (bf16 GEMMs give bf16 logits)
@@ -321,7 +338,6 @@ class FusedAttention(torch.autograd.Function):
             None if not w else torch.empty_like(x) if o else torch.zeros_like(x)
             for x, w, o in zip(leaves, wanted, owned, strict=True)
         ]
-        _, grads_ = plan.kernels()
         buffers: list[Tensor] = []  # flat storage of the chunk's P and dP, allocated once, reused by every chunk
         for n, rows, hs in plan.blocks(b, heads):
             block = [_cut(x, rows, hs, b, heads) for x in leaves]
@@ -343,8 +359,8 @@ class FusedAttention(torch.autograd.Function):
                 d_probs = torch.matmul(gb, vb.transpose(-1, -2), out=dp_buf)  # (s, h, T_c, keys): dO V^T
                 keep = plan.keep(n * len(chunks) + c, shape, p_buf)
                 # P recomputed (bitwise the forward's), what multiplied V in the forward, and dS in place of dP
-                dropped, d_logits = grads_(
-                    logits.detach(), mb, p_buf, d_probs, delta[rows, hs, q0:q1], keep, 1.0 / (1.0 - plan.drop)
+                dropped, d_logits = plan.run_block(
+                    1, logits.detach(), mb, p_buf, d_probs, delta[rows, hs, q0:q1], keep, 1.0 / (1.0 - plan.drop)
                 )
                 if dv is not None:
                     d_v = dropped.transpose(-1, -2) @ gb  # (s, h, keys, T_c) @ (s, h, T_c, d_h)
@@ -397,7 +413,6 @@ def fused_attention(
             ``[q0, q1)`` over keys ``[0, q1)`` (views; ``SynthesizingFunction.query_rows``). Blocks above the
             diagonal are then skipped.
     """
-    calls["fused"] += 1
     leaves, spec = tree_flatten(factors)
     length = v.shape[2]  # no decoding cache here: T == S
     plan = _Plan(combine, rows, spec, mask, size, drop, length, length)

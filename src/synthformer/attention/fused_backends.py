@@ -9,7 +9,8 @@
   multiplied V in the forward (``P * keep * scale``) into ``p`` and ``dS = P * (dP * keep * scale - delta)``
   into ``dp``; returns ``(dropped P, dS)``.
 
-``fused.block_probs_`` and ``fused.block_grads_`` are the plain PyTorch ones ("torch"); this module builds:
+``fused.block_probs_`` and ``fused.block_grads_`` are the plain PyTorch ones ("torch"); this module builds the
+others, each returning None for a block it does not serve (the fused path then runs the torch function):
 
 - "cpp": ``csrc/fused_block.cpp``, one pass per row in L1 instead of several passes over the block. Built by
   ``torch.utils.cpp_extension.load`` the first time the backend is asked for (never at import), into torch's
@@ -20,8 +21,8 @@
   (``dynamic=True``: one graph serves every block and chunk shape) on first call.
 
 When a backend cannot be had (no compiler, no ninja, a failed build or compilation), one warning is logged and
-the torch functions run instead. Every call counts in ``fused.calls`` under the backend that really ran
-(``"fused:cpp"``, ``"fused:compile"``, ``"fused:torch"``).
+the torch functions run instead. The fused path counts every block under the backend that really served it
+(``fused.backend_calls``).
 """
 
 from __future__ import annotations
@@ -38,8 +39,6 @@ import torch
 from torch import Tensor
 from torch.fx.experimental import _config as fx_config
 
-from . import fused
-
 logger = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("csrc") / "fused_block.cpp"
@@ -55,15 +54,13 @@ _lock = threading.Lock()
 _loaded: dict[str, tuple[Callable, Callable] | None] = {}
 
 
-def kernels(name: str) -> tuple[Callable, Callable]:
-    """The (probs_, grads_) functions of backend ``name``: built on first use, the torch ones if that fails."""
-    if name == "torch":
-        return fused.block_probs_, fused.block_grads_
+def kernels(name: str) -> tuple[Callable, Callable] | None:
+    """The (probs_, grads_) functions of backend ``name`` ("cpp" or "compile"): built on first use; None when
+    that fails. Each returns None for a block it does not serve."""
     with _lock:
         if name not in _loaded:
             _loaded[name] = _load_cpp() if name == "cpp" else _compiled()
-    pair = _loaded[name]
-    return (fused.block_probs_, fused.block_grads_) if pair is None else pair
+    return _loaded[name]
 
 
 def _warn(backend: str, why: str) -> None:
@@ -119,20 +116,18 @@ def _load_cpp() -> tuple[Callable, Callable] | None:
     ops = torch.ops.synthformer_fused
     supported = (torch.float32, torch.float64)
 
-    def probs_(logits: Tensor, mask: Tensor | None, keep: Tensor | None, scale: float) -> Tensor:
+    def probs_(logits: Tensor, mask: Tensor | None, keep: Tensor | None, scale: float) -> Tensor | None:
         if logits.device.type != "cpu" or logits.dtype not in supported:
-            return fused.block_probs_(logits, mask, keep, scale)
-        fused.calls["fused:cpp"] += 1
+            return None
         if logits.stride(-1) != 1:  # D's logits are a transposed view: rows must be contiguous for the kernel
             logits = logits.contiguous()
         return ops.probs_(logits, mask, keep, scale)
 
-    def grads_(logits, mask, p, dp, delta, keep, scale) -> tuple[Tensor, Tensor]:
+    def grads_(logits, mask, p, dp, delta, keep, scale) -> tuple[Tensor, Tensor] | None:
         if logits.device.type != "cpu" or {logits.dtype, p.dtype, dp.dtype, delta.dtype} - set(supported):
-            return fused.block_grads_(logits, mask, p, dp, delta, keep, scale)
-        if len({logits.dtype, p.dtype, dp.dtype, delta.dtype}) > 1:
-            return fused.block_grads_(logits, mask, p, dp, delta, keep, scale)
-        fused.calls["fused:cpp"] += 1
+            return None
+        if len({logits.dtype, p.dtype, dp.dtype, delta.dtype}) > 1:  # the kernel reads one element type
+            return None
         if logits.stride(-1) != 1:  # a transposed view: copied into p (torch's copy is blocked), read from there
             logits = p.copy_(logits)
         ops.grads_(logits, mask, p, dp, delta, keep, scale)
@@ -206,17 +201,11 @@ class _Compiler:
 def _compiled() -> tuple[Callable, Callable]:
     run = _Compiler()
 
-    def probs_(logits: Tensor, mask: Tensor | None, keep: Tensor | None, scale: float) -> Tensor:
+    def probs_(logits: Tensor, mask: Tensor | None, keep: Tensor | None, scale: float) -> Tensor | None:
         out = torch.empty_like(logits, memory_format=torch.contiguous_format)
-        if not run(_probs_into, out, logits, mask, keep, scale):
-            return fused.block_probs_(logits, mask, keep, scale)
-        fused.calls["fused:compile"] += 1
-        return out
+        return out if run(_probs_into, out, logits, mask, keep, scale) else None
 
-    def grads_(logits, mask, p, dp, delta, keep, scale) -> tuple[Tensor, Tensor]:
-        if not run(_grads_into, logits, mask, p, dp, delta, keep, scale):
-            return fused.block_grads_(logits, mask, p, dp, delta, keep, scale)
-        fused.calls["fused:compile"] += 1
-        return p, dp
+    def grads_(logits, mask, p, dp, delta, keep, scale) -> tuple[Tensor, Tensor] | None:
+        return (p, dp) if run(_grads_into, logits, mask, p, dp, delta, keep, scale) else None
 
     return probs_, grads_

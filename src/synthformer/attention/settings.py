@@ -56,7 +56,7 @@ class FastPathSettings:
         triton: "auto" (the Triton kernels of ``triton_kernels`` serve CUDA tensors when ``triton`` is
             installed), "always" (any device; the tests run them on the CPU under ``TRITON_INTERPRET=1``) or
             "never" (the PyTorch paths even on CUDA; benchmarks compare the two).
-        features: the branch of the feature form (``fast_paths._features_sdpa``): "auto" (by width and length,
+        features: the branch of the feature form (``feature_form``): "auto" (by width and length,
             ``features_materialize_max_len``), "blocks" (one GEMM over the features, materialized logits, for
             every feature kind, V included) or "sdpa" (PyTorch's fused kernel, widths zero-padded).
         fuse_min_keys: in "auto" mode, training calls over at least this many keys are fused. Measured on the

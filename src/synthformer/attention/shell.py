@@ -17,12 +17,14 @@ from torch import Tensor, nn
 
 from synthformer.common import map_tensors, sum_tensors, tensor_nbytes
 
-from . import fast_paths
+from . import fast_paths  # noqa: F401 - registers the built-in execution paths
 from .base import SynthesizingFunction, merge_heads, split_heads
 from .contract import check_core_args, reject_unknown_options
 from .masking import check_padding_mask, check_positions, disallowed, masked_softmax
 from .mixture import Mixture
+from .paths import AttentionCall, dispatch
 from .registry import canonical_kind, parse_kind
+from .shared_alignment import AlignmentCache
 
 
 @dataclass
@@ -158,10 +160,11 @@ class SynthesizerAttention(nn.Module):
         self.dropout = dropout
         self.value = nn.Linear(d_model, d_model, bias=bias)  # G(X), paper eq. (3)
         self.out = nn.Linear(d_model, d_model, bias=bias)
-        #: Use the fast paths (chosen per call, see ``fast_paths``); False forces the plain materialized
-        #: path ``softmax(mask(S(X))) G(X)``. Both compute the same function.
+        #: Use the fast paths (chosen per call by the path registry, ``paths.dispatch``); False forces the
+        #: reference path :meth:`attend_reference`. Both compute the same function.
         self.use_fast_paths = True
-        self._alignment_cache = fast_paths.AlignmentCache()
+        #: The shared probabilities of an input-independent kind, kept in inference (``shared_alignment``).
+        self.alignment_cache = AlignmentCache()
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, kind: str = "V", **options: Any) -> int:
@@ -214,7 +217,7 @@ class SynthesizerAttention(nn.Module):
         ``key_padding_mask``, if given, covers every position so far: (B, cache.length + T).
 
         ``position_bias``: (1 or B, H, T, cache.length + T), added to the logits before the masks and the softmax
-        (T5's relative position bias; see :meth:`_probabilities`). Every kind takes it, since every kind's
+        (T5's relative position bias; see :meth:`probabilities`). Every kind takes it, since every kind's
         attention is a softmax over logits; in a mixture it is added once, to the mixed logits
         ``sum_n alpha_n S_n(X)``. The paths that cannot add it (the shared alignment of R, Fix, FR, whose
         probabilities are computed once for the batch) fall back to the plain path; the feature kinds (V, D,
@@ -269,11 +272,11 @@ class SynthesizerAttention(nn.Module):
         positions: Tensor | None,
         synth: SynthesizingFunction | None = None,
     ) -> Tensor:
-        """``softmax(mask(S(X) + position_bias)) G(X)`` by a fast path or the plain one, with ``synth`` as S
-        (default the layer's): (B, H, T, d_h)."""
-        if self.use_fast_paths and positions is None:
-            return fast_paths.attend(self, x, v, start, state, key_padding_mask, position_bias, synth=synth)
-        return self._attend_materialized(x, v, start, state, key_padding_mask, position_bias, positions, synth=synth)
+        """``softmax(mask(S(X) + position_bias)) G(X)`` by the execution path the registry picks
+        (:func:`~synthformer.attention.paths.select_path`), with ``synth`` as S (default the layer's):
+        (B, H, T, d_h)."""
+        synth = self.synth if synth is None else synth
+        return dispatch(AttentionCall(self, synth, x, v, start, state, key_padding_mask, position_bias, positions))
 
     def _attend_grown(
         self,
@@ -310,7 +313,7 @@ class SynthesizerAttention(nn.Module):
         exact = self._attend(*args, synth=grown).detach()
         return _ValueOf.apply(exact, full)
 
-    def _probabilities(
+    def probabilities(
         self,
         x: Tensor,
         start: int,
@@ -320,9 +323,17 @@ class SynthesizerAttention(nn.Module):
         positions: Tensor | None = None,
         synth: SynthesizingFunction | None = None,
     ) -> Tensor:
-        """softmax of the masked logits (plus ``position_bias`` (1|B, H, T, S) when given): (B or 1, H, T, S);
-        with ``positions`` (B, S) the logits are the synthesizing function's (``synth``, default the layer's) at
-        those positions."""
+        """The attention probabilities ``softmax(mask(S(X) + position_bias))`` without dropout: (B or 1, H, T, S).
+
+        Args:
+            x: (B, T, d_model) the input at the query positions ``start .. start+T-1``.
+            start: position of ``x[:, 0]`` (nonzero only in incremental decoding).
+            state: the synthesizing function's decoding state, or None.
+            key_padding_mask: (B, start+T) bool, True at padding, or None.
+            position_bias: (1|B, H, T, S) added to the logits, or None.
+            positions: (B, S) the position of every key column (left padding), or None (column j is position j).
+            synth: the synthesizing function, default the layer's.
+        """
         t = x.shape[1]
         synth = self.synth if synth is None else synth
         if positions is None:
@@ -334,23 +345,25 @@ class SynthesizerAttention(nn.Module):
         mask = disallowed(t, start + t, start, self.causal, key_padding_mask, x.device)
         return masked_softmax(logits, mask)
 
-    def _attend_materialized(
+    def attend_reference(
         self,
         x: Tensor,
         v: Tensor,
-        start: int,
-        state: dict | None,
-        key_padding_mask: Tensor | None,
+        start: int = 0,
+        state: dict | None = None,
+        key_padding_mask: Tensor | None = None,
         position_bias: Tensor | None = None,
         positions: Tensor | None = None,
         synth: SynthesizingFunction | None = None,
     ) -> Tensor:
-        """The plain path: ``dropout(softmax(mask(S(X) + position_bias))) @ V`` with the L x L probabilities
-        materialized (the logits at ``positions`` (B, S) when given; ``synth`` as S, default the layer's).
+        """The reference path, the definition every other path is tested against:
+        ``dropout(softmax(mask(S(X) + position_bias))) @ V`` with the L x L probabilities materialized (the
+        logits at ``positions`` (B, S) when given; ``synth`` as S, default the layer's). ``v``: (B, H, S, d_h) the
+        values; the other arguments as :meth:`probabilities`.
 
         Returns (B, H, T, d_h).
         """
-        probs = self._probabilities(x, start, state, key_padding_mask, position_bias, positions, synth)
+        probs = self.probabilities(x, start, state, key_padding_mask, position_bias, positions, synth)
         probs = F.dropout(probs, self.dropout, self.training)
         return probs @ v  # (B|1, H, T, S) @ (B, H, S, d_h) -> (B, H, T, d_h)
 
@@ -361,7 +374,7 @@ class SynthesizerAttention(nn.Module):
         """The attention probabilities (no dropout): (B, H, L, L); rows sum to 1 (0 for fully masked rows)."""
         self._check_input(x, 0)
         key_padding_mask = check_padding_mask(key_padding_mask, x.shape[0], x.shape[1])
-        probs = self._probabilities(x, 0, None, key_padding_mask, position_bias)
+        probs = self.probabilities(x, 0, None, key_padding_mask, position_bias)
         return probs.expand(x.shape[0], -1, -1, -1)
 
     # ------------------------------------------------------------------ decoding

@@ -1,0 +1,231 @@
+"""The execution paths of the attention shell: a name -> path table, a dispatch rule, and a call counter.
+
+Every path computes the same function, ``dropout(softmax(mask(S(X) + bias))) @ G(X)`` for one call of
+:class:`~synthformer.attention.SynthesizerAttention`; they differ only in speed and memory. A path is a function
+of one :class:`AttentionCall` returning (B, H, T, d_h), registered with a rule (``applies(call) -> bool``) and a
+priority. For each call the shell asks :func:`dispatch`, which runs the first path, highest priority first, whose
+rule applies; the ``"reference"`` path (the shell's :meth:`attend_reference`, the L x L probabilities
+materialized) applies to every call and has the lowest priority, so there is always one. Calls the fast paths
+cannot serve (``call.fast`` False: the layer's ``use_fast_paths`` off, per-row ``positions``, a decoding step of a
+few positions) take the reference path without asking the rules.
+
+A user adds a path from a file of their own, without editing the library::
+
+    from synthformer.attention.paths import register_path
+
+    def banded_only(call):
+        return call.fast and type(call.synth).__name__ == "Banded" and call.position_bias is None
+
+    @register_path("banded", applies=banded_only, priority=80)
+    def banded(call):
+        ...  # (B, H, T, d_h)
+
+The built-in paths and their priorities are registered by :mod:`.fast_paths`. Every dispatch is counted under the
+path's name (:func:`path_calls`, :func:`reset_path_calls`), so tests can check which path served a call.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from torch import Tensor
+
+from .base import SynthesizingFunction
+from .settings import current
+
+__all__ = [
+    "AttentionCall",
+    "AttentionLayer",
+    "ExecutionPath",
+    "dispatch",
+    "get_path",
+    "path_calls",
+    "register_path",
+    "registered_paths",
+    "reset_path_calls",
+    "select_path",
+    "unregister_path",
+]
+
+
+class AttentionLayer(Protocol):
+    """What a path may read of the layer (:class:`~synthformer.attention.SynthesizerAttention` has it all)."""
+
+    synth: SynthesizingFunction
+    n_heads: int
+    causal: bool
+    dropout: float
+    training: bool
+    use_fast_paths: bool
+    alignment_cache: Any  # shared_alignment.AlignmentCache
+
+    #: ``probabilities(x, start, state, key_padding_mask, position_bias=None, positions=None, synth=None)``:
+    #: (B|1, H, T, S), the masked softmax without dropout
+    probabilities: Callable[..., Tensor]
+    #: ``attend_reference(x, v, start=0, state=None, key_padding_mask=None, position_bias=None, positions=None,
+    #: synth=None)``: (B, H, T, d_h), the reference path
+    attend_reference: Callable[..., Tensor]
+
+
+@dataclass
+class AttentionCall:
+    """One call of the layer's attention, as every path and rule receives it.
+
+    Attributes:
+        layer: the attention layer (for ``n_heads``, ``causal``, ``dropout``, ``training``, its public methods).
+        synth: the synthesizing function to compute with (the layer's, or a grown mixture's pretrained part).
+        x: (B, T, d_model) the input at the T query positions.
+        v: (B, H, S, d_h) the values of every key position (S = start + T).
+        start: position of ``x[:, 0]`` (nonzero only in incremental decoding).
+        state: the synthesizing function's decoding state, or None outside decoding.
+        key_padding_mask: (B, S) bool, True at padding, or None.
+        position_bias: (1|B, H, T, S) added to the logits, or None.
+        positions: (B, S) the position of every key column (left padding), or None.
+    """
+
+    layer: AttentionLayer
+    synth: SynthesizingFunction
+    x: Tensor
+    v: Tensor
+    start: int = 0
+    state: dict | None = None
+    key_padding_mask: Tensor | None = None
+    position_bias: Tensor | None = None
+    positions: Tensor | None = None
+    _features: tuple[Tensor, Tensor] | None = field(default=None, repr=False)
+
+    @property
+    def queries(self) -> int:
+        """T, the positions this call computes."""
+        return self.x.shape[1]
+
+    @property
+    def keys(self) -> int:
+        """S = start + T, the key positions attended over."""
+        return self.start + self.x.shape[1]
+
+    @property
+    def drop(self) -> float:
+        """The attention dropout probability of this call (0 outside training)."""
+        return self.layer.dropout if self.layer.training else 0.0
+
+    @property
+    def fast(self) -> bool:
+        """Whether any path but the reference may serve this call."""
+        if not self.layer.use_fast_paths or self.positions is not None:
+            return False  # the fast paths assume column j is position j (one table, cropped length axes)
+        # a decoding step's (T, S) logits are small; the other paths would copy the whole cache at every step
+        return self.state is None or self.queries > current().decode_plain_max_new
+
+    def features(self) -> tuple[Tensor, Tensor]:
+        """``synth.features(...)`` of this call, computed once (rules and the path that runs share it): the
+        pair (q, k), (B|1, H, T, e) and (B|1, H, S, e). Computed once also because V's writes its keys into the
+        decoding state."""
+        if self._features is None:
+            self._features = self.synth.features(self.x, self.start, self.state, self.key_padding_mask)
+        return self._features
+
+
+#: What a path computes: (B, H, T, d_h) for one call.
+PathFunction = Callable[[AttentionCall], Tensor]
+#: Whether a path serves a call.
+PathRule = Callable[[AttentionCall], bool]
+
+
+@dataclass(frozen=True)
+class ExecutionPath:
+    """A registered path: ``run(call)`` where ``applies(call)``; higher ``priority`` is asked first."""
+
+    name: str
+    run: PathFunction
+    applies: PathRule
+    priority: int
+    order: int  # registration order: breaks ties of priority (the earlier first)
+
+
+_PATHS: dict[str, ExecutionPath] = {}
+_BY_PRIORITY: list[ExecutionPath] = []
+_CALLS: Counter = Counter()  # written by dispatch() only
+REFERENCE = "reference"
+
+
+def _always(call: AttentionCall) -> bool:
+    return True
+
+
+def register_path(name: str, applies: PathRule, priority: int) -> Callable[[PathFunction], PathFunction]:
+    """Decorator: register ``fn(call) -> (B, H, T, d_h)`` as the path ``name`` for the calls where ``applies``.
+
+    Raises:
+        ValueError: ``name`` already registered (unregister it first), or not a non-empty string.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a path name must be a non-empty string, got {name!r}")
+    if name in _PATHS:
+        raise ValueError(f"attention path {name!r} is already registered; registered: {registered_paths()}")
+
+    def wrap(fn: PathFunction) -> PathFunction:
+        order = max((p.order for p in _PATHS.values()), default=-1) + 1
+        _PATHS[name] = ExecutionPath(name, fn, applies, priority, order)
+        _BY_PRIORITY[:] = sorted(_PATHS.values(), key=lambda p: (-p.priority, p.order))
+        return fn
+
+    return wrap
+
+
+def unregister_path(name: str) -> None:
+    """Remove the path ``name`` (for tests and experiments); the reference path cannot be removed."""
+    if name == REFERENCE or name not in _PATHS:
+        raise ValueError(f"cannot unregister attention path {name!r}; removable: "
+                         f"{[n for n in registered_paths() if n != REFERENCE]}")
+    del _PATHS[name]
+    _BY_PRIORITY[:] = [p for p in _BY_PRIORITY if p.name != name]
+
+
+def registered_paths() -> list[str]:
+    """Names of the registered paths in the order :func:`select_path` asks them (highest priority first)."""
+    return [p.name for p in _BY_PRIORITY]
+
+
+def get_path(name: str) -> ExecutionPath:
+    """The registered path ``name``; ``ValueError`` listing the registered ones when unknown."""
+    if name not in _PATHS:
+        raise ValueError(f"unknown attention path {name!r}; registered: {registered_paths()}")
+    return _PATHS[name]
+
+
+def select_path(call: AttentionCall) -> ExecutionPath:
+    """The path that serves ``call``: the reference path when ``call.fast`` is False, else the first by priority
+    whose rule applies (the reference path applies to every call)."""
+    if not call.fast:
+        return _PATHS[REFERENCE]
+    return next(p for p in _BY_PRIORITY if p.applies(call))
+
+
+def dispatch(call: AttentionCall) -> Tensor:
+    """Run the path :func:`select_path` picks for ``call`` and count it: (B, H, T, d_h)."""
+    path = select_path(call)
+    _CALLS[path.name] += 1
+    return path.run(call)
+
+
+def path_calls() -> Counter:
+    """Calls served per path name since the last :func:`reset_path_calls` (a copy; absent names read 0)."""
+    return Counter(_CALLS)
+
+
+def reset_path_calls() -> None:
+    """Set every path's call count to zero."""
+    _CALLS.clear()
+
+
+@register_path(REFERENCE, applies=_always, priority=-(2**31))  # below any other path's priority
+def reference(call: AttentionCall) -> Tensor:
+    """The plain path: the layer's :meth:`attend_reference` (probabilities materialized, the function's
+    definition)."""
+    return call.layer.attend_reference(
+        call.x, call.v, call.start, call.state, call.key_padding_mask, call.position_bias, call.positions, call.synth
+    )
