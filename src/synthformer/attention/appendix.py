@@ -88,6 +88,11 @@ class Conv(SynthesizingFunction):
         return {"x": torch.zeros(batch_size, self.d_model, self.width - 1, device=device, dtype=dtype)}
 
     @classmethod
+    def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
+        """A width-f convolution from d to L channels per head, ``H d f`` per pair."""
+        return batch * heads * pairs * d_model * int(options["conv_width"])
+
+    @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
         """``H l d f`` + ``H l`` biases."""
         f = int(cls.resolved_options(**options)["conv_width"])
@@ -134,6 +139,12 @@ class ConvReluConv(SynthesizingFunction):
         return {"x": zeros, "h": zeros.clone()}
 
     @classmethod
+    def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
+        """``f d^2`` (d -> d) per token and ``f d`` (per head d_h -> L) per pair."""
+        f = int(options["conv_width"])
+        return batch * (length * f * d_model * d_model + f * d_model * pairs)
+
+    @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
         """``f d^2 + f d l`` + ``d + H l`` biases."""
         f = int(cls.resolved_options(**options)["conv_width"])
@@ -161,6 +172,11 @@ class Bottleneck(HiddenToLength):
         return split_heads(torch.relu(self.W1(x)), self.n_heads)  # (B, H, T, r)
 
     @classmethod
+    def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
+        """d -> r -> L per head: ``H r d`` per token and ``H r`` per pair."""
+        return batch * heads * int(options["r"]) * (length * d_model + pairs)
+
+    @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
         """``H r (d + l)`` + ``H r + H l`` biases."""
         r = int(cls.resolved_options(**options)["r"])
@@ -182,6 +198,11 @@ class GatedDense(HiddenToLength):
 
     def hidden(self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None) -> Tensor:
         return split_heads(F.glu(self.W1(x), dim=-1), self.n_heads)  # (B, T, 2d) -> (B, T, d) -> (B, H, T, d_h)
+
+    @classmethod
+    def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
+        """The gated unit's two d x d maps (``2 d^2`` per token) and ``W2`` (``d`` per pair)."""
+        return batch * (length * 2 * d_model * d_model + pairs * d_model)
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:

@@ -239,6 +239,20 @@ class SynthesizingFunction(nn.Module):
         raise NotImplementedError
 
     @classmethod
+    def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict[str, Any], pairs: int) -> int:
+        """Multiply-adds of this kind's logits in one forward pass over ``batch`` sequences of ``length`` tokens.
+
+        Counted for ``synthformer.bench.flops.layer_macs`` (the shell's own work, values and output projection and
+        ``P @ V``, is counted there). ``options``: the kind's resolved options; ``pairs``: query-key pairs per
+        sequence (``L^2``, or ``L (L + 1) / 2`` causal), so products over pairs count only what a causal layer
+        needs. Every kind declares it; this default names what to add.
+        """
+        raise NotImplementedError(
+            f"attention kind {cls.name!r} declares no multiply-add count: add a classmethod "
+            f"macs(batch, length, d_model, heads, options, pairs) -> int to {cls.__name__}"
+        )
+
+    @classmethod
     def resolved_options(cls, **options: Any) -> dict[str, Any]:
         return {**cls.option_defaults, **options}
 

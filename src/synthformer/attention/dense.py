@@ -95,6 +95,11 @@ class Dense(HiddenToLength):
         return split_heads(torch.relu(self.W1(x)), self.n_heads)  # (B, H, T, d_h)
 
     @classmethod
+    def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
+        """``W1`` (``d^2`` per token) and ``W2`` (``d_h`` per pair and head, ``d`` in all)."""
+        return batch * (length * d_model * d_model + pairs * d_model)
+
+    @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
         """``d^2 + d l`` (Table 1) + ``d + H l`` biases."""
         return d_model * d_model + d_model * max_len + d_model + n_heads * max_len
@@ -199,6 +204,13 @@ class FactorizedDense(SynthesizingFunction):
 
     def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
         return self.logits_from_factors(self.logit_factors(x, start), keys)  # (B, H, T, S)
+
+    @classmethod
+    def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
+        """``W1`` (``d^2``) and the A and B heads (``d (a + b)``) per token, the outer product (1 per pair and
+        head)."""
+        a, b = factor_sizes(length, options["a"], options["b"])
+        return batch * (length * (d_model * d_model + d_model * (a + b)) + heads * pairs)
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:

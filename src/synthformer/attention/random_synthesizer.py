@@ -69,6 +69,11 @@ class Random(SynthesizingFunction):
         return self.R[:, start : start + t, :keys].unsqueeze(0)  # (1, H, T, S): target rows, source columns
 
     @classmethod
+    def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
+        """The logits are parameters (R, and Fix by inheritance): nothing to multiply."""
+        return 0
+
+    @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
         """``H l^2`` (Table 1: ``l^2`` per head)."""
         return n_heads * max_len * max_len if cls.trainable else 0
@@ -144,6 +149,11 @@ class FactorizedRandom(SynthesizingFunction):
     def cross_logits(self, x: Tensor, keys: int, start: int = 0, memory_k: Tensor | None = None) -> Tensor:
         t = x.shape[1]
         return (self.R1[:, start : start + t] @ self.R2[:, :keys].transpose(-1, -2)).unsqueeze(0)  # (1, H, T, S)
+
+    @classmethod
+    def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
+        """``R1 R2^T`` once per batch (it reads no token), ``k`` per pair and head."""
+        return heads * pairs * int(options["k"])
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:

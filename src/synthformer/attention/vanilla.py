@@ -102,6 +102,11 @@ class DotProduct(SynthesizingFunction):
         return {"k": torch.zeros(batch_size, self.n_heads, self.max_len, self.head_dim, device=device, dtype=dtype)}
 
     @classmethod
+    def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
+        """The Q and K projections (``2 d^2`` per token) and ``Q K^T`` (``d`` per pair)."""
+        return batch * (length * 2 * d_model * d_model + pairs * d_model)
+
+    @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
         """``2 d^2`` (Table 1) + ``2 d`` biases (none with ``bias=False``)."""
         return 2 * d_model * d_model + (2 * d_model if options.get("bias", True) else 0)

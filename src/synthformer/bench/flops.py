@@ -6,30 +6,25 @@ appendix ``Conv``, with ``H l d f`` weights per token) is not mistaken for a slo
 
 What is counted: the multiply-adds of the matrix products of one forward pass of ``SynthesizerAttention`` over
 B sequences of L tokens, bidirectional (every kind materializes or multiplies the full L x L matrix): the value
-and output projections (``2 d^2`` per token), ``P @ V`` (``L d`` per token), and the kind's logits (one function
-per kind below). Elementwise work (softmax, masks, mixture weights, biases) is not counted; the backward pass is
+and output projections (``2 d^2`` per token), ``P @ V`` (``L d`` per token), and the kind's logits (declared by
+the kind's class). Elementwise work (softmax, masks, mixture weights, biases) is not counted; the backward pass is
 about twice the forward for every kind, so the ratio holds for forward+backward too.
 
 Causal layers (``causal=True``) need only the query-key pairs with the key at or before the query: ``L (L + 1) / 2``
 pairs per sequence instead of ``L^2``, so every product over pairs (``Q K^T``, ``P @ V``, ``R1 R2^T``, the rows of
 ``D``'s ``W2`` a token needs, ``FD``'s outer product) is counted over those pairs only: the work a causal layer
 cannot avoid, the limit an implementation that computes the full matrix and masks it falls short of.
-Whole token mixers that are not attention kinds have their own count (:data:`MIXER_MACS`: Linformer), and
-:func:`classifier_macs` adds the feed-forward networks and the classifier head for a whole model.
+Each kind declares its own count (``SynthesizingFunction.macs``, in the kind's module), and so does a whole token
+mixer that has one (``layer_macs``: Linformer); :func:`classifier_macs` adds the feed-forward networks and the
+classifier head for a whole model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from synthformer.attention import parse_kind, resolve_mixer
-from synthformer.attention.dense import factor_sizes
+from synthformer.attention import SynthesizingFunction, get_mixer, is_whole_mixer, parse_kind
 from synthformer.models import ClassifierConfig
-
-#: kind name -> multiply-adds of its logits for (batch, length, d_model, heads, resolved options, pairs), where
-#: ``pairs`` is the query-key pairs per sequence: ``L^2`` bidirectional, ``L (L + 1) / 2`` causal
-LogitCount = Callable[[int, int, int, int, dict[str, Any], int], int]
 
 
 def query_key_pairs(length: int, causal: bool = False) -> int:
@@ -38,81 +33,12 @@ def query_key_pairs(length: int, causal: bool = False) -> int:
     return length * (length + 1) // 2 if causal else length * length
 
 
-def dot_product_macs(batch: int, length: int, d: int, heads: int, options: dict, pairs: int) -> int:
-    """``V``: the Q and K projections (``2 d^2`` per token) and ``Q K^T`` (``d`` per pair)."""
-    return batch * (length * 2 * d * d + pairs * d)
-
-
-def random_macs(batch: int, length: int, d: int, heads: int, options: dict, pairs: int) -> int:
-    """``R``, ``Fix``: the logits are parameters; nothing to multiply."""
-    return 0
-
-
-def factorized_random_macs(batch: int, length: int, d: int, heads: int, options: dict, pairs: int) -> int:
-    """``FR``: ``R1 R2^T`` once per batch (it reads no token), ``k`` per pair and head."""
-    return heads * pairs * int(options["k"])
-
-
-def dense_macs(batch: int, length: int, d: int, heads: int, options: dict, pairs: int) -> int:
-    """``D``: ``W1`` (``d^2`` per token) and ``W2`` (``d_h`` per pair and head, ``d`` in all)."""
-    return batch * (length * d * d + pairs * d)
-
-
-def factorized_dense_macs(batch: int, length: int, d: int, heads: int, options: dict, pairs: int) -> int:
-    """``FD``: ``W1`` (``d^2``) and the A and B heads (``d (a + b)``) per token, the outer product (1 per pair and
-    head)."""
-    a, b = factor_sizes(length, options["a"], options["b"])
-    return batch * (length * (d * d + d * (a + b)) + heads * pairs)
-
-
-def conv_macs(batch: int, length: int, d: int, heads: int, options: dict, pairs: int) -> int:
-    """``Conv``: a width-f convolution from d to L channels per head, ``H d f`` per pair."""
-    return batch * heads * pairs * d * int(options["conv_width"])
-
-
-def conv_relu_conv_macs(batch: int, length: int, d: int, heads: int, options: dict, pairs: int) -> int:
-    """``ConvReluConv``: ``f d^2`` (d -> d) per token and ``f d`` (per head d_h -> L) per pair."""
-    f = int(options["conv_width"])
-    return batch * (length * f * d * d + f * d * pairs)
-
-
-def bottleneck_macs(batch: int, length: int, d: int, heads: int, options: dict, pairs: int) -> int:
-    """``Bottleneck``: d -> r -> L per head, ``H r d`` per token and ``H r`` per pair."""
-    return batch * heads * int(options["r"]) * (length * d + pairs)
-
-
-def gated_dense_macs(batch: int, length: int, d: int, heads: int, options: dict, pairs: int) -> int:
-    """``GLU``: the gated unit's two d x d maps (``2 d^2`` per token) and ``W2`` (``d`` per pair)."""
-    return batch * (length * 2 * d * d + pairs * d)
-
-
-LOGIT_MACS: dict[str, LogitCount] = {
-    "V": dot_product_macs,
-    "R": random_macs,
-    "Fix": random_macs,
-    "FR": factorized_random_macs,
-    "D": dense_macs,
-    "FD": factorized_dense_macs,
-    "Conv": conv_macs,
-    "ConvReluConv": conv_relu_conv_macs,
-    "Bottleneck": bottleneck_macs,
-    "GLU": gated_dense_macs,
-}
-
-
-def linformer_macs(batch: int, length: int, d: int, heads: int, options: dict, causal: bool) -> int:
-    """Linformer, the whole layer: the Q, K, V and output projections (``4 d^2`` per token), ``E K`` and ``F V``
-    (``k d`` per token each) and attention over the k compressed positions (``Q (E K)^T`` and ``P (F V)``, ``k d``
-    per token each). It cannot be causal: its length projection mixes every position into each compressed key."""
-    if causal:
-        raise ValueError("Linformer cannot be causal (its length projection reads every position), so it has no "
-                         "causal multiply-add count")
-    return batch * length * (4 * d * d + 4 * int(options["k"]) * d)
-
-
-#: whole token mixers (not attention kinds) -> multiply-adds of the whole layer for (batch, length, d_model, heads,
-#: resolved options, causal)
-MIXER_MACS: dict[str, Callable[[int, int, int, int, dict[str, Any], bool], int]] = {"Linformer": linformer_macs}
+def _declared(cls: type, method: str, owner: type | None = None) -> bool:
+    """Whether ``cls`` declares its own ``method`` (a class of its own, not the base's default that raises)."""
+    found = getattr(cls, method, None)
+    if found is None:
+        return False
+    return owner is None or getattr(found, "__func__", None) is not getattr(owner, method).__func__
 
 
 def layer_macs(
@@ -120,26 +46,33 @@ def layer_macs(
 ) -> int:
     """Multiply-adds of one forward pass of a ``kind`` layer over (batch, length) tokens.
 
-    A mixture counts each part's logits once (its weighted sum is elementwise). Options are the layer's kind
-    options (``k``, ``a``, ``b``, ``r``, ``conv_width``), defaults filled from each part. ``causal`` counts the
-    pairwise products over the pairs a causal layer needs (:func:`query_key_pairs`). ``kind`` may also be a
-    whole token mixer of :data:`MIXER_MACS` (Linformer).
+    A mixture counts each part's logits once (its weighted sum is elementwise), each part's count declared by its
+    class (``SynthesizingFunction.macs``). Options are the layer's kind options (``k``, ``a``, ``b``, ``r``,
+    ``conv_width``), defaults filled from each part. ``causal`` counts the pairwise products over the pairs a
+    causal layer needs (:func:`query_key_pairs`). ``kind`` may also be a whole token mixer that declares
+    ``layer_macs`` (Linformer).
 
     Raises:
-        KeyError: for a kind without a counting function here (a user-registered one).
-        ValueError: ``causal`` for a mixer that cannot be causal (Linformer).
+        KeyError: for a kind that declares no count (a user-registered one), naming what to add.
+        ValueError: for a whole mixer that declares none (LightConv, DynamicConv), naming what to add; ``causal``
+            for a mixer that cannot be causal (Linformer).
     """
-    if kind in MIXER_MACS:
-        cls, _ = resolve_mixer(kind)
+    if is_whole_mixer(kind):
+        cls = get_mixer(kind)
+        if not _declared(cls, "layer_macs"):
+            # a ValueError, as for any name that is not a kind: callers (bench.lra) read it as "no count"
+            raise ValueError(f"no multiply-add count for token mixer {cls.__name__!r}: add a classmethod "
+                           "layer_macs(batch, length, d_model, heads, options, causal) -> int to its class")
         opts = {**cls.option_defaults, **{k: v for k, v in options.items() if k in cls.option_defaults}}
-        return MIXER_MACS[kind](batch, length, d_model, heads, opts, causal)
+        return cls.layer_macs(batch, length, d_model, heads, opts, causal)
     pairs = query_key_pairs(length, causal)
     total = batch * (length * 2 * d_model * d_model + pairs * d_model)  # G(X), the output projection, P @ V
     for part in parse_kind(kind):
-        if part.name not in LOGIT_MACS:
-            raise KeyError(f"no multiply-add count for attention kind {part.name!r}; add one to LOGIT_MACS")
+        if not _declared(part, "macs", SynthesizingFunction):
+            raise KeyError(f"no multiply-add count for attention kind {part.name!r}: add a classmethod "
+                           f"macs(batch, length, d_model, heads, options, pairs) -> int to {part.__name__}")
         opts = part.resolved_options(**{k: v for k, v in options.items() if k in part.option_defaults})
-        total += LOGIT_MACS[part.name](batch, length, d_model, heads, opts, pairs)
+        total += part.macs(batch, length, d_model, heads, opts, pairs)
     return total
 
 

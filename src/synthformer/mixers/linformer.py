@@ -176,6 +176,19 @@ class Linformer(nn.Module):
         return self.out_proj(y)
 
     @classmethod
+    def layer_macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict[str, Any],
+                   causal: bool = False) -> int:
+        """Multiply-adds of one forward pass of the whole layer (``synthformer.bench.flops.layer_macs``): the Q, K,
+        V and output projections (``4 d^2`` per token), ``E K`` and ``F V`` (``k d`` per token each) and attention
+        over the k compressed positions (``Q (E K)^T`` and ``P (F V)``, ``k d`` per token each). ``options``: the
+        resolved options. It cannot be causal: its length projection mixes every position into each compressed
+        key."""
+        if causal:
+            raise ValueError("Linformer cannot be causal (its length projection reads every position), so it has no "
+                             "causal multiply-add count")
+        return batch * length * (4 * d_model * d_model + 4 * int(options["k"]) * d_model)
+
+    @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options: Any) -> int:
         """Trainable parameters: ``4 (d^2 + d)`` for the projections plus ``(1 or 2) P k max_len`` for E, F."""
         opts = cls._resolve(d_model, n_heads, max_len, False, 0.0, options)
