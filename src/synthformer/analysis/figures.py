@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..attention import paper_names
 from ..plotting import new_figure, save_png
 
 __all__ = [
@@ -39,12 +40,9 @@ PANEL = (3.6, 2.8)
 #: Room in inches for the figure's title.
 TITLE_SPACE = 0.6
 
-#: The paper's names of the kinds (Table 1, appendix A.2).
-PAPER_NAMES = {
-    "V": "Vanilla", "R": "Random", "Fix": "Fixed Random", "FR": "Factorized Random", "D": "Dense",
-    "FD": "Factorized Dense", "Conv": "Conv", "ConvReluConv": "ConvReluConv", "Bottleneck": "Bottleneck",
-    "GLU": "GLU",
-}
+#: The paper's names of the kinds (Table 1), declared by each kind's class (``paper_name``); the appendix kinds
+#: keep their registered names.
+PAPER_NAMES = paper_names()
 
 
 def kind_label(kind: str) -> str:

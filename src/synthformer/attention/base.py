@@ -49,6 +49,9 @@ class SynthesizingFunction(nn.Module):
     """
 
     name: ClassVar[str] = ""
+    #: The paper's name of the kind ("Random" for R, Table 1), for figures and tables; "" where the paper has
+    #: none but the registered name (the appendix kinds).
+    paper_name: ClassVar[str] = ""
     aliases: ClassVar[tuple[str, ...]] = ()
     #: False for kinds whose logits do not depend on the input (R, Fix, FR): one alignment for the batch.
     input_dependent: ClassVar[bool] = True

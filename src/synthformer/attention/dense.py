@@ -86,6 +86,7 @@ class Dense(HiddenToLength):
     Parameters: ``d^2 + d l`` (Table 1) + ``d + H l`` biases.
     """
 
+    paper_name = "Dense"
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
         super().__init__(d_model, n_heads, max_len, causal, **options)
         self.W1 = nn.Linear(d_model, d_model)
@@ -151,6 +152,7 @@ class FactorizedDense(SynthesizingFunction):
     Parameters: ``d^2 + d (a + b)`` (Table 1) + ``d + H (a + b)`` biases.
     """
 
+    paper_name = "Factorized Dense"
     # No feature form: it would be a*b (about max_len) wide, no cheaper than the logits themselves.
     token_local = True
     supports_cross = True

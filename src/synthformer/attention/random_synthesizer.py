@@ -29,6 +29,7 @@ class Random(SynthesizingFunction):
     Parameters: ``H l^2`` (Table 1: ``l^2`` per head), no bias.
     """
 
+    paper_name = "Random"
     input_dependent = False
     supports_cross = True
     option_defaults = {"init_std": 1.0}
@@ -87,6 +88,7 @@ class FixedRandom(Random):
     checkpoints so a reloaded model uses the same alignment.
     """
 
+    paper_name = "Fixed Random"
     trainable = False
 
 
@@ -106,6 +108,7 @@ class FactorizedRandom(SynthesizingFunction):
     Parameters: ``2 H l k`` (Table 1: ``2 l k`` per head).
     """
 
+    paper_name = "Factorized Random"
     input_dependent = False
     has_features = True
     supports_cross = True

@@ -40,6 +40,7 @@ __all__ = [
     "get_kind",
     "get_mixer",
     "is_whole_mixer",
+    "paper_names",
     "parse_kind",
     "register",
     "registered_kinds",
@@ -130,6 +131,11 @@ def registered_kinds() -> list[str]:
 def registered_mixers() -> list[str]:
     """Canonical names of every registered whole token mixer (the baselines), in registration order."""
     return [e.name for e in _REGISTRY.values() if e.whole]
+
+
+def paper_names() -> dict[str, str]:
+    """Each registered kind that the paper names -> that name (``paper_name``: ``"R"`` -> ``"Random"``)."""
+    return {e.name: e.cls.paper_name for e in _REGISTRY.values() if not e.whole and e.cls.paper_name}
 
 
 def is_whole_mixer(name: str) -> bool:

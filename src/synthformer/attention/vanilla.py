@@ -29,6 +29,7 @@ class DotProduct(SynthesizingFunction):
     (:meth:`memory_keys`, (B, H, S, d_h)) are computed once per source batch.
     """
 
+    paper_name = "Vanilla"
     uses_qk = True
     has_features = True
     supports_cross = True

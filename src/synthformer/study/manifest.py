@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from synthformer.attention import paper_names
 from synthformer.common.io import atomic_write_text
 from synthformer.train import ConfigError, RunDir, RunError, apply_overrides, to_dict
 from synthformer.train.resume import EXECUTION_SETTINGS, config_differences
@@ -40,8 +41,7 @@ MANIFEST = "study.json"
 DEFAULT_KINDS: tuple[str, ...] = ("V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V")
 
 #: The paper's names of its synthesizers (mixtures keep their short form, as in the paper's tables).
-PAPER_NAMES: dict[str, str] = {"V": "Vanilla", "R": "Random", "Fix": "Fixed Random", "FR": "Factorized Random",
-                               "D": "Dense", "FD": "Factorized Dense"}
+PAPER_NAMES: dict[str, str] = paper_names()  # declared by each kind's class (``paper_name``)
 
 _VERSION = 1
 
