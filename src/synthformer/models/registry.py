@@ -25,14 +25,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from torch import nn
 
-if TYPE_CHECKING:
-    from .config import ModelConfig
-
-__all__ = ["MixerFactory", "ModelBuilder", "build_model", "config_class", "list_archs", "num_parameters",
+__all__ = ["ArchConfig", "MixerFactory", "ModelBuilder", "build_model", "config_class", "list_archs", "num_parameters",
            "register_arch", "unregister_arch"]
 
 logger = logging.getLogger(__name__)
@@ -45,12 +42,24 @@ class MixerFactory(Protocol):
                  dropout: float = 0.0, **options: Any) -> nn.Module: ...
 
 
-ModelBuilder = Callable[["ModelConfig", MixerFactory], nn.Module]
+class ArchConfig(Protocol):
+    """What the registry reads of a config: :class:`~synthformer.models.config.ModelConfig` is one. Named here
+    by its members, not imported, because ``ModelConfig.from_dict`` looks classes up in this registry."""
 
-_ARCHS: dict[str, tuple[type[ModelConfig], ModelBuilder]] = {}
+    arch: ClassVar[str]
+
+    def validate(self) -> None: ...
+
+    @classmethod
+    def field_names(cls) -> list[str]: ...
 
 
-def register_arch(config_cls: type[ModelConfig]) -> Callable[[ModelBuilder], ModelBuilder]:
+ModelBuilder = Callable[[Any, MixerFactory], nn.Module]
+
+_ARCHS: dict[str, tuple[type[ArchConfig], ModelBuilder]] = {}
+
+
+def register_arch(config_cls: type[ArchConfig]) -> Callable[[ModelBuilder], ModelBuilder]:
     """Decorator: register ``builder`` for ``config_cls.arch``. Registering an arch name twice is an error."""
 
     def wrap(builder: ModelBuilder) -> ModelBuilder:
@@ -75,20 +84,18 @@ def list_archs() -> list[str]:
     return list(_ARCHS)
 
 
-def config_class(arch: str) -> type[ModelConfig]:
+def config_class(arch: str) -> type[ArchConfig]:
     """The config class of ``arch``; unknown names raise ``ValueError`` listing the registered ones."""
     if arch not in _ARCHS:
         raise ValueError(f"arch must be one of {', '.join(repr(a) for a in _ARCHS)}, got {arch!r}")
     return _ARCHS[arch][0]
 
 
-def build_model(config: ModelConfig, mixer_factory: MixerFactory | None = None) -> nn.Module:
+def build_model(config: ArchConfig, mixer_factory: MixerFactory | None = None) -> nn.Module:
     """The model ``config`` describes, built by its architecture's builder with ``mixer_factory`` (default:
     :func:`synthformer.attention.build_mixer`). The config is validated again first, so a config edited in place
     after creation cannot slip through."""
-    from .config import ModelConfig
-
-    if not isinstance(config, ModelConfig):
+    if not isinstance(getattr(type(config), "arch", None), str) or not callable(getattr(config, "validate", None)):
         raise TypeError(f"build_model expects a ModelConfig, got {type(config).__name__}")
     config.validate()
     registered = config_class(config.arch)
