@@ -12,6 +12,8 @@ Example::
 """
 
 # isort: off
+# Importing the built-in variants registers them, before any config is checked against them.
+from .variants import parts_of
 # Importing the architecture modules registers them (the order of list_archs()).
 from .lm import LMConfig, TransformerLM, build_lm
 from .seq2seq import Seq2SeqConfig, Seq2SeqTransformer, build_seq2seq
@@ -21,7 +23,7 @@ from .dual_encoder import DualEncoderClassifier, DualEncoderConfig, build_dual_e
 # isort: on
 from .cache import DecoderCache, LayerCache, select_batch
 from .config import FFN_TYPES, NORMS, POSITIONS, ModelConfig
-from .layers import ConvReluFFN, CrossAttention, Embeddings, ReluFFN, TransformerBlock
+from .layers import ConvReluFFN, CrossAttention, Embeddings, PositionWiseFFN, ReluFFN, TransformerBlock
 from .losses import IGNORE_INDEX, classification_loss, token_cross_entropy
 from .positions import plain_positions, positions_from_padding
 from .presets import get_preset, list_presets
@@ -35,6 +37,7 @@ from .registry import (
     unregister_arch,
 )
 from .stacks import Decoder, Encoder
+from .variant_parts import VariantParts, get_variant, list_variants, register_variant, unregister_variant
 
 __all__ = [
     "FFN_TYPES",
@@ -55,12 +58,14 @@ __all__ = [
     "LayerCache",
     "MixerFactory",
     "ModelConfig",
+    "PositionWiseFFN",
     "ReluFFN",
     "Seq2SeqConfig",
     "Seq2SeqTransformer",
     "TransformerBlock",
     "TransformerClassifier",
     "TransformerLM",
+    "VariantParts",
     "build_classifier",
     "build_dual_encoder",
     "build_lm",
@@ -69,14 +74,19 @@ __all__ = [
     "classification_loss",
     "config_class",
     "get_preset",
+    "get_variant",
     "list_archs",
     "list_presets",
+    "list_variants",
     "num_parameters",
+    "parts_of",
     "plain_positions",
     "pool",
     "positions_from_padding",
     "register_arch",
+    "register_variant",
     "select_batch",
     "token_cross_entropy",
     "unregister_arch",
+    "unregister_variant",
 ]

@@ -20,9 +20,9 @@ from synthformer.attention import build_mixer
 from synthformer.attention.cross import SynthesizerCrossAttention as CrossAttention
 
 from .cache import LayerCache
-from .t5 import RMSNorm, T5FeedForward
+from .variant_parts import DEFAULT_VARIANT, VariantParts, get_variant
 
-__all__ = ["ConvReluFFN", "CrossAttention", "Embeddings", "ReluFFN", "TransformerBlock", "build_ffn"]
+__all__ = ["ConvReluFFN", "CrossAttention", "Embeddings", "PositionWiseFFN", "ReluFFN", "TransformerBlock"]
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
@@ -96,7 +96,20 @@ class Embeddings(nn.Module):
         return self.dropout(x + pos)
 
 
-class ReluFFN(nn.Module):
+class PositionWiseFFN(nn.Module):
+    """Base of the feed-forward networks that read one position at a time: decoding keeps no state, and a step is
+    the forward of the new positions. Subclasses define ``forward(x (B, L, d), padding_mask) -> (B, L, d)``."""
+
+    def step(self, x: Tensor, padding_mask: Tensor | None, cache: None) -> tuple[Tensor, None]:
+        """Decoding: position-wise, so the same as :meth:`forward`."""
+        return self.forward(x), None
+
+    def init_cache(self, batch_size: int, device=None, dtype=None) -> None:
+        """Position-wise: nothing to remember between decoding steps."""
+        return None
+
+
+class ReluFFN(PositionWiseFFN):
     """Position-wise ``linear -> ReLU -> linear``. ``forward(x (B, L, d)) -> (B, L, d)``; no decoding state."""
 
     def __init__(self, d_model: int, d_ff: int) -> None:
@@ -106,14 +119,6 @@ class ReluFFN(nn.Module):
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         return self.fc2(F.relu(self.fc1(x)))
-
-    def step(self, x: Tensor, padding_mask: Tensor | None, cache: None) -> tuple[Tensor, None]:
-        """Decoding: position-wise, so the same as :meth:`forward`."""
-        return self.forward(x), None
-
-    def init_cache(self, batch_size: int, device=None, dtype=None) -> None:
-        """Position-wise: nothing to remember between decoding steps."""
-        return None
 
 
 class ConvReluFFN(nn.Module):
@@ -172,27 +177,18 @@ class ConvReluFFN(nn.Module):
         )
 
 
-def build_ffn(kind: str, d_model: int, d_ff: int, kernel_size: int, causal: bool) -> nn.Module:
-    """The feed-forward network named ``kind`` (``"relu"`` or ``"conv_relu"``)."""
-    if kind == "relu":
-        return ReluFFN(d_model, d_ff)
-    if kind == "conv_relu":
-        return ConvReluFFN(d_model, d_ff, kernel_size, causal)
-    raise ValueError(f"ffn must be 'relu' or 'conv_relu', got {kind!r}")
-
-
 class TransformerBlock(nn.Module):
     """One Transformer layer: self-attention (any token mixer), optional cross-attention, feed-forward network;
-    each sublayer wrapped in a residual connection with dropout and LayerNorm (pre or post).
+    each sublayer wrapped in a residual connection with dropout and the variant's norm N (pre or post).
 
-    Pre-norm: ``x = x + drop(f(LN(x)))``; post-norm: ``x = LN(x + drop(f(x)))``.
+    Pre-norm: ``x = x + drop(f(N(x)))``; post-norm: ``x = N(x + drop(f(x)))``.
 
     Args:
         d_model, n_heads, max_len: width, heads and longest sequence.
         kind: the self-attention token mixer, any name :func:`synthformer.attention.build_mixer` accepts.
         causal: decoder layer (causal self-attention, causal conv FFN, decoding cache available).
-        d_ff, ffn, ffn_kernel_size: the feed-forward network (see :class:`ConvReluFFN`).
-        dropout: residual dropout.
+        d_ff, ffn, ffn_kernel_size: the feed-forward network, ``ffn`` one of ``parts.ffns``.
+        dropout: residual dropout (and whatever dropout the variant's feed-forward network has).
         attention_dropout: passed to the mixers as their ``dropout``.
         norm: ``"pre"`` or ``"post"``.
         cross_kind: None for no cross-attention, else its kind: any cross-capable kind
@@ -200,9 +196,8 @@ class TransformerBlock(nn.Module):
         kind_options: options for the self-attention mixer.
         mixer_factory: builds the self-attention mixer from ``kind`` (``build_mixer``'s signature; default
             :func:`synthformer.attention.build_mixer`): the architecture's builder hands it down.
-        variant: ``"transformer"`` or ``"t5"``: RMS norms, attention without biases or ``1/sqrt(d_h)``, T5's
-            feed-forward network (``ffn`` ``"relu"`` or ``"gated-gelu"``, dropout on its hidden layer); see
-            :mod:`synthformer.models.t5`. T5 is pre-norm.
+        parts: the variant's parts (:class:`~synthformer.models.variant_parts.VariantParts`): the norm, the
+            feed-forward networks and the options of every attention; None: the Transformer's.
 
     Shapes: ``forward(x (B, L, d), padding_mask (B, L) | None, memory_kv, memory_padding_mask (B, S) | None,
     cache=None, start=0, position_bias (1, H, L, L) | None) -> (B, L, d)``; with a :class:`LayerCache` x holds T
@@ -226,30 +221,26 @@ class TransformerBlock(nn.Module):
         cross_kind: str | None = None,
         kind_options: dict[str, Any] | None = None,
         mixer_factory: Callable[..., nn.Module] | None = None,
-        variant: str = "transformer",
+        parts: VariantParts | None = None,
     ) -> None:
         super().__init__()
-        t5 = variant == "t5"
-        self.pre_norm = norm == "pre" or t5
+        parts = parts if parts is not None else get_variant(DEFAULT_VARIANT)
+        self.pre_norm = norm == "pre"  # a variant that needs pre-norm says so in parts.requires (the config checks)
         self.causal = causal
-        make_norm = RMSNorm if t5 else nn.LayerNorm
-        layer_options = {"bias": False, "scaled": False} if t5 else {}  # T5: no biases, unscaled dot product
         factory = mixer_factory if mixer_factory is not None else build_mixer
         self.self_attn = factory(kind, d_model, n_heads, max_len, causal, attention_dropout,
-                                 **layer_options, **(kind_options or {}))
-        self.norm_self = make_norm(d_model)
+                                 **parts.attention_options, **(kind_options or {}))
+        self.norm_self = parts.norm(d_model)
         self.cross_attn = None
         if cross_kind is not None:
-            self.cross_attn = CrossAttention(d_model, n_heads, max_len, cross_kind, attention_dropout, **layer_options)
-            self.norm_cross = make_norm(d_model)
-        if t5:
-            self.ffn = T5FeedForward(d_model, d_ff, gated=ffn == "gated-gelu", dropout=dropout)
-        else:
-            self.ffn = build_ffn(ffn, d_model, d_ff, ffn_kernel_size, causal)
-        self.norm_ffn = make_norm(d_model)
+            self.cross_attn = CrossAttention(d_model, n_heads, max_len, cross_kind, attention_dropout,
+                                             **parts.attention_options)
+            self.norm_cross = parts.norm(d_model)
+        self.ffn = parts.make_ffn(ffn, d_model, d_ff, ffn_kernel_size, causal, dropout)
+        self.norm_ffn = parts.norm(d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def _residual(self, x: Tensor, norm: nn.LayerNorm, sublayer) -> Tensor:
+    def _residual(self, x: Tensor, norm: nn.Module, sublayer) -> Tensor:
         if self.pre_norm:
             return x + self.dropout(sublayer(norm(x)))
         return norm(x + self.dropout(sublayer(x)))

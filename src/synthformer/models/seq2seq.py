@@ -4,9 +4,10 @@
 T5 is a ``variant`` of this architecture, not an architecture of its own: it has the same stacks, batches,
 decoding cache and output, so every task type that trains an encoder-decoder (``seq2seq``, ``span_corruption``,
 ``text_to_text``), generation, evaluation, ``init_from`` and the Hugging Face export serve it unchanged, while a
-separate ``arch`` would have needed each of them taught a second name. ``variant="t5"`` changes the layer (see
-:mod:`synthformer.models.t5`); its relative position bias is a separate, explicit setting (``position_bias``),
-usable with either variant and with every attention kind.
+separate ``arch`` would have needed each of them taught a second name. ``variant`` names the parts the layers
+are made of (:mod:`synthformer.models.variants`; ``"t5"``'s are in :mod:`synthformer.models.t5`); T5's
+relative position bias is a separate, explicit setting (``position_bias``), usable with every variant and every
+attention kind.
 """
 
 from __future__ import annotations
@@ -20,18 +21,14 @@ from synthformer.attention.masking import any_true
 from synthformer.common.config import ConfigError
 
 from .cache import DecoderCache
-from .config import FFN_TYPES, POSITIONS, ModelConfig, check_token_head, choice, positive_int
+from .config import POSITIONS, ModelConfig, check_token_head, choice, positive_int
 from .layers import Embeddings
 from .losses import token_cross_entropy
 from .positions import put_columns, real_first, take_columns
 from .registry import MixerFactory, register_arch
 from .stacks import Decoder, Encoder
-from .t5 import init_t5_
-
-#: Layer variants of the encoder-decoder.
-VARIANTS: tuple[str, ...] = ("transformer", "t5")
-#: Position biases added to the self-attention logits.
-POSITION_BIASES: tuple[str, ...] = ("none", "t5")
+from .variant_parts import get_variant, list_variants
+from .variants import POSITION_BIASES, parts_of
 
 __all__ = ["Seq2SeqConfig", "Seq2SeqTransformer", "build_seq2seq"]
 
@@ -54,7 +51,8 @@ class Seq2SeqConfig(ModelConfig):
         encoder_kind_options, decoder_kind_options: options for one stack's mixers, updating ``kind_options``.
         tie_embeddings: the output projection shares the (target) embedding matrix.
         label_smoothing: label smoothing of the token cross-entropy (0.1 for MT in the paper).
-        variant: ``"transformer"`` (the layer above: LayerNorm, biases, scaled dot product, embeddings scaled by
+        variant: a registered variant (:func:`~synthformer.models.variant_parts.list_variants`):
+            ``"transformer"`` (the layer above: LayerNorm, biases, scaled dot product, embeddings scaled by
             ``sqrt(d)``) or ``"t5"``, T5's layer as Hugging Face's ``T5ForConditionalGeneration`` computes it:
             pre-norm RMS norms (no bias, no mean subtraction, eps 1e-6), no biases in any projection, V's dot
             product unscaled (T5 folds ``1/sqrt(d_h)`` into Q's initialisation), unscaled embeddings, dropout also
@@ -78,7 +76,6 @@ class Seq2SeqConfig(ModelConfig):
     causal_stacks: ClassVar[tuple[str, ...]] = ("decoder",)
     encoder_decoder: ClassVar[bool] = True
     legacy_fields: ClassVar[dict[str, Any]] = dict(num_classes=None, pooling="mean")
-    ffn_choices: ClassVar[tuple[str, ...]] = (*FFN_TYPES, "gated-gelu")
     position_choices: ClassVar[tuple[str, ...]] = (*POSITIONS, "none")
 
     tgt_vocab_size: int | None = None
@@ -100,7 +97,7 @@ class Seq2SeqConfig(ModelConfig):
         from synthformer.attention import check_cross_kind
 
         check_token_head(self)
-        self._validate_t5_settings()
+        self._validate_variant_settings()
         if self.tgt_vocab_size is not None:
             positive_int("tgt_vocab_size", self.tgt_vocab_size)
         if self.n_decoder_layers is not None:
@@ -112,11 +109,11 @@ class Seq2SeqConfig(ModelConfig):
         except ValueError as err:
             raise ValueError(f"cross_kind={self.cross_kind!r}: {err}") from None
 
-    def _validate_t5_settings(self) -> None:
+    def _validate_variant_settings(self) -> None:
         from synthformer.attention import is_whole_mixer
 
-        choice("variant", self.variant, VARIANTS)
-        choice("position_bias", self.position_bias, POSITION_BIASES)
+        parts = get_variant(self.variant)
+        choice("position_bias", self.position_bias, tuple(POSITION_BIASES))
         positive_int("relative_attention_num_buckets", self.relative_attention_num_buckets)
         positive_int("relative_attention_max_distance", self.relative_attention_max_distance)
         if self.relative_attention_num_buckets < 4:
@@ -128,23 +125,27 @@ class Seq2SeqConfig(ModelConfig):
                               f"{self.relative_attention_max_distance!r}")
         if not isinstance(self.scale_decoder_outputs, bool):
             raise ConfigError(f"scale_decoder_outputs must be a bool, got {self.scale_decoder_outputs!r}")
-        if self.variant == "t5":
-            for name, value, needed in (("norm", self.norm, ("pre",)), ("positions", self.positions, ("none",)),
-                                        ("ffn", self.ffn, ("relu", "gated-gelu"))):
-                if value not in needed:
-                    raise ConfigError(f"{name}={value!r} is not T5's: variant='t5' needs {name} "
-                                      f"{' or '.join(repr(n) for n in needed)}")
-        elif self.ffn == "gated-gelu":
-            raise ConfigError("ffn='gated-gelu' is T5 v1.1's feed-forward network: set variant='t5' (or use "
-                              "ffn='relu' or 'conv_relu')")
-        if self.variant == "t5" or self.position_bias != "none":
-            for stack in ("encoder", "decoder"):
-                kind = getattr(self, f"{stack}_kind")
-                for k in kind if isinstance(kind, (list, tuple)) else [kind]:
-                    if isinstance(k, str) and is_whole_mixer(k):
-                        what = "variant='t5'" if self.variant == "t5" else f"position_bias={self.position_bias!r}"
-                        raise ConfigError(f"{stack}_kind={k!r} is a whole token mixer without attention logits; "
-                                          f"{what} needs attention kinds (V, R, D, R+V, ...)")
+        problem = parts.check(self)
+        if problem is not None:
+            raise ConfigError(problem)
+        # attention options (T5's: no bias, unscaled) and a position bias need attention logits to act on
+        needs = []
+        if parts.attention_options:
+            needs.append(f"variant={self.variant!r}")
+        if POSITION_BIASES[self.position_bias] is not None:
+            needs.append(f"position_bias={self.position_bias!r}")
+        for stack in ("encoder", "decoder") if needs else ():
+            kind = getattr(self, f"{stack}_kind")
+            for k in kind if isinstance(kind, (list, tuple)) else [kind]:
+                if isinstance(k, str) and is_whole_mixer(k):
+                    raise ConfigError(f"{stack}_kind={k!r} is a whole token mixer without attention logits; "
+                                      f"{needs[0]} needs attention kinds (V, R, D, R+V, ...)")
+
+    @property
+    def ffn_choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The feed-forward networks of every registered variant (which ones ``variant`` builds is checked with
+        it): ``relu`` and ``conv_relu`` (the Transformer's), ``gated-gelu`` (T5 v1.1's), ..."""
+        return tuple(dict.fromkeys(name for variant in list_variants() for name in get_variant(variant).ffns))
 
     @property
     def target_vocab_size(self) -> int:
@@ -191,23 +192,23 @@ class Seq2SeqTransformer(nn.Module):
         if not isinstance(config, Seq2SeqConfig):
             raise ValueError(f"Seq2SeqTransformer needs a Seq2SeqConfig (arch='seq2seq'), got arch={config.arch!r}")
         self.config = config
-        t5 = config.variant == "t5"
-        emb = (config.d_model, config.max_len, config.positions, config.dropout, not t5)  # T5: unscaled embeddings
+        parts = parts_of(config)
+        emb = (config.d_model, config.max_len, config.positions, config.dropout, parts.scale_embeddings)
         self.src_embed = Embeddings(config.vocab_size, *emb)
         if config.tgt_vocab_size is None:
             # shared vocabulary: one table (positions too), saved once
             self.tgt_embed = self.src_embed
         else:
             self.tgt_embed = Embeddings(config.tgt_vocab_size, *emb)
-        self.encoder = Encoder(config, mixer_factory)
-        self.decoder = Decoder(config, cross=True, mixer_factory=mixer_factory)
+        self.encoder = Encoder(config, mixer_factory, parts)
+        self.decoder = Decoder(config, cross=True, mixer_factory=mixer_factory, parts=parts)
         self.lm_head = nn.Linear(config.d_model, config.target_vocab_size, bias=False)
         if config.tie_embeddings:
             self.lm_head.weight = self.tgt_embed.token.weight  # (V_tgt, d): lookup and projection share storage
         #: T5 v1.0 scales the decoder output by d^-1/2 before its tied output projection (the embedding is N(0, 1))
         self.output_scale = config.d_model**-0.5 if config.scale_decoder_outputs else None
-        if t5:
-            init_t5_(self, config.d_model, config.d_ff, config.n_heads)
+        if parts.init is not None:
+            parts.init(self, config)
 
     def parts(self) -> dict[str, list[nn.Module]]:
         """The modules ``train.freeze`` names: ``embeddings`` (source and target tables, one when shared) and

@@ -1,13 +1,14 @@
 """The encoder and decoder stacks shared by the task models.
 
-A stack owns its layers and, for pre-norm, the final LayerNorm (pre-norm leaves the residual stream
-un-normalized, so the stack output needs one last LayerNorm; post-norm layers already end with one).
+A stack owns its layers and, for pre-norm, the final norm (pre-norm leaves the residual stream
+un-normalized, so the stack output needs one last norm; post-norm layers already end with one).
 Embeddings and output heads belong to the models, which decide what is shared or tied.
 
-An encoder-decoder config may ask for T5's layer (``variant="t5"``: RMS norms, and dropout after the final norm
-as T5 has it) and for T5's relative position bias (``position_bias="t5"``): the stack then owns one
-:class:`~synthformer.models.t5.RelativePositionBias`, computes it once per forward (or decoding step) and passes
-the same (1, H, T, S) tensor to every layer. Configs of the other architectures have neither setting.
+What the layers are made of comes from the variant's parts (:class:`~.variant_parts.VariantParts`, given by
+the model or resolved from the config by :func:`~.variants.parts_of`): the norm, the feed-forward
+networks, the options of every attention, dropout after the final norm, and a relative position bias (T5's, with
+``position_bias="t5"``), which the stack owns, computes once per forward (or decoding step) and passes as the
+same (1, H, T, S) tensor to every layer.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from .config import ModelConfig
 from .layers import TransformerBlock
 from .positions import extend_positions, step_positions
 from .registry import MixerFactory
-from .t5 import RelativePositionBias, RMSNorm
+from .variant_parts import VariantParts
+from .variants import parts_of
 
 __all__ = ["Decoder", "Encoder"]
 
@@ -29,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 
 def _blocks(config: ModelConfig, stack: str, causal: bool, cross_kind: str | None,
-            mixer_factory: MixerFactory | None) -> nn.ModuleList:
+            mixer_factory: MixerFactory | None, parts: VariantParts) -> nn.ModuleList:
     kinds, options = config.layer_kinds(stack), config.layer_options(stack)
     return nn.ModuleList(
         TransformerBlock(
@@ -47,49 +49,34 @@ def _blocks(config: ModelConfig, stack: str, causal: bool, cross_kind: str | Non
             cross_kind=cross_kind,
             kind_options=opts,
             mixer_factory=mixer_factory,
-            variant=_variant(config),
+            parts=parts,
         )
         for kind, opts in zip(kinds, options, strict=True)
     )
 
 
-def _variant(config: ModelConfig) -> str:
-    """The layer variant (only the encoder-decoder's config has the setting)."""
-    return getattr(config, "variant", "transformer")
-
-
-def _final_norm(config: ModelConfig) -> nn.Module:
-    """What ends a stack: T5's RMS norm, a LayerNorm after pre-norm layers, nothing after post-norm."""
-    if _variant(config) == "t5":
-        return RMSNorm(config.d_model)
-    return nn.LayerNorm(config.d_model) if config.norm == "pre" else nn.Identity()
-
-
-def _final_dropout(config: ModelConfig) -> nn.Module:
-    """T5 applies dropout to a stack's output too (after the final norm); the Transformer does not."""
-    return nn.Dropout(config.dropout) if _variant(config) == "t5" else nn.Identity()
-
-
-def _position_bias(config: ModelConfig, bidirectional: bool) -> RelativePositionBias | None:
-    """The stack's relative position bias table, when the config asks for one."""
-    if getattr(config, "position_bias", "none") != "t5":
-        return None
-    return RelativePositionBias(config.n_heads, config.relative_attention_num_buckets,
-                                config.relative_attention_max_distance, bidirectional)
+def _stack_end(stack: nn.Module, config: ModelConfig, parts: VariantParts, bidirectional: bool) -> None:
+    """Give ``stack`` what follows and goes alongside its layers: the final norm, the output dropout and the
+    relative position bias (each a no-op or None when the parts have none)."""
+    stack.final_norm = parts.final_norm(config.d_model, config.norm)
+    stack.final_dropout = nn.Dropout(config.dropout) if parts.stack_dropout else nn.Identity()
+    stack.relative_bias = None if parts.position_bias is None else parts.position_bias(config, bidirectional)
 
 
 class Encoder(nn.Module):
     """Bidirectional stack of ``config.n_layers`` layers with ``config.encoder_kind`` self-attention.
 
+    ``parts``: the variant's parts; None resolves them from ``config`` (:func:`~.variants.parts_of`).
+
     Shapes: ``forward(x (B, L, d) embedded input, padding_mask (B, L) bool | None) -> (B, L, d)``.
     """
 
-    def __init__(self, config: ModelConfig, mixer_factory: MixerFactory | None = None) -> None:
+    def __init__(self, config: ModelConfig, mixer_factory: MixerFactory | None = None,
+                 parts: VariantParts | None = None) -> None:
         super().__init__()
-        self.layers = _blocks(config, "encoder", causal=False, cross_kind=None, mixer_factory=mixer_factory)
-        self.final_norm = _final_norm(config)
-        self.final_dropout = _final_dropout(config)
-        self.relative_bias = _position_bias(config, bidirectional=True)
+        parts = parts if parts is not None else parts_of(config)
+        self.layers = _blocks(config, "encoder", False, None, mixer_factory, parts)
+        _stack_end(self, config, parts, bidirectional=True)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         length = x.shape[1]
@@ -108,17 +95,17 @@ class Decoder(nn.Module):
     Decoding: ``init_cache(...)`` then ``step(x (B, T', d), cache, padding_mask (B, S' + T') | None, positions
     (B, T') | None) -> ((B, T', d), cache)`` for the next T' positions; the outputs equal those of the full
     forward at the same positions. ``positions`` are those of left-padded rows (see
-    :mod:`synthformer.models.positions`); the cache keeps them for the later steps.
+    :mod:`synthformer.models.positions`); the cache keeps them for the later steps. ``parts`` as the encoder's.
     """
 
-    def __init__(self, config: ModelConfig, cross: bool, mixer_factory: MixerFactory | None = None) -> None:
+    def __init__(self, config: ModelConfig, cross: bool, mixer_factory: MixerFactory | None = None,
+                 parts: VariantParts | None = None) -> None:
         super().__init__()
         self.cross = cross
+        parts = parts if parts is not None else parts_of(config)
         cross_kind = config.cross_kind if cross else None  # only an encoder-decoder config has one
-        self.layers = _blocks(config, "decoder", causal=True, cross_kind=cross_kind, mixer_factory=mixer_factory)
-        self.final_norm = _final_norm(config)
-        self.final_dropout = _final_dropout(config)
-        self.relative_bias = _position_bias(config, bidirectional=False)
+        self.layers = _blocks(config, "decoder", True, cross_kind, mixer_factory, parts)
+        _stack_end(self, config, parts, bidirectional=False)
 
     def _bias(self, queries: int, start: int) -> Tensor | None:
         """(1, H, T, start + T) relative position bias of the queries at ``start ..``, or None."""

@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .layers import PositionWiseFFN
+
 __all__ = ["RMSNorm", "RelativePositionBias", "T5FeedForward", "init_t5_", "relative_position_bucket"]
 
 #: T5's layer-norm epsilon (``layer_norm_epsilon`` of every released T5 config).
@@ -120,7 +122,7 @@ def gelu_new(x: Tensor) -> Tensor:
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
-class T5FeedForward(nn.Module):
+class T5FeedForward(PositionWiseFFN):
     """T5's feed-forward network, no biases: ReLU (v1.0, ``wi``, ``wo``) or gated-GELU (v1.1, ``wi_0``, ``wi_1``,
     ``wo``; GELU's tanh approximation, ``gelu_new``), with dropout on the hidden layer.
 
@@ -144,14 +146,6 @@ class T5FeedForward(nn.Module):
         else:
             h = F.relu(self.wi(x))  # (B, L, d_ff)
         return self.wo(self.dropout(h))
-
-    def step(self, x: Tensor, padding_mask: Tensor | None, cache: None) -> tuple[Tensor, None]:
-        """Decoding: position-wise, so the same as :meth:`forward`."""
-        return self.forward(x), None
-
-    def init_cache(self, batch_size: int, device=None, dtype=None) -> None:
-        """Position-wise: nothing to remember between decoding steps."""
-        return None
 
 
 @torch.no_grad()
