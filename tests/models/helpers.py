@@ -89,3 +89,14 @@ def train(model: nn.Module, arch: str, steps: int = 30, lr: float = 3e-3, seed: 
 
 def replace(config: ModelConfig, **changes) -> ModelConfig:
     return dataclasses.replace(config, **changes)
+
+
+def assert_cached_decoding_equals_forward(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor) -> None:
+    """An encoder-decoder's logits decoded one target token at a time with its cache equal its full forward's:
+    src (B, S), tgt (B, T)."""
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        full = model.decode(tgt, memory, mask)  # (B, T, V)
+        cache = model.init_cache(memory, mask)
+        steps = [model.decode_step(tgt[:, t : t + 1], cache)[0] for t in range(tgt.shape[1])]
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)

@@ -15,6 +15,7 @@ from synthformer.models.t5 import RMSNorm, relative_position_bucket
 
 from ..attention.conftest import D_MODEL, HEADS, MAX_LEN, build, padding
 from ..attention.reference import reference_forward
+from .helpers import assert_cached_decoding_equals_forward
 
 T5_TINY = dict(vocab_size=64, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=16, dropout=0.0, pad_id=0,
                bos_id=0, eos_id=1, variant="t5", positions="none", position_bias="t5")
@@ -143,12 +144,7 @@ def test_a_t5_model_with_a_mixture_decodes_with_its_cache_as_its_full_forward(ff
     src = torch.randint(2, 64, (2, 7))
     src[1, 5:] = 0
     tgt = torch.randint(2, 64, (2, 6))
-    with torch.no_grad():
-        memory, mask = model.encode(src)
-        full = model.decode(tgt, memory, mask)
-        cache = model.init_cache(memory, mask)
-        steps = [model.decode_step(tgt[:, t : t + 1], cache)[0] for t in range(tgt.shape[1])]
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+    assert_cached_decoding_equals_forward(model, src, tgt)
 
 
 @pytest.mark.parametrize("kind", ["R+V", "FR+V", "D+V", "FD+V", "R+D+V"])
