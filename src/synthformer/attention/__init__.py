@@ -13,6 +13,15 @@ from .cross import check_cross_kind, cross_kinds
 from .factory import available_mixers, build_mixer, resolve_mixer
 from .masking import masked_softmax
 from .mixture import Mixture
+from .paths import (
+    AttentionCall,
+    path_calls,
+    register_path,
+    registered_paths,
+    reset_path_calls,
+    select_path,
+    unregister_path,
+)
 from .registry import (
     canonical_kind,
     get_kind,
@@ -29,6 +38,7 @@ from .shell import AttentionCache, SynthesizerAttention
 
 __all__ = [
     "AttentionCache",
+    "AttentionCall",
     "DecodingCache",
     "Mixture",
     "SynthesizerAttention",
@@ -45,9 +55,15 @@ __all__ = [
     "masked_softmax",
     "paper_names",
     "parse_kind",
+    "path_calls",
     "register",
+    "register_path",
     "registered_kinds",
     "registered_mixers",
+    "registered_paths",
+    "reset_path_calls",
     "resolve_mixer",
+    "select_path",
     "unregister",
+    "unregister_path",
 ]

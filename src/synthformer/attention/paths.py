@@ -11,15 +11,16 @@ few positions) take the reference path without asking the rules.
 
 A user adds a path from a file of their own, without editing the library::
 
-    from synthformer.attention.paths import register_path
+    from synthformer.attention import register_path
 
-    def banded_only(call):
-        return call.fast and type(call.synth).__name__ == "Banded" and call.position_bias is None
+    def unmasked_banded(call):
+        return isinstance(call.synth, Banded) and call.key_padding_mask is None and call.position_bias is None
 
-    @register_path("banded", applies=banded_only, priority=80)
+    @register_path("banded", applies=unmasked_banded, priority=80)
     def banded(call):
         ...  # (B, H, T, d_h)
 
+docs/extending.md, "An execution path", walks through one.
 The built-in paths and their priorities are registered by :mod:`.fast_paths`. Every dispatch is counted under the
 path's name (:func:`path_calls`, :func:`reset_path_calls`), so tests can check which path served a call.
 """
