@@ -153,9 +153,9 @@ def glue_majority(spec: Spec, run_dir: Path | None) -> dict[str, dict[str, Any]]
     """Each dev set answered with its task's most frequent training label (the text-to-text task's own
     ``majority_scores``; diagnostics with the label of the task they are cast as), scored like the models:
     ``valid`` holds ``<task>_<metric>`` in percent and the benchmark's average, as a model row's ``valid`` does."""
-    from synthformer.tasks.metrics.glue import glue_average
     from synthformer.tasks.sources import load_raw_data
-    from synthformer.tasks.types.text_to_text import majority_scores
+    from synthformer.tasks.suites.glue.metrics import glue_average
+    from synthformer.tasks.suites.glue.text_to_text import majority_scores
 
     run = _run_config(spec)
     raw = load_raw_data(run.task)
@@ -223,8 +223,8 @@ def copy_source(spec: Spec, run_dir: Path | None) -> dict[str, dict[str, Any]]:
 def lead(spec: Spec, run_dir: Path | None) -> dict[str, dict[str, Any]]:
     """The document's first ``n`` sentences (a dialogue's first ``n`` turns) as its summary, ROUGE on the test
     split against the references ``synthformer eval`` scores the models with."""
-    from synthformer.tasks.metrics.baselines import lead_scores
     from synthformer.tasks.sources import load_raw_data
+    from synthformer.tasks.suites.summarization import lead_scores
 
     run = _run_config(spec)
     pairs = load_raw_data(run.task).splits["test"]
@@ -235,10 +235,9 @@ def lead(spec: Spec, run_dir: Path | None) -> dict[str, dict[str, Any]]:
 
 def frequent_reply(spec: Spec, run_dir: Path | None) -> dict[str, dict[str, Any]]:
     """The training split's most frequent reply to every test context, with the config's dialogue metrics."""
-    from synthformer.data.dialogue import dialogue_exchanges
-    from synthformer.tasks.metrics.baselines import frequent_reply_scores, most_frequent
-    from synthformer.tasks.metrics.dialogue import DIALOGUE_METRICS
+    from synthformer.tasks.metrics.baselines import most_frequent
     from synthformer.tasks.sources import load_raw_data
+    from synthformer.tasks.suites.dialogue import DIALOGUE_METRICS, dialogue_exchanges, frequent_reply_scores
 
     run = _run_config(spec)
     raw = load_raw_data(run.task)

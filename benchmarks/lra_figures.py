@@ -12,8 +12,8 @@ import argparse
 import random
 from pathlib import Path
 
-from synthformer.data.pathfinder import PATHFINDER_SPECS, draw_image
 from synthformer.plotting import new_figure, save_png
+from synthformer.tasks.suites.lra.pathfinder import PATHFINDER_SPECS, draw_image
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "figures" / "lra_pathfinder.png"
 #: (size, seed, connected) of each panel, in reading order

@@ -153,7 +153,7 @@ def matching_example(seed: int = 7) -> str:
     the pair config's vocabulary and number of replaced symbols."""
     import yaml
 
-    from synthformer.tasks.generators.matching import generate_pairs, pair_label
+    from synthformer.tasks.suites.probes.matching import generate_pairs, pair_label
 
     config = yaml.safe_load((ROOT / STUDIES["pair"][0]).read_text(encoding="utf-8"))
     options = config["task"]["generator_options"]

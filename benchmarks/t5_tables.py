@@ -84,9 +84,9 @@ def finetune_table(runs: list[Path], majority: Path | None = None) -> str:
 def majority_cells(glue_dir: Path, columns: list[tuple[str, list[str], str]]) -> tuple[float, list[str]]:
     """The majority-label reference (each task's most frequent training label, on its dev set): the GLUE average
     and one ``a/b`` cell per column."""
-    from synthformer.data.glue import read_glue_split
-    from synthformer.tasks.metrics.glue import glue_average
-    from synthformer.tasks.types.text_to_text import majority_scores
+    from synthformer.tasks.suites.glue.metrics import glue_average
+    from synthformer.tasks.suites.glue.reader import read_glue_split
+    from synthformer.tasks.suites.glue.text_to_text import majority_scores
 
     tasks = [c[0] for c in columns]
     train = [e for t in tasks for e in read_glue_split(t, glue_dir, "train")]

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from synthformer.data import ALGORITHMIC_TASKS, algorithmic_tokenizer, generate_algorithmic, solve_algorithmic
+from synthformer.tasks.suites.probes import (
+    ALGORITHMIC_TASKS,
+    algorithmic_tokenizer,
+    generate_algorithmic,
+    solve_algorithmic,
+)
 
 
 @pytest.mark.parametrize("task", ALGORITHMIC_TASKS)

@@ -19,12 +19,10 @@ from synthformer.data import (
     build_tokenizer,
     collate_lm,
     encode_corpus,
-    generate_algorithmic,
-    generate_listops,
-    listops_tokenizer,
     pad_sequences,
 )
-from synthformer.data.algorithmic import algorithmic_tokenizer
+from synthformer.tasks.suites.lra import generate_listops, listops_tokenizer
+from synthformer.tasks.suites.probes import algorithmic_tokenizer, generate_algorithmic
 
 LM_KEYS = {"input_ids", "labels"}
 SEQ2SEQ_KEYS = {"src_ids", "src_padding_mask", "tgt_ids", "labels"}

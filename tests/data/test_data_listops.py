@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from synthformer.data import (
-    DataError,
+from synthformer.data import DataError
+from synthformer.tasks.suites.lra import (
     evaluate_source,
     generate_listops,
     listops_tokenizer,
@@ -18,7 +18,7 @@ from synthformer.data import (
     write_listops_splits,
     write_listops_tsv,
 )
-from synthformer.data.listops import (
+from synthformer.tasks.suites.lra.listops import (
     LISTOPS_VOCAB,
     ListOpsExample,
     ListOpsNode,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from synthformer.data import DataError, build_tokenizer
-from synthformer.data.dialogue import Dialogue, dialogue_exchanges, read_dialogues
-from synthformer.data.dialogue_dataset import PARTNER, PERSONA, SELF, DialogueDataset, encode_source
 from synthformer.data.sentinels import SentinelTokenizer
+from synthformer.tasks.suites.dialogue.dataset import PARTNER, PERSONA, SELF, DialogueDataset, encode_source
+from synthformer.tasks.suites.dialogue.reader import Dialogue, dialogue_exchanges, read_dialogues
 
 # the layout of shared/data/personachat/valid_self_original_no_cands.txt
 NUMBERED = """\

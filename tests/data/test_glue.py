@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from synthformer.data.errors import DataError
-from synthformer.data.glue import (
+from synthformer.tasks.suites.glue.reader import (
     GLUE_TASKS,
     TextToTextExample,
     get_glue_task,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from synthformer.data import generate_listops, read_listops_tsv
-from synthformer.data.listops import DIGITS, END, OPERATORS
+from synthformer.tasks.suites.lra import generate_listops, read_listops_tsv
+from synthformer.tasks.suites.lra.listops import DIGITS, END, OPERATORS
 
 #: configs/lra_listops.yaml's generator options
 LRA = {"min_length": 500, "max_length": 2000, "max_depth": 10, "max_args": 10}

@@ -11,14 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from synthformer.data import (
-    ByteTokenizer,
-    DataError,
-    PairClassificationDataset,
-    read_cifar10,
-    read_cifar10_batch,
-    read_matching_tsv,
-)
+from synthformer.data import ByteTokenizer, DataError
+from synthformer.tasks.suites.lra import PairClassificationDataset, read_cifar10, read_cifar10_batch, read_matching_tsv
 
 
 def write_batch(path: Path, data: np.ndarray, labels: list[int]) -> Path:

@@ -9,8 +9,8 @@ from collections import deque
 import numpy as np
 import pytest
 
-from synthformer.data import PATHFINDER_SPECS, generate_pathfinder
-from synthformer.data.pathfinder import PathfinderSpec, draw_image
+from synthformer.tasks.suites.lra import PATHFINDER_SPECS, generate_pathfinder
+from synthformer.tasks.suites.lra.pathfinder import PathfinderSpec, draw_image
 
 
 def flood(pixels: np.ndarray, start: tuple[int, int], reach: int) -> set[tuple[int, int]]:

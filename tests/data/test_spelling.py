@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from synthformer.data import build_tokenizer
-from synthformer.data.glue_tasks import GLUE_TASKS
 from synthformer.data.spelling import first_misspelling, spells, unspellable
 from synthformer.data.tokenization import TOKENIZER_KINDS
 from synthformer.data.tokenizer_spm import BYTE_FALLBACK_MIN_PIECES
+from synthformer.tasks.suites.glue.table import GLUE_TASKS
 
 pytest.importorskip("sentencepiece", reason="the sentencepiece kind needs the 'hf' extra")
 

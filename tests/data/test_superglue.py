@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from synthformer.data.errors import DataError
-from synthformer.data.glue import glue_split_path, load_hf_glue, read_glue_split
-from synthformer.data.superglue import mark_pronoun
+from synthformer.tasks.suites.glue.reader import glue_split_path, load_hf_glue, read_glue_split
+from synthformer.tasks.suites.glue.superglue import mark_pronoun
 
 
 @pytest.fixture(scope="module")

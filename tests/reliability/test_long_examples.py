@@ -52,8 +52,8 @@ def test_a_run_with_few_long_examples_starts_and_reports_them(tmp_path: Path, ca
 def test_lra_listops_files_are_read_without_parentheses_as_lra_does(tmp_path: Path) -> None:
     """Found by the check above: the LRA-format reader kept "(" and ")" as tokens, so 81% of the shared sample's
     examples were longer than max_len 2000 and were silently cut."""
-    from synthformer.data import ListOpsExample, write_listops_tsv
     from synthformer.tasks import load_run_config, prepare_data
+    from synthformer.tasks.suites.lra import ListOpsExample, write_listops_tsv
 
     source = "( ( [MAX 2 ) ( ( [MIN 4 ) 7 ) ] ) 9 ) ]"
     for split in ("train", "val"):

@@ -11,15 +11,14 @@ import torch
 
 from synthformer.tasks.metrics.baselines import (
     copy_source_bleu,
-    frequent_reply_scores,
-    lead_scores,
-    lead_summaries,
     majority_class,
     most_frequent,
     span_corruption_baselines,
     target_tokens,
     unigram_nats,
 )
+from synthformer.tasks.suites.dialogue import frequent_reply_scores
+from synthformer.tasks.suites.summarization import lead_scores, lead_summaries
 from synthformer.tasks.types.lm import unigram_bits_per_token
 
 

@@ -6,14 +6,14 @@ import logging
 
 import pytest
 
-from synthformer.data.glue import TextToTextExample, get_glue_task
-from synthformer.tasks.metrics.glue import (
+from synthformer.tasks.suites.glue.metrics import (
     TaskScore,
     glue_average,
     glue_task_from_config,
     majority_prediction,
     score_predictions,
 )
+from synthformer.tasks.suites.glue.reader import TextToTextExample, get_glue_task
 from synthformer.train import ConfigError
 
 
@@ -98,7 +98,7 @@ def test_stsb_invalid_prediction_is_minus_one() -> None:
 
 
 def test_constant_predictions_give_zero_correlation(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="synthformer.tasks.metrics.glue"):
+    with caplog.at_level(logging.WARNING, logger="synthformer.tasks.suites.glue.metrics"):
         result = score_predictions("stsb", ["3.0"] * 4, _examples("stsb", [1.0, 2.0, 3.0, 4.0]))
     assert result.metrics == {"pearson": 0.0, "spearman": 0.0} and result.score == 0.0
     assert "stsb pearson is undefined" in caplog.text and "stsb spearman is undefined" in caplog.text

@@ -16,7 +16,7 @@ import yaml
 from synthformer.cli.main import main
 from synthformer.data import load_tokenizer
 from synthformer.tasks import load_run_config, prepare_data
-from synthformer.tasks.generators import listops as listops_generator
+from synthformer.tasks.suites.lra import listops_generator
 from synthformer.train.rundir import RunDir
 
 from .helpers import write_yaml

@@ -12,8 +12,8 @@ import pytest
 
 from synthformer.cli.main import main
 from synthformer.tasks import RunConfig, load_raw_data
-from synthformer.tasks.generators.matching import MatchingGenerator
-from synthformer.tasks.generators.recall import RecallGenerator
+from synthformer.tasks.suites.probes.matching import MatchingGenerator
+from synthformer.tasks.suites.probes.recall import RecallGenerator
 from synthformer.train import ConfigError, from_dict
 from tests.tasks.helpers import TINY_MODEL, TINY_TRAIN, write_yaml
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from synthformer.data.glue import TextToTextExample
-from synthformer.tasks.metrics.glue import (
+from synthformer.tasks.suites.glue.metrics import (
     TaskScore,
     average_tasks,
     glue_average,
@@ -14,7 +13,8 @@ from synthformer.tasks.metrics.glue import (
     missing_tasks,
     score_predictions,
 )
-from synthformer.tasks.metrics.superglue import normalize_answer, squad_f1, wsc_names_referent
+from synthformer.tasks.suites.glue.reader import TextToTextExample
+from synthformer.tasks.suites.glue.superglue_metrics import normalize_answer, squad_f1, wsc_names_referent
 
 _BOOL = ("False", "True")
 

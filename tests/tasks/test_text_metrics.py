@@ -14,9 +14,9 @@ import logging
 
 import pytest
 
-from synthformer.tasks.metrics import dialogue as dialogue_metrics
-from synthformer.tasks.metrics.dialogue import dialogue_scores, distinct_n
-from synthformer.tasks.metrics.summary import rouge_scores, split_sentences
+from synthformer.tasks.suites.dialogue import metrics as dialogue_metrics
+from synthformer.tasks.suites.dialogue.metrics import dialogue_scores, distinct_n
+from synthformer.tasks.suites.summarization.metrics import rouge_scores, split_sentences
 
 # nlg-eval's README example
 HYPOTHESES = ["this is the model generated sentence1 which seems good enough",
@@ -62,7 +62,7 @@ def test_distinct_n_counts_distinct_ngrams_over_all_outputs() -> None:
 def test_meteor_without_java_is_skipped_with_one_warning(monkeypatch, caplog) -> None:
     monkeypatch.setattr(dialogue_metrics.shutil, "which", lambda name: None)  # as if java were not installed
     monkeypatch.setattr(dialogue_metrics, "_warned", set())
-    with caplog.at_level(logging.WARNING, logger="synthformer.tasks.metrics.dialogue"):
+    with caplog.at_level(logging.WARNING, logger="synthformer.tasks.suites.dialogue.metrics"):
         first = dialogue_scores(HYPOTHESES, REFERENCES)
         second = dialogue_scores(HYPOTHESES, REFERENCES)
     assert "meteor" not in first and "meteor" not in second

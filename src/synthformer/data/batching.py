@@ -306,7 +306,7 @@ class ClassificationDataset(Dataset[dict[str, Tensor]]):
 
     Args:
         examples: (text, label) records, e.g. :class:`~synthformer.data.readers.ClassificationExample`
-            or :class:`~synthformer.data.listops.ListOpsExample`; labels are compared as strings.
+            or a suite's (LRA's ListOps records); labels are compared as strings.
         tokenizer: the tokenizer.
         label_set: the classes in index order (e.g. from
             :func:`~synthformer.data.readers.build_label_set` on the training data).

@@ -1,9 +1,12 @@
 """The glue from a run configuration to data, tokenizer, model, trainer and metrics.
 
 Layout: :mod:`.contract` (what a task type, a generator and the data they exchange are), :mod:`.registry` (the
-tables of registered ones), ``types/`` and ``generators/`` (the built-in ones), :mod:`.sources` (raw splits),
-``run/`` (configuration, data preparation, training into a run directory, resume, loading, evaluation,
-generation), ``metrics/`` (likelihood, GLUE, summary and dialogue metrics) and :mod:`.compare`.
+tables of registered ones), ``types/`` and ``generators/`` (the generic task types and generators: ``lm``,
+``seq2seq``, ``classification``, ``span_corruption``, ``pystdlib``), ``suites/`` (one package per benchmark with
+its readers, generators, task types and metrics: ``glue``, ``summarization``, ``dialogue``, ``lra``, ``probes``),
+:mod:`.sources` (raw splits), ``run/`` (configuration, data preparation, training into a run directory, resume,
+loading, evaluation, generation), ``preparing/`` (``synthformer prepare``), ``metrics/`` (likelihood and the
+trivial baselines) and :mod:`.compare`.
 
 Flow (one direction): :class:`RunConfig` (YAML + dotted overrides) -> raw splits (:func:`load_raw_data`: files,
 built-in generators, Hugging Face data sets) -> a tokenizer trained on the training split -> datasets -> the model
@@ -20,7 +23,8 @@ Example::
 """
 
 # isort: off
-# The contract and the tables first, then the built-in task types and generators (importing them registers them).
+# The contract and the tables first, then the task types and generators: the generic ones, then the suites', which
+# build on them (importing them registers them).
 from .contract import GenerateOptions, Generated, Generator, LoadedRun, RawData, TaskData, TaskType
 from .registry import (
     get_generator,
@@ -33,7 +37,7 @@ from .registry import (
     unregister_generator,
     unregister_task_type,
 )
-from . import types, generators  # noqa: F401
+from . import types, generators, suites  # noqa: F401
 
 # isort: on
 from synthformer.train import RunError

@@ -1,22 +1,7 @@
-"""The built-in data generators (no files, no network), one module each; importing registers them."""
+"""The generic data generators (no files, no network); importing registers them. ``pystdlib`` (the Python standard
+library's sources, the default corpus of ``lm`` and ``span_corruption``) is the one left here: a benchmark's own
+generators (ListOps, Pathfinder, the probes) live in its suite (``tasks/suites``)."""
 
-# isort: off
 from .pystdlib import PyStdlibGenerator, load_pystdlib, stdlib_source_files
-from .listops import ListOpsGenerator
-from .algorithmic import AlgorithmicGenerator
-from .matching import MatchingGenerator
-from .recall import RecallGenerator
-from .pathfinder import PathfinderGenerator
 
-# isort: on
-
-__all__ = [
-    "AlgorithmicGenerator",
-    "ListOpsGenerator",
-    "MatchingGenerator",
-    "PathfinderGenerator",
-    "PyStdlibGenerator",
-    "RecallGenerator",
-    "load_pystdlib",
-    "stdlib_source_files",
-]
+__all__ = ["PyStdlibGenerator", "load_pystdlib", "stdlib_source_files"]

@@ -7,10 +7,7 @@ the data with the same metric code the models are scored with, so that a results
   chance level of a uniform guess beside it.
 * :func:`unigram_nats` and :func:`span_corruption_baselines`: the loss of a unigram model of the target tokens,
   and of one that also knows where T5's sentinels and ``</s>`` go ("predict the sentinels").
-* :func:`lead_summaries` / :func:`lead_scores`: the first sentences of the document as its summary, scored with
-  ROUGE (:mod:`.summary`).
-* :func:`most_frequent` / :func:`frequent_reply_scores`: one reply, the training split's most frequent, for every
-  dialogue context, scored with the dialogue metrics (:mod:`.dialogue`).
+* :func:`most_frequent`: the training split's most frequent text (the dialogue suite scores it as every reply).
 * :func:`copy_source_bleu`: the source sentence as its own translation, scored with sacrebleu's BLEU.
 
 Ties (two labels or replies equally frequent) go to the one seen first in the training split, the rule of
@@ -32,9 +29,8 @@ from torch import Tensor
 from ..types.classification import majority_baseline
 from ..types.lm import unigram_bits_per_token
 
-__all__ = ["MajorityClass", "SpanCorruptionBaselines", "copy_source_bleu", "frequent_reply_scores", "lead_scores",
-           "lead_summaries", "majority_class", "most_frequent", "span_corruption_baselines", "target_tokens",
-           "unigram_nats"]
+__all__ = ["MajorityClass", "SpanCorruptionBaselines", "copy_source_bleu", "majority_class", "most_frequent",
+           "span_corruption_baselines", "target_tokens", "unigram_nats"]
 
 
 # --------------------------------------------------------------------------- classification
@@ -183,25 +179,7 @@ def span_corruption_baselines(train_targets: Tensor, valid_targets: Tensor, voca
                                    sentinel_share=float(is_special.sum()) / total)
 
 
-# --------------------------------------------------------------------------- summaries, replies, translations
-
-
-def lead_summaries(documents: Sequence[str], n: int = 3) -> list[str]:
-    """Each document's first ``n`` sentences, one per line: its lines when it has line breaks (a dialogue's
-    turns), else the sentences of :func:`~synthformer.tasks.metrics.summary.split_sentences`."""
-    from .summary import split_sentences
-
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    return ["\n".join(split_sentences(d).splitlines()[:n]) for d in documents]
-
-
-def lead_scores(documents: Sequence[str], references: Sequence[str], n: int = 3) -> dict[str, float]:
-    """ROUGE-1/2/L/Lsum F1 (0-100) of the lead-``n`` summaries against ``references``, by the summarization task's
-    own :func:`~synthformer.tasks.metrics.summary.rouge_scores`."""
-    from .summary import rouge_scores
-
-    return rouge_scores(lead_summaries(documents, n), references)
+# --------------------------------------------------------------------------- replies, translations
 
 
 def most_frequent(texts: Iterable[str]) -> tuple[str, int]:
@@ -214,17 +192,6 @@ def most_frequent(texts: Iterable[str]) -> tuple[str, int]:
     if not counts:
         raise ValueError("no text to count")
     return counts.most_common(1)[0]
-
-
-def frequent_reply_scores(train_replies: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]],
-                          names: Sequence[str] | None = None) -> tuple[str, dict[str, float]]:
-    """The training split's most frequent reply given to every one of ``references``' contexts, scored by the
-    dialogue task's :func:`~synthformer.tasks.metrics.dialogue.dialogue_scores` (``names``: its metric names;
-    default all). Returns (the reply, the scores in percent)."""
-    from .dialogue import DIALOGUE_METRICS, dialogue_scores
-
-    reply, _ = most_frequent(train_replies)
-    return reply, dialogue_scores([reply] * len(references), references, names or DIALOGUE_METRICS)
 
 
 def copy_source_bleu(sources: Sequence[str], references: Sequence[str]) -> float:

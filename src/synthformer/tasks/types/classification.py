@@ -1,10 +1,9 @@
 """Task type ``classification``: an encoder classifier from text to one label.
 
 Files, by ``task.format`` (inferred from the suffix): ``jsonl``, ``csv``, ``tsv`` (``text_field`` /
-``label_field``), ``label_text`` (``label text`` lines, SST-2), ``listops_tsv`` (the LRA ListOps files) or
-``cifar10`` (CIFAR-10's python batches as LRA's Image task sees them: a batch file, or a ``cifar-10-batches-py``
-folder's five training batches; 1024 gray pixels per image, one byte each, for the ``byte`` tokenizer); also a
-Hugging Face data set or a generator (``listops``, ``pathfinder``). The classes are the training split's labels (sorted
+``label_field``), ``label_text`` (``label text`` lines, SST-2) or a format a suite adds with
+:meth:`Classification.add_format` (the LRA suite's ``listops_tsv`` and ``cifar10``); also a Hugging Face data set
+or a generator (``listops``, ``pathfinder``). The classes are the training split's labels (sorted
 numerically when all are integers); a valid or test label never seen in training is an error. Metrics: loss and
 accuracy. Baseline: the majority class. Generation predicts the label of each input text.
 """
@@ -13,8 +12,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -24,10 +23,7 @@ from synthformer.data import (
     ClassificationDataset,
     DataError,
     load_hf_dataset,
-    read_cifar10,
     read_classification,
-    read_listops_tsv,
-    tokenize_source,
 )
 from synthformer.train import ConfigError
 
@@ -107,12 +103,8 @@ def label_set_of(labels: list[str]) -> list[str]:
 
 def _read_examples(task: TaskConfig, path: str) -> list[Any]:
     fmt = task.file_format
-    if fmt == "listops_tsv":
-        # LRA's input pipeline drops the parentheses (they only mark where a number ends): without this the
-        # sequences are 3x longer and 81% of the shared sample's examples exceed max_len 2000
-        return [(" ".join(tokenize_source(ex.source)), str(ex.target)) for ex in read_listops_tsv(path)]
-    if fmt == "cifar10":
-        return read_cifar10(path)  # type: ignore[return-value]  # (pixels as bytes, label) records
+    if fmt in Classification.added_formats:
+        return Classification.added_formats[fmt][0](path)
     return read_classification(path, format=fmt, text_field=task.text_field, label_field=task.label_field,
                                empty_lines=task.empty_lines)
 
@@ -124,17 +116,27 @@ class Classification(TaskType):
     name = "classification"
     arch = "classifier"
     metrics = ("loss", "accuracy")
-    formats = (*CLASSIFICATION_FORMATS, "listops_tsv", "cifar10")
+    formats = CLASSIFICATION_FORMATS
     suffix_formats = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
     default_tokenizer = "word"
     derived_model_fields = {"num_classes": "it comes from the training labels"}
     #: Where a record holds its label (``(text, label)`` here; a subclass may read other records).
     label_index: int = 1
+    #: The formats suites added (:meth:`add_format`): name -> (reader, the tokenizer kind its texts need or None).
+    added_formats: ClassVar[dict[str, tuple[Callable[[str], list[Any]], str | None]]] = {}
+
+    @classmethod
+    def add_format(cls, name: str, reader: Callable[[str], list[Any]], tokenizer: str | None = None) -> None:
+        """Let ``task.format: <name>`` read a file with ``reader(path)`` into (text, label) records; a suite calls
+        this as it is imported, so that its own files need no edit here. ``tokenizer``: the only kind that fits."""
+        cls.formats = tuple(dict.fromkeys((*cls.formats, name)))  # dict: importing the suite again adds nothing
+        cls.added_formats[name] = (reader, tokenizer)
 
     def check_config(self, task: TaskConfig) -> None:
-        if task.format == "cifar10" and task.tokenizer_kind != "byte":
-            raise ConfigError(f"tokenizer: the cifar10 format gives one byte per pixel, read by the byte tokenizer; "
-                              f"set tokenizer: byte, got {task.tokenizer_kind!r}")
+        needed = self.added_formats.get(str(task.format), (None, None))[1]
+        if needed is not None and task.tokenizer_kind != needed:
+            raise ConfigError(f"tokenizer: the {task.format} format is read by the {needed} tokenizer; "
+                              f"set tokenizer: {needed}, got {task.tokenizer_kind!r}")
 
     def infer_format(self, path: str) -> str:
         from pathlib import Path

@@ -23,9 +23,10 @@ import numpy as np
 import torch
 
 from synthformer.data.batching import OVERFLOW_POLICIES, LengthReport, Seq2SeqCollator, Seq2SeqItems
-from synthformer.data.dialogue import Exchange
 from synthformer.data.sentinels import SentinelTokenizer
 from synthformer.data.streamed import PairsDataset
+
+from .reader import Exchange
 
 __all__ = ["PARTNER", "PERSONA", "SELF", "SPEAKER_TOKENS", "DialogueDataset", "PreparedDialogueDataset",
            "encode_source", "fit_stored_source"]

@@ -25,7 +25,9 @@ import logging
 import shutil
 from collections.abc import Sequence
 
-__all__ = ["DIALOGUE_METRICS", "dialogue_scores", "distinct_n", "java_available"]
+from ...metrics.baselines import most_frequent
+
+__all__ = ["DIALOGUE_METRICS", "dialogue_scores", "distinct_n", "frequent_reply_scores", "java_available"]
 
 logger = logging.getLogger(__name__)
 
@@ -130,3 +132,12 @@ def dialogue_scores(hypotheses: Sequence[str], references: Sequence[str] | Seque
     if "distinct" in names:
         out["distinct_1"], out["distinct_2"] = distinct_n(hypotheses, 1), distinct_n(hypotheses, 2)
     return out
+
+
+def frequent_reply_scores(train_replies: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]],
+                          names: Sequence[str] | None = None) -> tuple[str, dict[str, float]]:
+    """The training split's most frequent reply given to every one of ``references``' contexts, scored by the
+    dialogue task's :func:`dialogue_scores` (``names``: its metric names; default all). Returns (the reply, the
+    scores in percent): the baseline a dialogue model must beat."""
+    reply, _ = most_frequent(train_replies)
+    return reply, dialogue_scores([reply] * len(references), references, names or DIALOGUE_METRICS)

@@ -1,7 +1,7 @@
 """``dialogue`` and ``synthformer prepare``: each exchange stored as a ``pairs`` example whose ``source`` holds the
 speaker separators inline, and the dataset that reads it back.
 
-Stored: ``source`` = the ids :func:`~synthformer.data.dialogue_dataset.encode_source` builds with no length limit
+Stored: ``source`` = the ids :func:`.dataset.encode_source` builds with no length limit
 (persona and history segments, each opened by its separator's sentinel id) without the final ``<eos>``;
 ``target`` = the response's ids. The fitting to ``task.max_len`` (which drops persona and history ids in its own
 order) happens when an example is read, so ``max_len`` stays a training setting; the history window
@@ -17,16 +17,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from synthformer.data.dialogue import Exchange, dialogue_exchanges, read_dialogues
-from synthformer.data.dialogue_dataset import PreparedDialogueDataset, encode_source
 from synthformer.data.sentinels import SentinelTokenizer
 from synthformer.train import ConfigError
+
+from .dataset import PreparedDialogueDataset, encode_source
+from .reader import Exchange, dialogue_exchanges, read_dialogues
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
 
-    from ..run.config import RunConfig
-    from ..run.task_config import TaskConfig
+    from ...run.config import RunConfig
+    from ...run.task_config import TaskConfig
 
 __all__ = ["ExchangeTexts", "encode_exchanges", "prepared_dialogue_dataset", "prepared_exchanges"]
 
@@ -34,7 +35,7 @@ __all__ = ["ExchangeTexts", "encode_exchanges", "prepared_dialogue_dataset", "pr
 class ExchangeTexts(tuple[str, ...]):
     """One exchange as a prepare record: its texts (persona lines, history turns, response) as a tuple of strings,
     which is all prepare's generic steps read (the tokenizer's sample, character counts), and the
-    :class:`~synthformer.data.dialogue.Exchange` itself for :func:`encode_exchanges`."""
+    :class:`.reader.Exchange` itself for :func:`encode_exchanges`."""
 
     exchange: Exchange
 

@@ -1,7 +1,7 @@
 """Task type ``dialogue``: response generation from a persona and the dialogue history with an encoder-decoder,
 scored as the dialogue literature does (the paper's Table 3, PersonaChat).
 
-Data (``task.format``, see :mod:`synthformer.data.dialogue`): ``parlai`` (PersonaChat's ParlAI text, e.g.
+Data (``task.format``, see :mod:`.reader`): ``parlai`` (PersonaChat's ParlAI text, e.g.
 ``valid_self_original_no_cands.txt``), ``jsonl`` (``{"persona": [...], "turns": [...]}`` per line) or
 ``dailydialog`` (DailyDialog's ``dialogues_*.txt``, no personas). Inferred: ``.jsonl`` / ``.json`` -> jsonl, a
 file named ``dialogues_*`` -> dailydialog, anything else -> parlai.
@@ -12,16 +12,16 @@ rest (the valid split), so no dialogue has exchanges in two splits. PersonaChat'
 split only; its configs train on such a split of it (not comparable with results on the official train/valid).
 ``train_limit`` / ``eval_limit`` count dialogues too.
 
-Each response is one example (:class:`~synthformer.data.dialogue.Exchange`): the source is the responder's persona
+Each response is one example (:class:`.reader.Exchange`): the source is the responder's persona
 and the ``task.options.history`` turns before the response (default 4; null: all), with speaker separators as
-special tokens (:mod:`synthformer.data.dialogue_dataset`); the target is the response.
+special tokens (:mod:`.dataset`); the target is the response.
 
 ``synthformer prepare`` stores each exchange with its unfitted source (separators inline), fitted to ``max_len``
 when read: the in-memory path's examples from memory-mapped shards (:mod:`.dialogue_prepared`).
 
 Metrics: ``loss`` / ``perplexity`` (teacher forcing) and, on decoded responses, ``bleu`` (``bleu_1`` ..
 ``bleu_4``), ``meteor``, ``rouge_l``, ``cider`` (CIDEr-D) and ``distinct`` (``distinct_1``, ``distinct_2``),
-computed as nlg-eval computes them (:mod:`synthformer.tasks.metrics.dialogue`; METEOR needs Java and is skipped
+computed as nlg-eval computes them (:mod:`.metrics`; METEOR needs Java and is skipped
 with one warning without it). During training ``eval.train_decode_examples`` validation exchanges are decoded
 greedily (CIDEr's document frequencies then come from that sample only).
 
@@ -38,27 +38,27 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from synthformer.data.dialogue import DIALOGUE_FORMATS, Dialogue, Exchange, dialogue_exchanges, read_dialogues
-from synthformer.data.dialogue_dataset import SPEAKER_TOKENS, DialogueDataset, encode_source
 from synthformer.data.sentinels import SentinelTokenizer, with_sentinels
 from synthformer.train import ConfigError
 
-from ..contract import Generated, GenerateOptions, RawData
-from ..metrics.dialogue import DIALOGUE_METRICS, dialogue_scores
-from ..registry import register_task_type
-from ..sources import finish_example_splits, hold_out, read_file_splits
-from .dialogue_prepared import encode_exchanges, prepared_dialogue_dataset, prepared_exchanges
-from .seq2seq import SequenceToSequence
-from .seq2seq_decoding import evaluate_decoded
+from ...contract import Generated, GenerateOptions, RawData
+from ...registry import register_task_type
+from ...sources import finish_example_splits, hold_out, read_file_splits
+from ...types.seq2seq import SequenceToSequence
+from ...types.seq2seq_decoding import evaluate_decoded
+from .dataset import SPEAKER_TOKENS, DialogueDataset, encode_source
+from .metrics import DIALOGUE_METRICS, dialogue_scores
+from .prepared import encode_exchanges, prepared_dialogue_dataset, prepared_exchanges
+from .reader import DIALOGUE_FORMATS, Dialogue, Exchange, dialogue_exchanges, read_dialogues
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
     from synthformer.train.sharding import EvalShard
 
-    from ..contract import LoadedRun, TaskData
-    from ..run.config import RunConfig
-    from ..run.task_config import TaskConfig
+    from ...contract import LoadedRun, TaskData
+    from ...run.config import RunConfig
+    from ...run.task_config import TaskConfig
 
 __all__ = ["DialogueGeneration", "parse_dialogue_input"]
 

@@ -16,7 +16,7 @@ class ``(gold + 1) % n_classes``, which differs from the gold one, before the me
 that does not parse, or is not finite, is invalid and becomes ``-1.0`` (T5's ``string_to_float`` default).
 
 A correlation is undefined when either side is constant (SciPy returns NaN): that metric is then 0.0 and a
-warning is logged. MultiRC, ReCoRD, WSC and AX-g are scored by :mod:`synthformer.tasks.metrics.superglue` (grouped
+warning is logged. MultiRC, ReCoRD, WSC and AX-g are scored by :mod:`.superglue_metrics` (grouped
 exact match and F1 over all answers, SQuAD EM/F1 max over the gold answers, T5's referent match, gender parity);
 AX-b by its Matthews correlation as above. Each task's single number (:attr:`TaskScore.score`) is the mean of its
 metrics: CoLA its MCC, MRPC and QQP mean(F1, accuracy), STS-B mean(Pearson, Spearman), CB mean(accuracy, macro
@@ -37,10 +37,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from synthformer.data.glue import GLUE_TASKS, GlueTask, TextToTextExample, get_glue_task
 from synthformer.train import ConfigError
 
-from .superglue import score_with_records
+from .superglue_metrics import score_with_records
+from .table import GLUE_TASKS, GlueTask, TextToTextExample, get_glue_task
 
 __all__ = ["INVALID_SCORE", "TaskScore", "average_tasks", "glue_average", "glue_task_from_config", "missing_tasks",
            "score_predictions"]
@@ -71,7 +71,7 @@ class TaskScore:
 
 
 def glue_task_from_config(name: str | GlueTask, key: str = "task.options.tasks") -> GlueTask:
-    """:func:`~synthformer.data.glue.get_glue_task` for config values: an unknown name raises
+    """:func:`.reader.get_glue_task` for config values: an unknown name raises
     :class:`~synthformer.train.ConfigError` whose message starts with ``key`` and suggests the closest name.
     """
     try:
@@ -129,7 +129,7 @@ def score_predictions(task: str | GlueTask, predictions: Sequence[str],
     Args:
         task: the task name or :class:`GlueTask`.
         predictions: one predicted string per example, in the same order.
-        examples: the examples predicted for, as :mod:`synthformer.data.glue` reads them.
+        examples: the examples predicted for, as :mod:`.reader` reads them.
 
     Raises:
         ValueError: an unknown task, no examples, a different number of predictions and examples, or an

@@ -1,6 +1,6 @@
 """Reading GLUE and SuperGLUE as text-to-text examples (T5 style), from the official files or Hugging Face.
 
-The tasks, their names and the exact input and target formats are in :mod:`synthformer.data.glue_tasks`
+The tasks, their names and the exact input and target formats are in :mod:`.table`
 (re-exported here). Two sources:
 
 * :func:`read_glue_split` reads the official release layout. GLUE: ``<data_dir>/<folder>/<split>.tsv``, e.g.
@@ -9,7 +9,7 @@ The tasks, their names and the exact input and target formats are in :mod:`synth
   by header name; CoLA has no header and is read by position (``source, label, original label, sentence``).
   SuperGLUE: ``<data_dir>/<folder>/{train,val}.jsonl``, one JSON object per line with the official field names;
   the diagnostics have one labelled file, their dev set (``AX-b/AX-b.jsonl``, ``AX-g/AX-g.jsonl``). MultiRC,
-  ReCoRD and WSC records are read by :mod:`synthformer.data.superglue`.
+  ReCoRD and WSC records are read by :mod:`.superglue`.
 * :func:`load_hf_glue` reads ``datasets.load_dataset("glue" | "super_glue", <name>)``.
 
 Both check every row: a wrong number of fields, a missing column or field, a label that is no class (or, STS-B, no
@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from synthformer.data.errors import DataError, json_object, read_utf8, split_lines
-from synthformer.data.glue_tasks import GLUE_TASKS, GlueTask, TextToTextExample, get_glue_task
-from synthformer.data.superglue import pair_axg, read_superglue_records, text_field
+
+from .superglue import pair_axg, read_superglue_records, text_field
+from .table import GLUE_TASKS, GlueTask, TextToTextExample, get_glue_task
 
 __all__ = [
     "GLUE_TASKS",

@@ -33,7 +33,8 @@ from os import PathLike
 from typing import Any
 
 from synthformer.data.errors import DataError
-from synthformer.data.glue_tasks import GlueTask, TextToTextExample
+
+from .table import GlueTask, TextToTextExample
 
 __all__ = ["mark_pronoun", "pair_axg", "read_superglue_records", "text_field"]
 

@@ -26,7 +26,7 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
-from synthformer.data.glue import GlueTask, TextToTextExample
+from .table import GlueTask, TextToTextExample
 
 __all__ = ["normalize_answer", "score_with_records", "squad_f1", "wsc_names_referent"]
 
@@ -47,7 +47,7 @@ def _groups(examples: Sequence[TextToTextExample]) -> dict[str, list[int]]:
     for i, example in enumerate(examples):
         if example.group is None:
             raise ValueError(f"{example.task}: example at line {example.line} has no group (read it with "
-                             "synthformer.data.glue)")
+                             ".reader)")
         out.setdefault(example.group, []).append(i)
     return out
 

@@ -27,7 +27,7 @@ with single spaces; the values are the data set's text as it is (not stripped)::
     axb     "rte hypothesis: {sentence2} premise: {sentence1}"
 
 (COPA's ``question`` is ``cause`` or ``effect``.) MultiRC, ReCoRD and WSC have nested records and formats of their
-own (:mod:`synthformer.data.superglue`). Targets are the class names, in class-index order:
+own (:mod:`.superglue`). Targets are the class names, in class-index order:
 
     cola  unacceptable acceptable          sst2  negative positive
     mrpc  not_equivalent equivalent        qqp   not_duplicate duplicate
@@ -65,7 +65,7 @@ class GlueTask:
         benchmark: ``"glue"`` or ``"super_glue"`` (also the Hugging Face data set name).
         folder: the official folder name, e.g. ``"RTE"``, ``"SST-2"``, ``"BoolQ"``.
         labels: verbalized class names in class-index order; None for the regression task STS-B.
-        metrics: metric names, as :mod:`synthformer.tasks.metrics.glue` computes them: ``accuracy``, ``f1``
+        metrics: metric names, as :mod:`.metrics` computes them: ``accuracy``, ``f1``
             (binary F1 of class 1), ``f1_macro``, ``matthews_corrcoef``, ``pearson``, ``spearman``.
         dev_splits: file stems of the dev split(s); the first one is what ``split="dev"`` reads.
         inputs: the input field names in T5's order (also the Hugging Face / SuperGLUE JSONL field names).
@@ -79,9 +79,9 @@ class GlueTask:
         fields: for each input, the JSONL / Hugging Face field holding it (AX-b's ``sentence2`` for ``hypothesis``);
             the input names when empty.
         eval_only: a diagnostic with no training split (AX-b, AX-g): its one labelled file is its dev set.
-        scoring: ``"labels"`` (the class or score of the target, :func:`~synthformer.tasks.metrics.glue.
+        scoring: ``"labels"`` (the class or score of the target, :func:`.metrics.
             score_predictions`), or the task whose own scoring applies (``"multirc"``, ``"record"``, ``"wsc"``,
-            ``"axg"``: :mod:`synthformer.tasks.metrics.superglue`), which needs more than the target text.
+            ``"axg"``: :mod:`.superglue_metrics`), which needs more than the target text.
     """
 
     name: str
@@ -243,7 +243,7 @@ def get_glue_task(name: str | GlueTask) -> GlueTask:
 
     Raises:
         ValueError: an unknown name; the message suggests the closest name and lists the valid ones. (The data
-            layer cannot import ``ConfigError``; :func:`synthformer.tasks.metrics.glue.glue_task_from_config`
+            layer cannot import ``ConfigError``; :func:`.metrics.glue_task_from_config`
             turns this into a ``ConfigError`` naming the config key.)
     """
     if isinstance(name, GlueTask):

@@ -2,7 +2,7 @@
 
 Every task becomes text to text: the input is the task's prefix and fields (``rte sentence1: ... sentence2:
 ...``), the target its verbalized label (``entailment``; STS-B scores as text rounded to 0.2); see
-:mod:`synthformer.data.glue` for each task's format. One encoder-decoder learns the mixture of ``options.tasks``.
+:mod:`.reader` for each task's format. One encoder-decoder learns the mixture of ``options.tasks``.
 
 Data (``task``): ``train`` is the folder holding the official layout (``<TASK>/train.tsv`` and ``dev.tsv`` as GLUE
 distributes them, e.g. ``../shared/data/glue``; SuperGLUE ``<Task>/train.jsonl`` / ``val.jsonl``), or
@@ -19,7 +19,7 @@ on a bounded seeded sample: the texts of ``K`` examples of each task (:func:`mix
 (``task.prepared``) the mixture is drawn from its ``train.<task>`` splits (:mod:`.text_to_text_prepared`).
 
 Evaluation: teacher-forced ``loss`` / ``perplexity`` over all dev examples, and ``glue``: greedy decoding of each
-task's dev set scored with the official metrics (:mod:`synthformer.tasks.metrics.glue`: scikit-learn / scipy),
+task's dev set scored with the official metrics (:mod:`.metrics`: scikit-learn / scipy),
 reported as ``<task>_<metric>`` (percent; MNLI as ``mnli_matched_*`` and ``mnli_mismatched_*``), ``<task>_invalid``
 (predictions that are no valid label: counted wrong), and ``glue_average`` / ``super_glue_average`` for the tasks of
 each benchmark present (T5's averages: two-metric tasks and MNLI's two dev sets averaged first, WNLI left out).
@@ -54,12 +54,15 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.data import Seq2SeqDataset
-from synthformer.data.glue import glue_split_path, load_hf_glue, read_glue_split
 from synthformer.data.mixture import MixtureDataset, MixtureSchedule, mixing_rates
 from synthformer.train import ConfigError
 
-from ..contract import Generated, GenerateOptions, RawData, TaskType
-from ..metrics.glue import (
+from ...contract import Generated, GenerateOptions, RawData, TaskType
+from ...metrics.likelihood import likelihood_metrics
+from ...registry import get_task_type, register_task_type
+from ...sources import subset
+from ...types.seq2seq_decoding import decode_seq2seq
+from .metrics import (
     TaskScore,
     glue_average,
     glue_task_from_config,
@@ -67,19 +70,16 @@ from ..metrics.glue import (
     missing_tasks,
     score_predictions,
 )
-from ..metrics.likelihood import likelihood_metrics
-from ..registry import get_task_type, register_task_type
-from ..sources import subset
-from .seq2seq_decoding import decode_seq2seq
+from .reader import glue_split_path, load_hf_glue, read_glue_split
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
     from synthformer.train.sharding import EvalShard
 
-    from ..contract import LoadedRun, TaskData
-    from ..run.config import RunConfig
-    from ..run.task_config import TaskConfig
+    from ...contract import LoadedRun, TaskData
+    from ...run.config import RunConfig
+    from ...run.task_config import TaskConfig
 
 __all__ = ["TextToText", "majority_scores", "mixture"]
 

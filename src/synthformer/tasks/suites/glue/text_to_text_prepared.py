@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from synthformer.data.errors import DataError
-from synthformer.data.glue import TextToTextExample
 from synthformer.data.mixture import MixtureDataset, MixtureSchedule
 from synthformer.data.prepared.format import sha256_file
 from synthformer.data.streamed import PairsDataset
 from synthformer.train import ConfigError
 
-from ..metrics.glue import glue_task_from_config
+from .metrics import glue_task_from_config
+from .table import TextToTextExample
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
 
-    from ..run.config import RunConfig
+    from ...run.config import RunConfig
 
 __all__ = ["prepared_dev_sets", "prepared_mixture"]
 

@@ -15,15 +15,14 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synthformer.data import generate_listops, listops_tokenizer, read_listops_tsv, write_listops_tsv
-
-from ..contract import Generator, RawData
-from ..registry import register_generator
+from ...contract import Generator, RawData
+from ...registry import register_generator
+from .listops import generate_listops, listops_tokenizer, read_listops_tsv, write_listops_tsv
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
 
-    from ..run.task_config import TaskConfig
+    from ...run.task_config import TaskConfig
 
 __all__ = ["ListOpsGenerator"]
 
@@ -34,9 +33,9 @@ _FILE_SPLITS = {"train": "train", "valid": "val", "test": "test"}
 @register_generator
 class ListOpsGenerator(Generator):
     """Options: ``num_train``, ``num_valid``, ``num_test``, ``seed`` (split k uses ``seed + k``),
-    :func:`~synthformer.data.generate_listops`'s ``min_length``, ``max_length``, ``max_depth``, ``max_args``, and
+    :func:`.listops.generate_listops`'s ``min_length``, ``max_length``, ``max_depth``, ``max_args``, and
     ``cache_dir`` (see the module docstring; ``None``: generate in memory every time). The vocabulary is fixed
-    (:func:`~synthformer.data.listops_tokenizer`) and the classes are always 0-9."""
+    (:func:`.listops.listops_tokenizer`) and the classes are always 0-9."""
 
     name = "listops"
     task_type = "classification"

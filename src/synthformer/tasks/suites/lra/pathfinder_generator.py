@@ -1,19 +1,20 @@
 """``generator: pathfinder``: Long Range Arena's Pathfinder (32 x 32, 1024 pixel tokens) and Path-X (``size: 128``,
-16384 tokens), generated images of dashed curves (:mod:`synthformer.data.pathfinder`); 2 classes."""
+16384 tokens), generated images of dashed curves (:mod:`.pathfinder`); 2 classes."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from synthformer.data import ByteTokenizer, generate_pathfinder
+from synthformer.data import ByteTokenizer
 
-from ..contract import Generator, RawData
-from ..registry import register_generator
+from ...contract import Generator, RawData
+from ...registry import register_generator
+from .pathfinder import generate_pathfinder
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
 
-    from ..run.task_config import TaskConfig
+    from ...run.task_config import TaskConfig
 
 __all__ = ["PathfinderGenerator"]
 

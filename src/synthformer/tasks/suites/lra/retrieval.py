@@ -3,7 +3,7 @@ dual encoder (arch ``dual_encoder``: each document encoded on its own, the poole
 classified).
 
 Files: ``lra_tsv``, LRA's five tab-separated columns ``label id1 id2 text1 text2`` without a header
-(:func:`~synthformer.data.matching.read_matching_tsv`); each document is cut at ``task.max_len`` tokens (LRA: 4000
+(:func:`.matching.read_matching_tsv`); each document is cut at ``task.max_len`` tokens (LRA: 4000
 bytes with the ``byte`` tokenizer, the default here). Metrics: loss and accuracy; baseline: the majority class.
 Generation reads one pair per input line, the two texts separated by a tab (anything else: a ValueError naming
 the line), and predicts its label.
@@ -18,21 +18,21 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from synthformer.data.matching import PairClassificationDataset, read_matching_tsv
 from synthformer.train import ConfigError
 
-from ..contract import Generated, GenerateOptions, RawData, random_ids
-from ..registry import register_task_type
-from ..sources import read_file_splits
-from .classification import Classification, predict_classes
+from ...contract import Generated, GenerateOptions, RawData, random_ids
+from ...registry import register_task_type
+from ...sources import read_file_splits
+from ...types.classification import Classification, predict_classes
+from .matching import PairClassificationDataset, read_matching_tsv
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
 
-    from ..contract import LoadedRun
-    from ..run.config import RunConfig
-    from ..run.task_config import TaskConfig
+    from ...contract import LoadedRun
+    from ...run.config import RunConfig
+    from ...run.task_config import TaskConfig
 
 __all__ = ["Retrieval"]
 

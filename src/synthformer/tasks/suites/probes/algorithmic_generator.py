@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from synthformer.data import ALGORITHMIC_TASKS, algorithmic_tokenizer, generate_algorithmic
-
-from ..contract import Generator, RawData
-from ..registry import register_generator
+from ...contract import Generator, RawData
+from ...registry import register_generator
+from .algorithmic import ALGORITHMIC_TASKS, algorithmic_tokenizer, generate_algorithmic
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
 
-    from ..run.task_config import TaskConfig
+    from ...run.task_config import TaskConfig
 
 __all__ = ["AlgorithmicGenerator"]
 
@@ -21,7 +20,7 @@ __all__ = ["AlgorithmicGenerator"]
 class AlgorithmicGenerator(Generator):
     """Options: ``num_train``, ``num_valid``, ``num_test``, ``min_len``, ``max_len``, ``seed`` (split k uses
     ``seed + k``; a few random strings may recur across splits, as in any sample). The vocabulary is fixed
-    (:func:`~synthformer.data.algorithmic_tokenizer`).
+    (:func:`.algorithmic.algorithmic_tokenizer`).
 
     An answer is a single "word" (a digit string), where BLEU is all or nothing: the default metrics are exact
     match and chrF instead.

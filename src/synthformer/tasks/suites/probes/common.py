@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from synthformer.train import ConfigError
 
-from ..contract import Generator, RawData
+from ...contract import Generator, RawData
 
 if TYPE_CHECKING:
-    from ..run.task_config import TaskConfig
+    from ...run.task_config import TaskConfig
 
 __all__ = ["SPLITS", "ProbeGenerator", "check_int", "derived"]
 

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 from synthformer.data import FixedVocabTokenizer
 from synthformer.train import ConfigError
 
-from ..registry import register_generator
-from .probe_common import ProbeGenerator, check_int, derived
+from ...registry import register_generator
+from .common import ProbeGenerator, check_int, derived
 
 if TYPE_CHECKING:
-    from ..run.task_config import TaskConfig
+    from ...run.task_config import TaskConfig
 
 __all__ = ["MAX_KEYS", "MAX_VALUES", "RecallExample", "RecallGenerator", "control_value", "generate_recall",
            "recalled_value"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from synthformer.train.metrics import rouge
 
-__all__ = ["ROUGE_TYPES", "rouge_scores", "split_sentences"]
+__all__ = ["ROUGE_TYPES", "lead_scores", "lead_summaries", "rouge_scores", "split_sentences"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,3 +59,17 @@ def rouge_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[s
     """
     return rouge([split_sentences(h) for h in hypotheses], [split_sentences(r) for r in references],
                  types=ROUGE_TYPES, use_stemmer=True)
+
+
+def lead_summaries(documents: Sequence[str], n: int = 3) -> list[str]:
+    """Each document's first ``n`` sentences, one per line: its lines when it has line breaks (a dialogue's
+    turns), else the sentences of :func:`split_sentences`."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    return ["\n".join(split_sentences(d).splitlines()[:n]) for d in documents]
+
+
+def lead_scores(documents: Sequence[str], references: Sequence[str], n: int = 3) -> dict[str, float]:
+    """ROUGE-1/2/L/Lsum F1 (0-100) of the lead-``n`` summaries against ``references``, by the summarization task's
+    own :func:`rouge_scores`."""
+    return rouge_scores(lead_summaries(documents, n), references)

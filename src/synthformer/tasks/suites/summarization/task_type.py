@@ -14,7 +14,7 @@ metrics:
   ``truncated_examples`` and ``truncated_percent`` of the split.
 * Metrics: ``loss`` / ``perplexity`` (teacher forcing) and ``rouge``: ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum F1
   (``rouge1`` .. ``rougeLsum``, 0-100) through ``rouge-score`` with its stemmer, sentences split one per line for
-  ROUGE-Lsum (:mod:`synthformer.tasks.metrics.summary`).
+  ROUGE-Lsum (:mod:`.metrics`).
 * Decoding: beam search with the GNMT length penalty (``eval.beam``, ``eval.length_penalty``), at most
   ``eval.max_decode_len`` and at least ``eval.min_length`` tokens, and ``eval.no_repeat_ngram_size`` blocking;
   during training ``eval.train_decode_examples`` validation examples are decoded greedily.
@@ -29,17 +29,17 @@ from torch import nn
 
 from synthformer.train import ConfigError
 
-from ..metrics.summary import rouge_scores
-from ..registry import register_task_type
-from .seq2seq import SequenceToSequence
-from .seq2seq_decoding import evaluate_decoded
+from ...registry import register_task_type
+from ...types.seq2seq import SequenceToSequence
+from ...types.seq2seq_decoding import evaluate_decoded
+from .metrics import rouge_scores
 
 if TYPE_CHECKING:
     from synthformer.train.sharding import EvalShard
 
-    from ..contract import RawData, TaskData
-    from ..run.config import RunConfig
-    from ..run.task_config import TaskConfig
+    from ...contract import RawData, TaskData
+    from ...run.config import RunConfig
+    from ...run.task_config import TaskConfig
 
 __all__ = ["FIELD_LAYOUTS", "Summarization"]
 
