@@ -22,7 +22,7 @@ def _block(marker: str) -> str:
 
 def test_the_documented_task_type_registers_and_reads_pairs(tmp_path: Path) -> None:
     namespace: dict = {}
-    exec(compile(_block("@register_task_type"), str(DOC), "exec"), namespace)
+    exec(compile(_block("class PairClassification"), str(DOC), "exec"), namespace)
     try:
         task_type = get_task_type("pair_classification")
         assert task_type.arch == "classifier" and task_type.option_defaults["separator"] == " | "
