@@ -1,4 +1,4 @@
-"""The trivial baseline beside every results table of docs/results.md, computed from the data and recorded like the
+"""The trivial baseline beside every results table of docs/results/, computed from the data and recorded like the
 models' rows: one JSON line per (table, baseline) in ``benchmarks/results/baselines.jsonl``.
 
     python benchmarks/baselines.py                       # every baseline not recorded yet (see below)

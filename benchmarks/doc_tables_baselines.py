@@ -1,4 +1,4 @@
-"""The trivial-baseline rows of docs/results.md's tables, read from ``benchmarks/results/baselines.jsonl``.
+"""The trivial-baseline rows of the tables under docs/results/, read from ``benchmarks/results/baselines.jsonl``.
 
 ``python benchmarks/baselines.py`` computes each baseline from the data (majority class, unigram and "predict the
 sentinels" losses, the source copied as its translation, lead-3, the most frequent reply) and records it like the

@@ -17,7 +17,7 @@ same ``run`` command continues (finished runs are read back, a half-finished one
 own table (mean ± std, Welch's t-test against V at the same length) and curves, copies them to
 ``docs/figures/study-probe-<task>-<length>/`` and appends one entry per study to ``benchmarks/results/probe.jsonl`` (its
 rows, the study command, date, machine, commit, runs done); ``benchmarks/docs_tables.py`` builds the tables of
-``docs/results.md`` from that record.
+``docs/results/probes.md`` from that record.
 
 Time: 132 runs (2 tasks x 11 kinds x 3 seeds x 2 lengths) of 1,000 steps. Measured per run on the shared machine
 (process time, start-up and evaluation included; not a benchmark): 500 steps took 20-32 s at length 32 (about 270 s

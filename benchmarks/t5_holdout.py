@@ -1,9 +1,9 @@
 """A GLUE folder for tuning without the dev sets: each task's official training split cut into a training part and
 a held-out validation part, written in the official layout (``<TASK>/train.tsv`` and ``<TASK>/dev.tsv``).
 
-The GLUE dev sets serve as the test sets of docs/results.md (the test labels are not public), so they are never
+The GLUE dev sets serve as the test sets of docs/results/t5.md (the test labels are not public), so they are never
 used to choose a setting. A run on this folder (``task.train=FOLDER``) scores its ``valid`` split on the held-out
-part of the training data instead; what was chosen with it is said in docs/results.md.
+part of the training data instead; what was chosen with it is said in docs/results/t5.md.
 
     python benchmarks/t5_holdout.py --out runs/glue_holdout                 # 10% of each task held out, seed 0
     synthformer train configs/t5arch_cpu_glue.yaml init_from=RUN task.train=runs/glue_holdout --run-dir ...
