@@ -54,7 +54,7 @@ class TaskConfig:
       deterministic split (``valid_fraction`` / ``test_fraction`` of the files, valid 0.05 when left at 0;
       ``max_train_chars``, ``max_eval_chars``).
     * ``listops``: Long Range Arena ListOps, 10 classes (``num_train``, ``num_valid``, ``num_test``, ``seed``,
-      and :func:`~synthformer.data.generate_listops`'s ``min_length``, ``max_length``, ``max_depth``,
+      and :func:`~synthformer.tasks.suites.lra.generate_listops`'s ``min_length``, ``max_length``, ``max_depth``,
       ``max_args``, ...; ``cache_dir`` writes the splits once and reads them back).
     * ``algorithmic:<copy|reverse|sort|add>``: digit-string seq2seq (``num_train``, ``num_valid``, ``num_test``,
       ``min_len``, ``max_len``, ``seed``).
