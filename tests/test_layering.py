@@ -8,6 +8,11 @@ Layers, lowest first (a package may import only packages of lower layers, and it
 on the token mixers (``attention``, ``mixers``); ``data``, ``train`` and ``generate`` import only ``common``.
 The top-level ``synthformer/__init__.py`` may import anything, and no module inside the package imports it.
 
+The other structural checks sit beside this file, one scanner each: ``test_layering_runfiles.py`` (one module
+writes a run's files), ``test_layering_variants.py`` (no ``variant ==`` outside the module that defines the
+variants' parts), ``test_layering_kinds.py`` (no name-keyed per-kind table outside the kind's own file) and
+``test_layering_suites.py`` (each benchmark suite a room of its own).
+
 Imports are read from the source with :mod:`ast`, at module level and inside functions alike; imports under
 ``if TYPE_CHECKING:`` are skipped (they never run). The cycle check looks at the imports that run when a module is
 loaded: module-level ones, not those inside functions, and counts importing ``a.b.c`` as importing the packages
@@ -261,6 +266,14 @@ def test_no_module_imports_a_package_above_its_own():
 
 def test_no_import_cycles_between_modules():
     cycles = import_cycles(PACKAGE_DIR)
+    assert cycles == [], "\n".join(cycles)
+
+
+def test_no_import_cycles_anywhere_counting_every_import():
+    """What each module needs, not only what it loads: with function-local and ``if TYPE_CHECKING:`` imports counted,
+    no two modules of the package need each other (a local import that breaks a load-time circle still ties the
+    two modules' designs together, so it is cut at the design: move the shared piece down)."""
+    cycles = import_cycles(PACKAGE_DIR, every_import=True)
     assert cycles == [], "\n".join(cycles)
 
 
