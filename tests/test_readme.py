@@ -21,6 +21,9 @@ def test_readme_python_blocks_run():
         assert namespace["p"].shape == (4, 8, 100, 100)
         assert namespace["cache"].length == 10
         assert "Band" in registered_kinds()
+        from synthformer.bench.flops import layer_macs  # a kind from the README gets its FLOP count, no other edit
+
+        assert layer_macs("Band+V", 1, 8, 16, 2) == layer_macs("V", 1, 8, 16, 2)
     finally:
         if "Band" in registered_kinds():
             unregister("Band")
