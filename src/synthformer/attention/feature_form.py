@@ -40,11 +40,8 @@ def materialize_features(e: int, dh: int, s: int, drop: float = 0.0, device: tor
     The settings' ``features`` branch decides, or when it is "auto" the measured lengths
     (``features_materialize_max_len``, a separate one without gradients). With attention dropout ``drop`` on a
     CPU ``device`` (:func:`sdpa_runs_fused` False) a kind with its own feature width always does, since SDPA
-    would run its math path. Measured (``python benchmarks/causal_ab.py --setting features --old "'sdpa'" --new
-    "'auto'" --kinds D D+V --lengths 1024 2048 --batch 1 --d-model 256 --heads 4 --dropout 0.1 --repeats 5``, 1
-    thread beside two training runs, 2026-11-27; kept here, no record holds it): at L=2048 causal D and D+V took
-    0.42 and 0.56 of SDPA's math-path time and bidirectional ones 0.98 and 0.97; at L=1024, where the blocks
-    already served D in training, SDPA would have taken 1.2-1.6x their time.
+    would run its math path, which the blocks measured faster than (docs/benchmarks.md, "Why the fast paths look
+    the way they do", has the A/B).
     """
     settings = current()
     if settings.features != "auto":

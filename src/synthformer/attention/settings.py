@@ -11,7 +11,7 @@ extent of a ``with`` block::
 The value is held in a :class:`contextvars.ContextVar`, not a module global: a setting made in one thread (or
 asyncio task) is not seen by another, and it is undone when its block ends, even on an exception. Threads
 started inside a block start from the defaults (a new thread gets a fresh context), so a worker that should
-share a setting has to enter its own block. The defaults are the measured choices documented per field below;
+share a setting has to enter its own block. The defaults are the measured choices, each field's reason below;
 no path changes the result (every path computes the same function, tests compare them), only the speed and the
 memory.
 
@@ -40,37 +40,30 @@ _FEATURE_BRANCHES = ("auto", "blocks", "sdpa")
 class FastPathSettings:
     """The fast-path choices of :class:`~synthformer.attention.SynthesizerAttention` (defaults: the measured ones).
 
+    Each default is the choice a measurement made; docs/benchmarks.md says what each measurement showed ("Why the
+    fast paths look the way they do" in section 1, and section 5, "The fused materialized path").
+
     Attributes:
         fused: "auto" (the materialized blocks go through ``fused.FusedAttention`` from the lengths where it
             measured faster, ``fused.should_fuse``), "always" or "never".
         backend: what runs a fused block's softmax, dropout and dS: "torch" (``fused.block_probs_``,
             ``fused.block_grads_``), "cpp" (a C++/OpenMP kernel built on first use) or "compile"
-            (``torch.compile``); see ``fused_backends``. Measured (benchmarks/fused_backends.py --threads 1,
-            forward+backward, fused forced, time as a ratio to the torch backend's in the same interleaved run;
-            cpp two runs, compile one; noisy by a few percent), over D, FD, R+V, D+V and GLU: "cpp" at L=256
-            (B=16) 0.95-1.03, at L=1024 (B=4) 0.93-1.01, causal L=1024 0.84-0.98 (the mask fill and the row
-            zeroing fused into the row pass); "compile" 0.97-1.07, 0.92-1.04 and 1.01-1.23 (its softmax cannot
-            be written back in place, so each block allocates its probabilities). The row work is about 3% of
-            D's step at L=256 (GEMMs are the rest), so no backend gains the 5% at both lengths that would make
-            it the default: "torch" it stays.
+            (``torch.compile``); see ``fused_backends``. "torch" stays the default because the row work the
+            other two speed up is a small part of a step, and neither gained enough at both lengths measured
+            (docs/benchmarks.md, "The backends of a fused block": ``benchmarks/results/bench_fused_backends.jsonl``).
         triton: "auto" (the Triton kernels of ``triton_kernels`` serve CUDA tensors when ``triton`` is
             installed), "always" (any device; the tests run them on the CPU under ``TRITON_INTERPRET=1``) or
             "never" (the PyTorch paths even on CUDA; benchmarks compare the two).
         features: the branch of the feature form (``feature_form``): "auto" (by width and length,
             ``features_materialize_max_len``), "blocks" (one GEMM over the features, materialized logits, for
             every feature kind, V included) or "sdpa" (PyTorch's fused kernel, widths zero-padded).
-        fuse_min_keys: in "auto" mode, training calls over at least this many keys are fused. Measured on the
-            2-core CPU at 1 thread beside other load (forward+backward, d_model 512, 8 heads, time as a ratio to
-            V's, fused against the stored-probability blocks; noisy, about +-10%): at L=256 (B=16) the
-            recomputation costs more than it saves (D 0.97 / 0.86, FD 0.91 / 0.84, R+V 1.20 / 1.11, D+V 1.54 /
-            1.41, GLU 1.19 / 1.07); at L=1024 (B=4), where the (B, H, L, L) probabilities no longer stay in the
-            caches between forward and backward, fused was as fast or faster (D 0.98 / 1.00, FD 0.74 / 0.83,
-            R+V 1.14 / 1.15, GLU 1.42 / 1.47; D+V 1.52 / 1.31 the exception) and keeps no L x L tensor for the
-            backward pass: peak training memory at L=1024, B=4 (profiler high-water mark, MiB, fused / blocks) D
-            50 / 178, FD 65 / 193, R+V 96 / 224, D+V 99 / 216, GLU 58 / 186; V 49.
+        fuse_min_keys: in "auto" mode, training calls over at least this many keys are fused: from there the
+            (B, H, L, L) probabilities no longer stay in the caches between forward and backward, so recomputing
+            them was as fast or faster than storing them and keeps no L x L tensor for the backward pass, while
+            at shorter lengths the recomputation cost more than it saved (docs/benchmarks.md, section 5, "What
+            was tried").
         fuse_min_keys_causal: the same for causal layers, which skip the chunks above the diagonal only on the
-            fused path and so win from shorter lengths: at L=256 (B=16, 1 thread) causal fused against causal
-            blocks, D 344 / 360 ms, FD 335 / 350, R+V 428 / 428.
+            fused path and so gain from shorter lengths (the same place).
         causal_chunk: query rows per chunk in causal fused layers (a chunk reads keys up to its last row;
             smaller chunks skip more of the upper triangle but run smaller GEMMs).
         causal_diagonal_mask: with the "torch" backend, analyse each causal query chunk's mask once per forward
@@ -82,41 +75,29 @@ class FastPathSettings:
             ``fr_sdpa_min_len``, their mixtures) without padding trains through ``causal_shared``: its shared
             probabilities computed and applied by query chunks of ``causal_chunk`` rows at and below the diagonal
             only, instead of the whole masked (H, L, L) matrix. A length above every input turns it off (the A/B
-            of ``benchmarks/causal_ab.py``). Measured (``python benchmarks/causal_ab.py --setting
-            causal_shared_min_len --old 1000000 --new 256 --kinds R FR Fix --lengths 512 1024 2048 --batch 4
-            --repeats 5``: d_model 512, 8 heads, forward+backward, 1 thread, 2026-11-27 on the 2-core AVX-512 CPU
-            beside two one-thread training runs, so a few percent of noise): the chunked step took 0.85 / 0.73 /
-            0.61 of the whole-matrix causal step's time for R at L = 512 / 1024 / 2048 (Fix 0.89 / 0.80 / 0.61,
-            FR 0.91 / 0.68 below ``fr_sdpa_min_len``), and causal R now trains 1.18 / 1.26 / 1.39x as fast as
-            bidirectional R (0.85-1.00x before). ``causal_chunk`` 64 and 256 were not better for R (1.03-1.10
-            and 0.96-1.03 of 128's time).
+            of ``benchmarks/causal_ab.py``). The chunked step measured faster than the whole matrix at every
+            length tried, more so the longer the sequence (docs/benchmarks.md, "Causal against bidirectional
+            training").
         chunk_elements: the materialized paths process about this many logits at once (``samples * heads * T *
             S``, at least one head of one sample): 8 MiB in fp32, so that a block's logits, probabilities and
-            their gradient (3 x 8 MiB) fit the 32 MiB L3 cache. Measured (benchmarks/attention.py, B=16, H=8,
-            d_model=512, forward+backward) against 16 MiB blocks: the same within noise at L=256 and 512; at
-            L=1024 D+V 1.41 against 1.55 of V's time and R+V 1.16 against 1.23; in profiles softmax's backward
-            took 10-20 ms per 16 MiB block, 1.6 ms per 8 MiB block.
+            their gradient (3 x 8 MiB) fit the 32 MiB L3 cache; larger blocks measured slower where they do not
+            (docs/benchmarks.md, "Why the fast paths look the way they do").
         block_size: (samples, heads) per materialized block, overriding the size derived from
             ``chunk_elements``; None (the default) derives it.
         fr_sdpa_min_len: from this length on, FR without padding goes through SDPA (no L x L matrix) instead of
-            a materialized P. Measured on the 2-core CPU (benchmarks/attention.py): materializing is faster up
-            to L = 1024.
+            a materialized P, which measured faster up to L = 1024 (the same place).
         decode_plain_max_new: decoding steps with at most this many new positions use the plain path
-            (broadcast, no copies of the cache; the feature path measured D 7x slower than V per token at
-            context 1024).
+            (broadcast, no copies of the cache), since the feature path measured far slower per token
+            (docs/benchmarks.md, section 2, "Incremental decoding").
         width_multiple: feature widths are padded to a multiple of this for SDPA (zeros change no dot product).
         features_materialize_max_len: feature kinds whose q/k width differs from the values' (``D``: d_h + 1,
             ``D+V``: 2 d_h + 1, ``FR+V``, ``GLU``, ``Bottleneck``) run as one GEMM over the features with
             materialized logits, in cache-sized blocks, up to this length when gradients are recorded; the fused
-            kernel would need all three zero-padded to one width. Measured on the 2-core CPU
-            (benchmarks/attention.py, B=16, H=8, d_model=512, forward+backward, time as a fraction of V's, blocks
-            against fused): D 0.84 / 0.86 / 0.88 against 0.87 / 0.91 / 1.00 at L = 256 / 512 / 1024; D+V 1.41 at
-            all three against 1.76-1.80; FR+V, GLU, Bottleneck and FR+D also faster in blocks at 256 and 1024,
-            causal too. At L=2048 (B=4) blocks still won for D+V (1.64 against 2.03), but from there on the fused
-            kernel's O(L) memory is kept: the blocks save every (L, L) probability for the backward pass.
+            kernel would need all three zero-padded to one width, and the blocks measured faster up to here.
+            Beyond it the fused kernel's O(L) memory is kept, since the blocks save every (L, L) probability for
+            the backward pass (docs/benchmarks.md, "Why the fast paths look the way they do").
         features_materialize_max_len_no_grad: the same without gradients (inference), where the fused kernel has
-            no backward pass to lose in: at L=1024 it was faster in the forward pass (D 0.93 against 1.23 of V's
-            time, GLU 0.97 against 1.30); blocks won up to L=512.
+            no backward pass to lose in and measured faster from a shorter length (the same place).
     """
 
     fused: str = "auto"
