@@ -66,7 +66,7 @@ def test_every_numeric_table_outside_a_generated_block_is_marked_with_why(docs_t
         "\n".join(unmarked))
     for line in listed:
         reason = line.rsplit(" -- ", 1)[1]
-        assert reason.startswith(("unrecorded: issue 28", "unrecorded: pending re-run", "not measured: ")), line
+        assert reason.startswith(("unrecorded: pending re-run", "not measured: ")), line
 
 
 # The mechanism itself, on a small doc with a builder of its own.
