@@ -344,8 +344,10 @@ def test_no_import_cycles_inside_tasks_counting_every_import():
 def test_the_task_contract_imports_nothing_of_the_pipeline():
     imported = {imp.target for imp in collect_imports(PACKAGE_DIR, type_checking=True)
                 if imp.importer == "synthformer.tasks.contract" and imp.target.startswith("synthformer.tasks")}
-    # the run configuration's types name the hooks' arguments; nothing else of tasks/
-    assert imported == {"synthformer.tasks.run.config", "synthformer.tasks.run.task_config"}
+    # the run configuration's types and what a prepared type declares name the hooks' arguments and results;
+    # nothing else of tasks/
+    assert imported == {"synthformer.tasks.run.config", "synthformer.tasks.run.task_config",
+                        "synthformer.tasks.prepared.preparation"}
 
 
 def test_every_import_cycle_check_counts_type_checking_and_local_imports(tmp_path):

@@ -59,7 +59,7 @@ def test_corpus_is_seeded_and_of_its_size(shared: Path, tmp_path: Path) -> None:
 
 def test_ceiling_and_loader_record_their_fields(shared: Path, tmp_path: Path) -> None:
     from synthformer.tasks import load_run_config
-    from synthformer.tasks.preparing import prepare_corpus
+    from synthformer.tasks.prepared import prepare_corpus
 
     corpus = tmp_path / "corpus"
     data_corpus.make_corpus(100_000, corpus, seed=0, shared=shared)

@@ -15,7 +15,7 @@ pytest.importorskip("sentencepiece", reason="the sentencepiece kind needs the 'h
 from synthformer.data import SentencePieceTokenizer, SentinelTokenizer, load_tokenizer  # noqa: E402
 from synthformer.data.prepared import PreparedCorpus  # noqa: E402
 from synthformer.tasks import RunConfig, RunError, TaskConfig, generate_texts, load_run, train_run  # noqa: E402
-from synthformer.tasks.preparing import prepare_corpus  # noqa: E402
+from synthformer.tasks.prepared import prepare_corpus  # noqa: E402
 from synthformer.train import ConfigError, RunDir, from_dict  # noqa: E402
 
 from ..tasks.helpers import span_config  # noqa: E402

@@ -38,7 +38,7 @@ def _config(env: Env, **task: Any) -> Path:
 def _prepared(env: Env) -> Path:
     """A small prepared corpus (several shards) made in-process, watched."""
     from synthformer.tasks import TaskConfig
-    from synthformer.tasks.preparing import prepare_corpus
+    from synthformer.tasks.prepared import prepare_corpus
 
     _config(env)
     task = from_dict(TaskConfig, {**_TASK, "train": str(env.tmp / "data" / "corpus.jsonl")})

@@ -44,7 +44,7 @@ def _dev_records_gone(env: Env) -> list[Any]:
     """``train`` from a prepared MultiRC + RTE corpus whose MultiRC dev file (scored on its records) is deleted."""
     from synthformer.common.config import from_dict
     from synthformer.tasks import TaskConfig
-    from synthformer.tasks.preparing import prepare_corpus
+    from synthformer.tasks.prepared import prepare_corpus
     from tests.tasks.helpers import superglue_dir, t2t_config
 
     root = superglue_dir(env.tmp)
@@ -63,7 +63,7 @@ def _dialogue_other_history(env: Env) -> list[Any]:
     """``train`` with ``task.options.history`` 3 on dialogue exchanges prepared with a history of 2 turns."""
     from synthformer.common.config import from_dict
     from synthformer.tasks import TaskConfig
-    from synthformer.tasks.preparing import prepare_corpus
+    from synthformer.tasks.prepared import prepare_corpus
 
     chats = env.write("data/chats.jsonl", "".join(
         json.dumps({"persona": ["i like to ski."], "turns": ["hi !", f"hello {n}", "how are you ?", "fine ."]}) + "\n"

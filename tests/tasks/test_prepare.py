@@ -18,7 +18,7 @@ from synthformer.data import ByteTokenizer, DataError, SentinelTokenizer
 from synthformer.data.prepared import PreparedCorpus
 from synthformer.data.prepared import writer as shard_writer
 from synthformer.tasks import TaskConfig, load_raw_data
-from synthformer.tasks.preparing import PrepareError, check_prepared, prepare_corpus
+from synthformer.tasks.prepared import PrepareError, check_prepared, prepare_corpus
 from synthformer.train import ConfigError
 
 from .helpers import LM_TEXT, glue_dir, summarization_config
@@ -244,10 +244,10 @@ def test_every_preparable_type_names_a_known_layout() -> None:
     from synthformer.data.prepared import LAYOUTS
     from synthformer.tasks import get_task_type, list_task_types
 
-    layouts = {name: get_task_type(name).prepared_layout for name in list_task_types()}
-    assert {n for n, layout in layouts.items() if layout} >= {"lm", "span_corruption", "seq2seq", "summarization",
-                                                             "text_to_text"}
-    assert all(layout is None or layout in LAYOUTS for layout in layouts.values())
+    preparations = {name: get_task_type(name).preparation() for name in list_task_types()}
+    layouts = {name: p.layout for name, p in preparations.items() if p is not None}
+    assert set(layouts) >= {"lm", "span_corruption", "seq2seq", "summarization", "text_to_text", "dialogue"}
+    assert set(layouts.values()) <= set(LAYOUTS)
 
 
 def test_hf_streaming_through_datasets(tmp_path: Path) -> None:
@@ -288,7 +288,7 @@ def test_hf_sliced_splits_are_the_rows_datasets_gives(tmp_path: Path) -> None:
 
 
 def test_the_tokenizer_sample_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import synthformer.tasks.preparing.tokenizer as tokenizer_module
+    import synthformer.tasks.prepared.tokenizer as tokenizer_module
 
     seen: list[int] = []
     real = tokenizer_module.build_tokenizer

@@ -16,7 +16,7 @@ import pytest
 
 from synthformer.common.config import from_dict
 from synthformer.tasks import TaskConfig
-from synthformer.tasks.preparing import prepare_corpus
+from synthformer.tasks.prepared import prepare_corpus
 
 from .test_prepare import _c4, _manifest, _shard_bytes
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from synthformer.common.config import from_dict
 from synthformer.data.prepared import writer
 from synthformer.tasks import TaskConfig
-from synthformer.tasks.preparing import prepare_corpus
+from synthformer.tasks.prepared import prepare_corpus
 
 out, marks, task = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
 real = writer.write_bytes

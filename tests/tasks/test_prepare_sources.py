@@ -1,5 +1,5 @@
 """A finished prepare met again after its sources moved, were copied without their modification times, were
-deleted or changed (``synthformer.tasks.preparing.moved``); the one source a prepared run reads (a text-to-text dev
+deleted or changed (``synthformer.tasks.prepared.moved``); the one source a prepared run reads (a text-to-text dev
 set scored on its records); what a prepare killed before recording its plan leaves behind."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from synthformer.data import DataError
 from synthformer.data.prepared import PreparedCorpus
 from synthformer.data.prepared import format as prepared_format
 from synthformer.tasks import RunConfig, TaskConfig, prepare_data
-from synthformer.tasks.preparing import PrepareError, prepare_corpus
+from synthformer.tasks.prepared import PrepareError, prepare_corpus
 
 from .helpers import superglue_dir, t2t_config
 from .test_prepare import WORDS, _c4, _shard_bytes
@@ -49,7 +49,7 @@ def test_sources_copied_without_their_times_are_the_same_prepare(tmp_path: Path,
     assert PreparedCorpus.open(out).check_sources() == []
     hashed: list[str] = []
     real = prepared_format.sha256_file
-    monkeypatch.setattr("synthformer.tasks.preparing.moved.sha256_file", lambda p: hashed.append(p) or real(p))
+    monkeypatch.setattr("synthformer.tasks.prepared.moved.sha256_file", lambda p: hashed.append(p) or real(p))
     third = prepare_corpus(task, out, shard_tokens=150)  # as recorded now: nothing hashed, nothing to say
     assert third.status == "complete" and third.note == "" and hashed == []
 

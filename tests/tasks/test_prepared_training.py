@@ -114,7 +114,7 @@ def test_a_source_changed_or_gone_since_prepare_is_a_note_and_the_shards_are_rea
                           (source.unlink, "source.txt: gone since prepare")):  # deleted to free the disk
         change()
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="synthformer.tasks.run.prepared_data"):
+        with caplog.at_level(logging.INFO, logger="synthformer.tasks.prepared.reading"):
             got = prepare_data(run).datasets["train"]
         notes = [r.getMessage() for r in caplog.records if r.getMessage().startswith("note: ")]
         assert len(notes) == 1 and found in notes[0] and "does not need its sources" in notes[0]

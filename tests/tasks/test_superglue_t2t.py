@@ -11,7 +11,7 @@ import pytest
 from synthformer.cli.main import main
 from synthformer.data.prepared import PreparedCorpus
 from synthformer.tasks import RunConfig, TaskConfig, prepare_data
-from synthformer.tasks.preparing import prepare_corpus
+from synthformer.tasks.prepared import prepare_corpus
 from synthformer.train import ConfigError, from_dict
 
 from .helpers import superglue_dir, t2t_config, write_yaml

@@ -5,8 +5,9 @@ tables of registered ones), ``types/`` and ``generators/`` (the generic task typ
 ``seq2seq``, ``classification``, ``span_corruption``, ``pystdlib``), ``suites/`` (one package per benchmark with
 its readers, generators, task types and metrics: ``glue``, ``summarization``, ``dialogue``, ``lra``, ``probes``),
 :mod:`.sources` (raw splits), ``run/`` (configuration, data preparation, training into a run directory, resume,
-loading, evaluation, generation), ``preparing/`` (``synthformer prepare``), ``metrics/`` (likelihood and the
-trivial baselines) and :mod:`.compare`.
+loading, evaluation, generation), ``prepared/`` (prepared corpora: what a type's ``preparation()`` declares,
+``synthformer prepare``, and a run on ``task.prepared``), ``metrics/`` (likelihood and the trivial baselines) and
+:mod:`.compare`.
 
 Flow (one direction): :class:`RunConfig` (YAML + dotted overrides) -> raw splits (:func:`load_raw_data`: files,
 built-in generators, Hugging Face data sets) -> a tokenizer trained on the training split -> datasets -> the model

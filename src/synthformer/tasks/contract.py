@@ -14,12 +14,12 @@ The base classes below give every hook a default where one makes sense; a subcla
 data the hooks receive and return are here too: :class:`RawData` (splits before tokenization), :class:`TaskData`
 (tokenizer, datasets and the model config sized for them), :class:`LoadedRun` (a trained run read back),
 :class:`Generated` and :class:`GenerateOptions`. This module imports nothing of the pipeline: only the run
-configuration's types, for the hooks' signatures.
+configuration's types and :class:`~synthformer.tasks.prepared.Preparation`, for the hooks' signatures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from synthformer.models import ModelConfig
     from synthformer.train.sharding import EvalShard
 
+    from .prepared.preparation import Preparation
     from .run.config import RunConfig
     from .run.task_config import TaskConfig
 
@@ -218,49 +219,17 @@ class TaskType:
         fixed vocabulary."""
         return tokenizer
 
-    # -- prepared corpora (``synthformer prepare``, :mod:`synthformer.tasks.preparing`) ----------------------
-    #: How ``synthformer prepare`` stores this type's examples: ``"documents"`` (one text each, read by prepare
-    #: itself from the files or data set), ``"pairs"`` (a source and a target text each, from
-    #: :meth:`prepared_examples` for files) or None: the type cannot be prepared.
-    prepared_layout: ClassVar[str | None] = None
-
-    def prepared_fields(self, task: TaskConfig) -> tuple[str, ...]:
-        """The record fields prepare reads from JSON / CSV / parquet files and data sets, one per layout field."""
-        return (str(task.text_field),)
-
-    def prepared_sources(self, task: TaskConfig) -> dict[str, list[tuple[str, list[str]]]] | None:
-        """Prepared split -> its sources, each ``(source key, files it reads)``, for types whose sources are no
-        plain glob per split; None (the default): the files matching ``task.train`` / ``valid`` / ``test``."""
-        return None
-
-    def prepared_examples(self, task: TaskConfig, source: str) -> Iterable[tuple[int, tuple[str, ...]]]:
-        """``(position, texts)`` of each example of one source (a file, or a key of :meth:`prepared_sources`):
-        the texts the in-memory path builds for it, one per layout field; ``position`` names the example within
-        the source (its line). Used for the ``pairs`` layout."""
-        raise ConfigError(f"task.type: {self.name!r} data cannot be prepared from files (no prepared_examples)")
-
-    def encode_prepared(self, tokenizer: Tokenizer, records: Sequence[tuple[str, ...]], fields: int,
-                        add_eos: bool) -> list[list[list[int]]]:
-        """The ids prepare stores for each of ``records`` (the texts the files or :meth:`prepared_examples` gave),
-        one list per layout field (``fields`` of them). The default: each field's text encoded in one batch per
-        field; a type whose stored ids are not one text each (dialogue's speaker separators) builds them here."""
-        columns = [tokenizer.encode_batch([r[i] for r in records], add_eos=add_eos) for i in range(fields)]
-        return [[column[row] for column in columns] for row in range(len(records))]
-
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:
         """The tokenized dataset of ``split`` (with a ``collate`` method) and, when it means something, the
         split's characters per token (for bits per character of subword models), else None."""
         raise NotImplementedError
 
-    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
-                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
-        """The dataset of ``split`` of a prepared corpus (``task.prepared``: a
-        :class:`~synthformer.data.prepared.PreparedCorpus`), read from its memory-mapped shards without tokenizing
-        and without per-example state; and the split's characters per token when known. The default: this type
-        cannot train from a prepared corpus."""
-        raise ConfigError(f"task.prepared: task type {self.name!r} cannot train from a prepared corpus; give its "
-                          "data files (task.train) instead")
+    def preparation(self) -> Preparation | None:
+        """How ``synthformer prepare`` stores this type's examples and a run on ``task.prepared`` reads them back
+        (:class:`~synthformer.tasks.prepared.Preparation`: layout, record fields, sources, examples, the ids stored,
+        the dataset of a split); None (the default): the type cannot be prepared."""
+        return None
 
     def count_tokens(self, batch: Mapping[str, Tensor]) -> Tensor:
         """Tokens of a batch, for the trainer's tokens/s: the predicted targets by default."""

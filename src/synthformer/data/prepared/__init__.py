@@ -1,6 +1,6 @@
 """Prepared corpora: token shards on disk that training memory-maps instead of reading and tokenizing its data.
 
-``synthformer prepare CONFIG --out DIR`` writes one (:mod:`synthformer.tasks.preparing`); this package holds the
+``synthformer prepare CONFIG --out DIR`` writes one (:mod:`synthformer.tasks.prepared`); this package holds the
 format (:mod:`.format`), the reader (:class:`PreparedCorpus`, :class:`PreparedSplit`, :class:`TokenStream`) and
 the shard writer (:class:`ShardWriter`, :func:`write_prepared` for small corpora built in memory). See
 ``docs/data.md``.

@@ -16,11 +16,11 @@ from synthformer.models import ModelConfig, build_model
 from synthformer.train import ConfigError, seed_everything
 
 from ..contract import RawData, TaskData
+from ..prepared.reading import prepared_data
 from ..registry import get_generator
 from ..sources import load_raw_data
 from .config import RunConfig, resolve_model_config
 from .lengths import check_truncation, length_reports
-from .prepared_data import prepared_data
 from .spelling import check_spelling
 
 __all__ = ["build_datasets", "build_task_model", "build_task_tokenizer", "for_run", "prepare_data", "seeded_model"]
@@ -69,7 +69,7 @@ def build_datasets(run: RunConfig, raw: RawData, tokenizer: Tokenizer, model_con
 def prepare_data(run: RunConfig, tokenizer: Tokenizer | None = None, label_set: list[str] | None = None,
                  splits: tuple[str, ...] | None = None) -> TaskData:
     """Load the raw data, build (or reuse) the tokenizer and tokenize ``splits`` (default: all). A run on a
-    prepared corpus (``task.prepared``) reads its shards instead (:func:`.prepared_data.prepared_data`)."""
+    prepared corpus (``task.prepared``) reads its shards instead (:func:`..prepared.reading.prepared_data`)."""
     if run.task.prepared is not None:
         return prepared_data(run, tokenizer, splits)
     raw = load_raw_data(run.task)

@@ -24,6 +24,7 @@ from synthformer.train.metrics import bits_per_byte, bits_per_character, perplex
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
 from ..metrics.likelihood import token_nll
+from ..prepared.preparation import Preparation
 from ..registry import register_task_type
 
 if TYPE_CHECKING:
@@ -97,7 +98,6 @@ class LanguageModeling(TaskType):
     formats = ("text",)
     default_tokenizer = "char"
     reads = frozenset({"stride", "test_fraction"})
-    prepared_layout = "documents"
 
     def default_metrics(self, task: TaskConfig) -> list[str]:
         return ["loss", "perplexity", "bits_per_byte" if task.tokenizer_kind == "byte" else "bits_per_character"]
@@ -156,13 +156,13 @@ class LanguageModeling(TaskType):
         stride = run.task.stride if split == "train" else None
         return LMBlockDataset(ids, run.task.max_len, stride=stride), len(text) / max(ids.numel(), 1)
 
-    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
-                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
-        stream = corpus.split(split).stream("text")
+    def preparation(self) -> Preparation:
+        return Preparation("documents", self._stream_blocks)  # one document a record, its text read by prepare
+
+    def _stream_blocks(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer) -> StreamBlockDataset:
         # the blocks of build_dataset, read from the memory-mapped tokens
-        dataset = StreamBlockDataset(stream, run.task.max_len, stride=run.task.stride if split == "train" else None)
-        chars = corpus.manifest["splits"][split].get("characters")  # recorded by prepare where it counts them
-        return dataset, (chars / max(len(stream), 1) if chars else None)
+        stride = run.task.stride if split == "train" else None
+        return StreamBlockDataset(corpus.split(split).stream("text"), run.task.max_len, stride=stride)
 
     # -- evaluation and generation ----------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -31,6 +31,7 @@ from synthformer.data.prepared.sources import expand_glob
 from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
+from ..prepared.preparation import Preparation, Sources, pairs_dataset
 from ..registry import register_task_type
 from ..sources import finish_example_splits, read_file_splits
 from .seq2seq_decoding import DECODED_METRICS, decode_seq2seq, decoding_for, seq2seq_metrics
@@ -62,6 +63,20 @@ def _read_pairs(task: TaskConfig, path: str) -> list[TranslationPair]:
     return [TranslationPair(r.text.strip(), r.label, r.line) for r in records]
 
 
+def _parallel_sources(task: TaskConfig) -> Sources | None:
+    """The prepared sources of ``parallel`` files: each a path prefix read as ``PREFIX.source_lang`` and
+    ``PREFIX.target_lang`` (None for any other format: a glob per split)."""
+    if task.hf_name is not None or task.file_format != "parallel":
+        return None
+    out = {}
+    for split, pattern in (("train", task.train), ("valid", task.valid), ("test", task.test)):
+        if pattern is not None:
+            src, tgt = f".{task.source_lang}", f".{task.target_lang}"
+            prefixes = [str(p)[: -len(src)] for p in expand_glob(pattern + src)]
+            out[split] = [(p, [p + src, p + tgt]) for p in prefixes]
+    return out
+
+
 @register_task_type
 class SequenceToSequence(TaskType):
     """``task.type: seq2seq`` (see the module docstring)."""
@@ -76,7 +91,6 @@ class SequenceToSequence(TaskType):
     derived_model_fields = {"tgt_vocab_size": "source and target share one tokenizer"}
     #: The metrics computed on decoded output (left out during training when ``eval.train_decode_examples`` is 0).
     decoded_metrics: ClassVar[tuple[str, ...]] = DECODED_METRICS
-    prepared_layout = "pairs"
 
     def check_config(self, task: TaskConfig) -> None:
         if task.train is not None and task.file_format == "parallel" and not (task.source_lang and task.target_lang):
@@ -107,26 +121,24 @@ class SequenceToSequence(TaskType):
         return raw
 
     # -- prepared corpora -------------------------------------------------------------------------------
-    def prepared_fields(self, task: TaskConfig) -> tuple[str, ...]:
-        return (task.source_field, task.target_field)
+    def preparation(self) -> Preparation:
+        # the pairs of the type's own reader (files) or of its fields (data sets), framed when read
+        return Preparation("pairs", self._stream_pairs, fields=lambda task: (task.source_field, task.target_field),
+                           sources=_parallel_sources, examples=self._file_pairs)
 
-    def prepared_sources(self, task: TaskConfig) -> dict[str, list[tuple[str, list[str]]]] | None:
-        if task.hf_name is not None or task.file_format != "parallel":
-            return None
-        # "parallel" files: each source is a path prefix read as PREFIX.source_lang and PREFIX.target_lang
-        out = {}
-        for split, pattern in (("train", task.train), ("valid", task.valid), ("test", task.test)):
-            if pattern is not None:
-                src, tgt = f".{task.source_lang}", f".{task.target_lang}"
-                prefixes = [str(p)[: -len(src)] for p in expand_glob(pattern + src)]
-                out[split] = [(p, [p + src, p + tgt]) for p in prefixes]
-        return out
-
-    def prepared_examples(self, task: TaskConfig, source: str) -> Iterable[tuple[int, tuple[str, ...]]]:
+    def _file_pairs(self, task: TaskConfig, source: str) -> Iterator[tuple[int, tuple[str, str]]]:
         # the type's own reader on this one file: exactly the pairs the in-memory path reads (memory: one file)
         one = dataclasses.replace(task, train=source, valid=None, test=None)
         for i, pair in enumerate(self.read(one).splits["train"], start=1):
             yield (pair.line or i), (pair.source, pair.target)
+
+    def _stream_pairs(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer) -> Any:
+        from synthformer.data.streamed import DecodedPairs
+
+        dataset = pairs_dataset(run, [corpus.split(split)], tokenizer)
+        # the references of BLEU / ROUGE: the stored texts decoded when scored (raw_examples becomes the raw split)
+        dataset.raw_examples = DecodedPairs(dataset, tokenizer)
+        return dataset
 
     def training_texts(self, raw: RawData) -> list[str]:
         train = raw.splits["train"]
@@ -137,18 +149,6 @@ class SequenceToSequence(TaskType):
         task = run.task
         return Seq2SeqDataset(raw.splits[split], tokenizer, max_src_len=task.max_len, max_tgt_len=task.target_len,
                               overflow=task.overflow), None
-
-    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
-                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
-        from synthformer.data.streamed import DecodedPairs, PairsDataset
-
-        task = run.task
-        dataset = PairsDataset([corpus.split(split)], bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                               pad_id=tokenizer.pad_id, max_src_len=task.max_len, max_tgt_len=task.target_len,
-                               overflow=task.overflow)
-        # the references of BLEU / ROUGE: the stored texts decoded when scored (raw_examples becomes the raw split)
-        dataset.raw_examples = DecodedPairs(dataset, tokenizer)
-        return dataset, None
 
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,

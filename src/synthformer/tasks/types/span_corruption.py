@@ -35,6 +35,7 @@ from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions
 from ..metrics.likelihood import likelihood_metrics
+from ..prepared.preparation import Preparation
 from ..registry import get_task_type, register_task_type
 from .lm import LanguageModeling
 from .seq2seq_decoding import decode_seq2seq
@@ -112,10 +113,12 @@ class SpanCorruption(LanguageModeling):
         # the whole split as one stream: T5 packs documents into its inputs
         return self._pieces(run, tokenizer.encode(raw.splits[split]), split, tokenizer), None
 
-    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
-                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
+    def preparation(self) -> Preparation:
+        return Preparation("documents", self._stream_pieces)
+
+    def _stream_pieces(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer) -> SpanCorruptionDataset:
         # the documents back to back (each ends with <eos>, T5's packing), read from the memory-mapped shards
-        return self._pieces(run, corpus.split(split).stream("text"), split, tokenizer), None
+        return self._pieces(run, corpus.split(split).stream("text"), split, tokenizer)
 
     def _pieces(self, run: RunConfig, ids: Any, split: str, tokenizer: Tokenizer) -> SpanCorruptionDataset:
         if not isinstance(tokenizer, SentinelTokenizer):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from synthformer.data.sentinels import SentinelTokenizer
 from synthformer.train import ConfigError
 
-from .dataset import PreparedDialogueDataset, encode_source
+from .dataset import SPEAKER_TOKENS, PreparedDialogueDataset, encode_source
 from .reader import Exchange, dialogue_exchanges, read_dialogues
 
 if TYPE_CHECKING:
@@ -53,10 +53,13 @@ def prepared_exchanges(task: TaskConfig, source: str, history: int | None) -> It
         yield (exchange.line or i), ExchangeTexts(exchange)
 
 
-def encode_exchanges(tokenizer: SentinelTokenizer, records: Sequence[ExchangeTexts]) -> list[list[list[int]]]:
-    """``[source, target]`` ids of each record (see the module docstring): every segment and response of the
-    batch encoded in two ``encode_batch`` calls."""
-    exchanges = [r.exchange for r in records]
+def encode_exchanges(tokenizer: Tokenizer, records: Sequence[tuple[str, ...]], layout: str) -> list[list[list[int]]]:
+    """``[source, target]`` ids of each record (an :class:`ExchangeTexts` of :func:`prepared_exchanges`; see the
+    module docstring): every segment and response of the batch encoded in two ``encode_batch`` calls."""
+    if not isinstance(tokenizer, SentinelTokenizer) or tokenizer.num_sentinels < SPEAKER_TOKENS:
+        raise ConfigError(f"the dialogue type needs a tokenizer with {SPEAKER_TOKENS} speaker separators "
+                          f"(sentinels), got {tokenizer!r}")
+    exchanges = [r.exchange for r in records]  # type: ignore[attr-defined]  # ExchangeTexts, as said above
     flat = tokenizer.encode_batch([t for e in exchanges for t in (*e.persona, *e.history)])
     responses = tokenizer.encode_batch([e.response for e in exchanges])
     rows, start = [], 0

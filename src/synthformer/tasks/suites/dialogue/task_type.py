@@ -17,7 +17,7 @@ and the ``task.options.history`` turns before the response (default 4; null: all
 special tokens (:mod:`.dataset`); the target is the response.
 
 ``synthformer prepare`` stores each exchange with its unfitted source (separators inline), fitted to ``max_len``
-when read: the in-memory path's examples from memory-mapped shards (:mod:`.dialogue_prepared`).
+when read: the in-memory path's examples from memory-mapped shards (:mod:`.prepared`).
 
 Metrics: ``loss`` / ``perplexity`` (teacher forcing) and, on decoded responses, ``bleu`` (``bleu_1`` ..
 ``bleu_4``), ``meteor``, ``rouge_l``, ``cider`` (CIDEr-D) and ``distinct`` (``distinct_1``, ``distinct_2``),
@@ -31,8 +31,8 @@ turns separated by ``__eou__``; the output is the response to the last turn.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -42,6 +42,7 @@ from synthformer.data.sentinels import SentinelTokenizer, with_sentinels
 from synthformer.train import ConfigError
 
 from ...contract import Generated, GenerateOptions, RawData
+from ...prepared.preparation import Preparation
 from ...registry import register_task_type
 from ...sources import finish_example_splits, hold_out, read_file_splits
 from ...types.seq2seq import SequenceToSequence
@@ -104,8 +105,6 @@ class DialogueGeneration(SequenceToSequence):
     reads = frozenset({"max_target_len", "test_fraction"})
     option_defaults = {"history": 4}
     decoded_metrics = DIALOGUE_METRICS
-    #: the source with its speaker separators inline, fitted to max_len when read (:mod:`.dialogue_prepared`)
-    prepared_layout = "pairs"
 
     def check_config(self, task: TaskConfig) -> None:
         _history(task)
@@ -144,20 +143,15 @@ class DialogueGeneration(SequenceToSequence):
         return [text for d in raw.splits["train"] for text in (*d.persona, *d.turns)]
 
     # -- prepared corpora -------------------------------------------------------------------------------
-    def prepared_examples(self, task: TaskConfig, source: str) -> Iterable[tuple[int, tuple[str, ...]]]:
-        return prepared_exchanges(task, source, _history(task))
-
-    def encode_prepared(self, tokenizer: Tokenizer, records: Sequence[tuple[str, ...]], fields: int,
-                        add_eos: bool) -> list[list[list[int]]]:
-        if not isinstance(tokenizer, SentinelTokenizer) or tokenizer.num_sentinels < SPEAKER_TOKENS:
-            raise ConfigError(f"the dialogue type needs a tokenizer with {SPEAKER_TOKENS} speaker separators "
-                              f"(sentinels), got {tokenizer!r}")
-        return encode_exchanges(tokenizer, records)  # type: ignore[arg-type]  # prepared_examples' records
-
-    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
-                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
-        default = self.option_defaults["history"]
-        return prepared_dialogue_dataset(run, corpus, split, tokenizer, _history(run.task), default), None
+    def preparation(self) -> Preparation:
+        # each exchange a pair whose source holds the speaker separators inline, fitted to max_len when read
+        # (:mod:`.prepared`); the history window decides which turns are stored, so a run must use the corpus's
+        default = self.option_defaults["history"]  # the window of a corpus whose config left it unset
+        return dataclasses.replace(
+            super().preparation(), encode=encode_exchanges,
+            examples=lambda task, source: prepared_exchanges(task, source, _history(task)),
+            dataset=lambda run, corpus, split, tokenizer: prepared_dialogue_dataset(
+                run, corpus, split, tokenizer, _history(run.task), default))
 
     def finish_tokenizer(self, task: TaskConfig, tokenizer: Tokenizer) -> Tokenizer:
         try:  # the speaker separators: the first sentinels (T5's own with the sentencepiece kind)

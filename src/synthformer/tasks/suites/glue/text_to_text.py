@@ -45,7 +45,7 @@ import difflib
 import logging
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,7 @@ from synthformer.train import ConfigError
 
 from ...contract import Generated, GenerateOptions, RawData, TaskType
 from ...metrics.likelihood import likelihood_metrics
+from ...prepared.preparation import Preparation, Sources
 from ...registry import get_task_type, register_task_type
 from ...sources import subset
 from ...types.seq2seq_decoding import decode_seq2seq
@@ -157,7 +158,6 @@ class TextToText(TaskType):
     reads = frozenset({"max_target_len"})
     derived_model_fields = {"tgt_vocab_size": "source and target share one tokenizer"}
     option_defaults = {"tasks": ["rte", "mrpc", "cola", "stsb", "sst2"], "mixing_cap": 65536, "super_glue_dir": None}
-    prepared_layout = "pairs"
 
     def check_config(self, task: TaskConfig) -> None:
         names = _tasks(task)
@@ -231,9 +231,14 @@ class TextToText(TaskType):
                 valid[group] = self._load(task, name, split)
         return RawData(self.name, {"train": train, "valid": valid})
 
-    def prepared_sources(self, task: TaskConfig) -> dict[str, list[tuple[str, list[str]]]] | None:
+    # -- prepared corpora (:mod:`.text_to_text_prepared`) --------------------------------------------------
+    def preparation(self) -> Preparation:
         # one prepared split per task and dev set ("train.rte", "valid.mnli_matched"): the mixture is drawn from
         # them at training time
+        return Preparation("pairs", self._stored_splits, sources=self._prepared_sources,
+                           examples=self._prepared_examples)
+
+    def _prepared_sources(self, task: TaskConfig) -> Sources:
         def files(name: str, split: str) -> list[str]:  # the files read (fingerprinted in the manifest)
             if task.hf_name is not None or task.train is None:
                 return []
@@ -247,10 +252,30 @@ class TextToText(TaskType):
                 out[f"valid.{group}"] = [(f"{name}:{split}", files(name, split))]
         return out
 
-    def prepared_examples(self, task: TaskConfig, source: str) -> Iterable[tuple[int, tuple[str, ...]]]:
+    def _prepared_examples(self, task: TaskConfig, source: str) -> Iterator[tuple[int, tuple[str, str]]]:
         name, _, split = source.partition(":")
         for i, example in enumerate(self._load(task, name, split), start=1):
             yield i, (example.source, example.target)
+
+    def _stored_splits(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer) -> Any:
+        from .text_to_text_prepared import prepared_dev_sets, prepared_mixture
+
+        names = _tasks(run.task)
+        if split == "train":
+            return prepared_mixture(run, corpus, _trained(names), tokenizer)
+        groups = [(group, name) for name in names for group, _ in self._dev_sets(name)]
+
+        def records(group: str, name: str) -> list[Any]:
+            # the gold records MultiRC, ReCoRD, WSC and AX-g are scored on, read again from the file the corpus was
+            # prepared from (the manifest names it; the corpus check refuses a file modified since)
+            files = [s.get("path") for s in corpus.manifest.get("sources", {}).get(f"{split}.{group}", [])]
+            if not files or not files[0]:
+                raise ConfigError(f"task.prepared: {split}.{group} was not prepared from files (Hugging Face?): "
+                                  f"scoring {name} needs its dev records; train on the files or in memory instead")
+            path = Path(files[0])
+            return read_glue_split(name, path.parent.parent, dict(self._dev_sets(name))[group])
+
+        return prepared_dev_sets(run, corpus, split, groups, tokenizer, records)
 
     def finish(self, task: TaskConfig, raw: RawData) -> RawData:
         # the splits arrive per task; limits apply per task; the training split keeps every example of every task,
@@ -314,27 +339,6 @@ class TextToText(TaskType):
                               "limits (task.overflow: skip); raise the limits or drop the task")
         schedule = MixtureSchedule([len(m) for m in members], int(raw.info["mixing_cap"]), seed=run.train.seed)
         return MixtureDataset(examples, members, schedule), None
-
-    def build_prepared_dataset(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer,
-                               model_config: ModelConfig | None) -> tuple[Any, float | None]:
-        from .text_to_text_prepared import prepared_dev_sets, prepared_mixture
-
-        names = _tasks(run.task)
-        if split == "train":
-            return prepared_mixture(run, corpus, _trained(names), tokenizer), None
-        groups = [(group, name) for name in names for group, _ in self._dev_sets(name)]
-
-        def records(group: str, name: str) -> list[Any]:
-            # the gold records MultiRC, ReCoRD, WSC and AX-g are scored on, read again from the file the corpus was
-            # prepared from (the manifest names it; the corpus check refuses a file modified since)
-            files = [s.get("path") for s in corpus.manifest.get("sources", {}).get(f"{split}.{group}", [])]
-            if not files or not files[0]:
-                raise ConfigError(f"task.prepared: {split}.{group} was not prepared from files (Hugging Face?): "
-                                  f"scoring {name} needs its dev records; train on the files or in memory instead")
-            path = Path(files[0])
-            return read_glue_split(name, path.parent.parent, dict(self._dev_sets(name))[group])
-
-        return prepared_dev_sets(run, corpus, split, groups, tokenizer, records), None
 
     # -- evaluation -------------------------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,

@@ -24,6 +24,7 @@ from synthformer.data.prepared.format import sha256_file
 from synthformer.data.streamed import PairsDataset
 from synthformer.train import ConfigError
 
+from ...prepared.preparation import pairs_dataset
 from .metrics import glue_task_from_config
 from .table import TextToTextExample
 
@@ -35,15 +36,9 @@ if TYPE_CHECKING:
 __all__ = ["prepared_dev_sets", "prepared_mixture"]
 
 
-def _pairs(run: RunConfig, splits: list[Any], tokenizer: Tokenizer) -> PairsDataset:
-    task = run.task
-    return PairsDataset(splits, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,
-                        max_src_len=task.max_len, max_tgt_len=task.target_len, overflow=task.overflow)
-
-
 def prepared_mixture(run: RunConfig, corpus: Any, tasks: list[str], tokenizer: Tokenizer) -> MixtureDataset:
     """The training mixture over the corpus's ``train.<task>`` splits (T5's capped rates, drawn per epoch)."""
-    base = _pairs(run, [corpus.split(f"train.{name}") for name in tasks], tokenizer)
+    base = pairs_dataset(run, [corpus.split(f"train.{name}") for name in tasks], tokenizer)
     # each task's examples are contiguous in ``base`` (kept positions are sorted): a range each, nothing per example
     kept = base.kept
     members = []
@@ -85,7 +80,7 @@ def prepared_dev_sets(run: RunConfig, corpus: Any, split: str, groups: list[tupl
     example) for GLUE scoring. ``records(group, task)`` reads a dev set again from its source, for the tasks whose
     scoring needs more than the stored target (MultiRC's question groups, ReCoRD's answers, WSC's labels, AX-g's
     pairs); their sources must be the stored ones."""
-    dataset = _pairs(run, [corpus.split(f"{split}.{group}") for group, _ in groups], tokenizer)
+    dataset = pairs_dataset(run, [corpus.split(f"{split}.{group}") for group, _ in groups], tokenizer)
     examples, names = [], []
     for k, (group, name) in enumerate(groups):
         glue_task = glue_task_from_config(name)

@@ -29,6 +29,7 @@ from torch import nn
 
 from synthformer.train import ConfigError
 
+from ...prepared.preparation import Preparation
 from ...registry import register_task_type
 from ...types.seq2seq import SequenceToSequence
 from ...types.seq2seq_decoding import evaluate_decoded
@@ -82,8 +83,9 @@ class Summarization(SequenceToSequence):
     def default_metrics(self, task: TaskConfig) -> list[str]:
         return ["loss", "rouge"]
 
-    def prepared_fields(self, task: TaskConfig) -> tuple[str, ...]:
-        return _fields(task)
+    def preparation(self) -> Preparation:
+        # the records' fields are those of the layout task.options.fields names, as read() takes them
+        return dataclasses.replace(super().preparation(), fields=_fields)
 
     def read(self, task: TaskConfig) -> RawData:
         source, target = _fields(task)

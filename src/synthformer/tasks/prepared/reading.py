@@ -2,7 +2,7 @@
 
 Nothing is read or tokenized: the corpus's manifest is checked (format, the sizes of its files, its task type
 against the run's, its tokenizer against one the run already has), and each split becomes a dataset over the
-memory-mapped shards (:meth:`~synthformer.tasks.contract.TaskType.build_prepared_dataset`). The
+memory-mapped shards (the dataset of the task type's :class:`~.preparation.Preparation`). The
 tokenizer is the corpus's; the model config is sized for it as for any run. The source files are not needed: the
 shards carry the tokens and their checksums, so sources gone or changed since the prepare (moved, copied without
 their modification times, deleted to free the disk) are one logged note, found by ``stat`` alone. (Text-to-text dev
@@ -18,9 +18,9 @@ from synthformer.data.prepared import PreparedCorpus
 from synthformer.train import ConfigError
 
 from ..contract import RawData, TaskData
-from .config import RunConfig, resolve_model_config
-from .lengths import check_truncation, length_reports
-from .spelling import check_spelling
+from ..run.config import RunConfig, resolve_model_config
+from ..run.lengths import check_truncation, length_reports
+from ..run.spelling import check_spelling
 
 __all__ = ["open_prepared", "prepared_data"]
 
@@ -64,7 +64,10 @@ def prepared_data(run: RunConfig, tokenizer: Tokenizer | None = None,
     corpus = open_prepared(run, tokenizer)
     tok = corpus.tokenizer()
     check_spelling(run, tok, None)
-    task_type = run.task.task_type
+    preparation = run.task.task_type.preparation()
+    if preparation is None:
+        raise ConfigError(f"task.prepared: task type {run.task.type!r} cannot train from a prepared corpus; give its "
+                          "data files (task.train) instead")
     model_config = resolve_model_config(run, tok.vocab_size, None, (tok.pad_id, tok.bos_id, tok.eos_id))
     # the run's splits: a corpus stored per task ("train.rte", "valid.rte") serves the run's "train" and "valid"
     present = list(dict.fromkeys(name.split(".", 1)[0] for name in corpus.splits))
@@ -72,13 +75,14 @@ def prepared_data(run: RunConfig, tokenizer: Tokenizer | None = None,
     datasets, ratio = {}, {}
     for name in names:
         try:
-            datasets[name], chars = task_type.build_prepared_dataset(run, corpus, name, tok, model_config)
+            datasets[name] = preparation.dataset(run, corpus, name, tok)
         except (DataError, ConfigError):
             raise
         except ValueError as err:
             raise DataError(corpus.path / "manifest.json", None, f"{name} split: {err}") from None
-        if chars is not None:
-            ratio[name] = chars
+        chars = corpus.manifest["splits"].get(name, {}).get("characters")  # recorded where prepare counts them
+        if chars:  # an LM's bits per character from subword tokens
+            ratio[name] = chars / max(corpus.split(name).num_tokens("text"), 1)
         if name == "train" and "train" in (reports := length_reports(datasets)):  # most cut: refused, as in memory
             check_truncation(run.task, reports["train"])
         logger.info("prepared %s split: %s examples (%s)", name, f"{len(datasets[name]):,}", corpus.path)

@@ -23,6 +23,7 @@ from synthformer.data.prepared.writer import ShardWriter
 from synthformer.train import ConfigError
 
 from .plan import Context, Unit, unit_records
+from .preparation import Preparation
 
 __all__ = ["DONE", "PARTS", "load_done", "part_dir", "run_unit"]
 
@@ -80,10 +81,9 @@ class _Progress:
         self._maybe_send(force=True)
 
 
-def _encode(tok: Tokenizer, ctx: Context, batch: list[tuple[str, tuple[str, ...]]],
+def _encode(tok: Tokenizer, preparation: Preparation, batch: list[tuple[str, tuple[str, ...]]],
             writers: dict[str, ShardWriter], make: Callable[[str], ShardWriter]) -> None:
-    eos = ctx.layout == "documents"
-    rows = ctx.task.task_type.encode_prepared(tok, [texts for _, texts in batch], len(ctx.fields), eos)
+    rows = preparation.encode(tok, [texts for _, texts in batch], preparation.layout)
     for (split, _), ids in zip(batch, rows, strict=True):
         if split not in writers:
             writers[split] = make(split)
@@ -98,6 +98,7 @@ def process_unit(ctx: Context, unit: Unit, report: Report | None = None) -> dict
     # exist_ok: whatever could not be removed is no part of this unit (done.json lists its files, with checksums)
     out.mkdir(parents=True, exist_ok=True)
     tok = _tokenizer(ctx.folder)
+    preparation = ctx.preparation
     progress = _Progress(report, unit.size)
     writers: dict[str, ShardWriter] = {}
 
@@ -115,11 +116,11 @@ def process_unit(ctx: Context, unit: Unit, report: Report | None = None) -> dict
             chars += sum(len(t) for t in texts)
             split_chars[split] = split_chars.get(split, 0) + len(texts[0])
             if len(batch) >= _BATCH_DOCS or chars >= _BATCH_CHARS:
-                _encode(tok, ctx, batch, writers, make)
+                _encode(tok, preparation, batch, writers, make)
                 progress.wrote(len(batch))
                 batch, chars = [], 0
         if batch:
-            _encode(tok, ctx, batch, writers, make)
+            _encode(tok, preparation, batch, writers, make)
             progress.wrote(len(batch))
         shards = {split: w.close() for split, w in writers.items()}
     except BaseException:

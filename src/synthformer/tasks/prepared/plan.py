@@ -8,6 +8,7 @@ so the shards do not depend on the number of processes, and a re-run redoes only
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,8 +30,10 @@ from synthformer.data.prepared.sources import (
 from synthformer.train import ConfigError
 
 from ..run.task_config import TaskConfig
+from .preparation import Preparation, Sources
 
-__all__ = ["Context", "Plan", "Unit", "make_plan", "prepare_identity", "unit_records", "without_locations"]
+__all__ = ["Context", "Plan", "Unit", "make_plan", "prepare_identity", "same_identity", "unit_records",
+           "without_locations"]
 
 _SPLITS = ("train", "valid", "test")
 #: Task settings that shape training examples, not the prepared tokens: a re-run that changes only these continues
@@ -71,6 +74,11 @@ class Context:
     test_fraction: float
 
     @property
+    def preparation(self) -> Preparation:
+        # asked of the task type where needed, not carried to the workers: its parts need not pickle (lambdas)
+        return self.task.task_type.preparation()
+
+    @property
     def fields(self) -> tuple[str, ...]:
         return LAYOUTS[self.layout]
 
@@ -92,7 +100,6 @@ class Context:
 class Plan:
     """The splits (in manifest order), the units, the source records and the identity of a prepare."""
 
-    layout: str
     splits: list[str]
     units: list[Unit]
     sources: dict[str, list[dict[str, Any]]]
@@ -105,18 +112,18 @@ class Plan:
         return sum(u.size for u in self.units)
 
 
-def _check_type(task: TaskConfig) -> str:
-    layout = task.task_type.prepared_layout
-    if layout is None:
+def _check_type(task: TaskConfig) -> Preparation:
+    preparation = task.task_type.preparation()
+    if preparation is None:
         from ..registry import get_task_type, list_task_types
 
-        able = [n for n in list_task_types() if get_task_type(n).prepared_layout is not None]
+        able = [n for n in list_task_types() if get_task_type(n).preparation() is not None]
         raise ConfigError(f"task.type: {task.type!r} data cannot be prepared (yet); prepare supports "
                           f"{', '.join(able)}")
     if task.generator is not None:
         raise ConfigError(f"task.generator: prepare reads files ('train') or a Hugging Face data set ('hf_name'), "
                           f"not the generator {task.generator!r}")
-    return layout
+    return preparation
 
 
 def _holdout(task: TaskConfig, given: list[str]) -> tuple[float, float]:
@@ -130,16 +137,16 @@ def _holdout(task: TaskConfig, given: list[str]) -> tuple[float, float]:
     return valid, test
 
 
-def _file_units(task: TaskConfig, layout: str) -> tuple[dict[str, list[tuple[str, list[str]]]], bool]:
+def _file_units(task: TaskConfig, preparation: Preparation) -> tuple[Sources, bool]:
     """Split -> sources (key, files) of a file-based task, and whether prepare reads them itself (documents)."""
-    own = task.task_type.prepared_sources(task)
+    own = preparation.sources(task) if preparation.sources is not None else None
     if own is not None:
         return own, False
     out = {}
     for split, pattern in zip(_SPLITS, (task.train, task.valid, task.test), strict=True):
         if pattern is not None:
             out[split] = [(str(p), [str(p)]) for p in expand_glob(pattern)]
-    return out, layout == "documents"
+    return out, preparation.layout == "documents"
 
 
 def _local_data_files(task: TaskConfig, split: str) -> list[Path]:
@@ -168,7 +175,7 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
         ConfigError: a type or source that cannot be prepared, no validation split.
         DataError: a pattern that matches no file.
     """
-    layout = _check_type(task)
+    preparation = _check_type(task)
     units: list[Unit] = []
     sources: dict[str, list[dict[str, Any]]] = {}
     if task.hf_name is not None:
@@ -185,7 +192,7 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
                               + f"[{theirs}]", "size": None, "mtime": None, "sha256": None}, *local]
         given = list(by_split)
     else:
-        by_split, own_reader = _file_units(task, layout)
+        by_split, own_reader = _file_units(task, preparation)
         for split, entries in by_split.items():
             sources[split] = []
             for key, files in entries:
@@ -206,10 +213,10 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
     valid_fraction, test_fraction = (0.0, 0.0) if own_splits else _holdout(task, given)
     splits = list(given) if own_splits else [s for s in _SPLITS if s in given or (s == "valid" and valid_fraction)
                                              or (s == "test" and test_fraction)]
-    context = Context(str(folder), task, layout, tuple(task.task_type.prepared_fields(task)), "uint32",
+    context = Context(str(folder), task, preparation.layout, tuple(preparation.fields(task)), "uint32",
                       shard_tokens, text_unit, valid_fraction, test_fraction)
     identity = prepare_identity(task, tokenizer_id, shard_tokens, unit_bytes, text_unit, sources)
-    return Plan(layout, splits, units, sources, identity, context)
+    return Plan(splits, units, sources, identity, context)
 
 
 def prepare_identity(task: TaskConfig, tokenizer_id: dict[str, Any], shard_tokens: int, unit_bytes: int,
@@ -229,6 +236,11 @@ def prepare_identity(task: TaskConfig, tokenizer_id: dict[str, Any], shard_token
     if sources is None:
         del identity["sources"]
     return identity
+
+
+def same_identity(a: Any, b: Any) -> bool:
+    """Whether two identities (or parts) are equal once both are what JSON holds (a manifest read back)."""
+    return json.loads(json.dumps(a)) == json.loads(json.dumps(b))
 
 
 def without_locations(identity: dict[str, Any]) -> dict[str, Any]:
@@ -252,8 +264,11 @@ def unit_records(ctx: Context, unit: Unit, progress: Any = None) -> Iterator[tup
     elif unit.kind == "hf":
         records = iter_hf(str(task.hf_name), unit.source, ctx.record_fields, config=task.hf_config,
                           options=task.hf_options, shard=(unit.start, unit.stop or 1))
+    elif (examples := ctx.preparation.examples) is not None:
+        records = iter(examples(task, unit.source))
     else:
-        records = iter(task.task_type.prepared_examples(task, unit.source))
+        raise ConfigError(f"task.type: {task.type!r} data cannot be prepared from files (its preparation gives no "
+                          "examples)")
     pairs = ctx.layout == "pairs" and unit.kind != "examples"  # the types' readers strip and check themselves
     for position, texts in records:
         if pairs:

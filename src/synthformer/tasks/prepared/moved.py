@@ -26,7 +26,7 @@ from synthformer.common.config import to_dict
 from synthformer.data.prepared.format import MANIFEST, sha256_file
 from synthformer.data.prepared.writer import write_manifest
 
-from .plan import Plan
+from .plan import Plan, same_identity
 from .repair import check_tokenizer, damaged_units, repair
 from .runner import PrepareError, PrepareResult
 
@@ -155,7 +155,7 @@ def finished_without_sources(out: Path, identity: dict[str, Any], verify: bool, 
         recorded = {k: v for k, v in (manifest.get("prepare") or {}).items() if k != "sources"}
     except (OSError, ValueError, AttributeError):
         return None
-    if json.loads(json.dumps(recorded)) != json.loads(json.dumps(identity)):
+    if not same_identity(recorded, identity):
         return None
     return _intact(out, manifest, verify, f"{error}",
                    f"the sources are gone ({error}); the corpus does not need them (a run reads its shards)")

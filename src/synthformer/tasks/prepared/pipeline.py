@@ -40,7 +40,7 @@ from synthformer.train.runlock import LOCK_FILE, lock_directory
 
 from ..run.task_config import TaskConfig
 from .moved import finished_elsewhere, finished_without_sources
-from .plan import Plan, make_plan, prepare_identity, without_locations
+from .plan import Plan, make_plan, prepare_identity, same_identity, without_locations
 from .repair import check_prepared, repair
 from .runner import PrepareError, PrepareResult, raise_error, run_units
 from .tokenizer import DEFAULT_SAMPLE_BYTES, given_tokenizer, tokenizer_identity, train_tokenizer
@@ -55,12 +55,8 @@ _JOURNAL = "assemble.json"
 _SHARD_FILE = re.compile(r".+-\d{5}\.\w+\.(bin|idx\.npy)(\.tmp)?$")  # train-00000.text.bin, ...
 
 
-def _same(a: Any, b: Any) -> bool:
-    return json.loads(json.dumps(a)) == json.loads(json.dumps(b))
-
-
 def _differs(old: dict[str, Any], new: dict[str, Any]) -> str:
-    keys = [k for k in new if not _same(old.get(k), new[k])] or ["format"]
+    keys = [k for k in new if not same_identity(old.get(k), new[k])] or ["format"]
     return ", ".join(keys)
 
 
@@ -78,15 +74,15 @@ def _state(out: Path, identity: dict[str, Any], overwrite: bool) -> str:
         except (OSError, ValueError):
             raise PrepareError(f"{out / MANIFEST}: damaged; re-run with --overwrite") from None
         recorded = manifest.get("prepare") or {}
-        if _same(recorded, identity):
+        if same_identity(recorded, identity):
             return "complete"
-        if _same(without_locations(recorded), without_locations(identity)):
+        if same_identity(without_locations(recorded), without_locations(identity)):
             return "moved"
         raise PrepareError(f"--out {out} holds a different prepare (differs in: {_differs(recorded, identity)}); "
                            f"{other}")
     if (parts / _PLAN).is_file():
         old = json.loads((parts / _PLAN).read_text(encoding="utf-8"))
-        if not _same(old.get("identity"), identity):
+        if not same_identity(old.get("identity"), identity):
             raise PrepareError(f"--out {out} holds an unfinished different prepare (differs in: "
                                f"{_differs(old.get('identity') or {}, identity)}); {other}")
         return "resume"
@@ -131,12 +127,12 @@ def _assemble(out: Path, plan: Plan, tok: Tokenizer, done: dict[int, dict[str, A
                               "or empty sources); raise task.valid_fraction or give task.valid")
         splits[split] = split_entry(entries, fields)
         counted = [done[unit.index].get("characters") for unit in plan.units]
-        if plan.layout == "documents" and all(c is not None for c in counted):
+        if plan.context.layout == "documents" and all(c is not None for c in counted):
             # the documents' characters (the eos after each is not counted): chars per token for bits per character
             splits[split]["characters"] = sum(c.get(split, 0) for c in counted)
     hashes = {path: digest for record in done.values() for path, digest in record["sha256"].items()}
     task = plan.context.task
-    manifest = base_manifest(task.type, plan.layout, tok, out / TOKENIZER)
+    manifest = base_manifest(task.type, plan.context.layout, tok, out / TOKENIZER)
     manifest["sources"] = {s: [{**e, "sha256": hashes.get(e["path"], e.get("sha256"))} for e in entries]
                            for s, entries in plan.sources.items()}
     manifest["splits"] = splits
@@ -195,8 +191,8 @@ def prepare_corpus(task: TaskConfig, out: str | os.PathLike[str], *, workers: in
     """Prepare ``task``'s data into the folder ``out`` (see the module docstring and ``docs/data.md``).
 
     Args:
-        task: the run config's task section (types with a ``prepared_layout``: lm, span_corruption, seq2seq,
-            summarization, text_to_text).
+        task: the run config's task section (types with a :meth:`~synthformer.tasks.TaskType.preparation`: lm,
+            span_corruption, seq2seq, summarization, dialogue, text_to_text).
         out: the prepared folder (created).
         workers: processes tokenizing units side by side.
         tokenizer: a tokenizer file to use; None trains ``task.tokenizer`` on a sample of ``sample_bytes``
