@@ -25,6 +25,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import doc_tables_baselines as baselines  # noqa: E402 - the baseline rows
+from doc_tables_t5 import UNSPELLABLE_NOTE, unknown_pieces  # noqa: E402 - the column both T5 tables share
 from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - the sibling module
 
 TABLE = "t5arch_superglue"
@@ -86,22 +87,24 @@ def superglue_table() -> str:
     entries = [found[r] for r in ROWS if r in found]
     if not entries:
         return f"(no recorded row yet: `python benchmarks/results_runs.py --table {TABLE}`)"
-    header = "| model | SGlue avg | " + " | ".join(label for _, _, label in COLUMNS) + " | invalid | training time |"
-    lines = [header, "|---|" + "---:|" * (len(COLUMNS) + 3)]
+    header = ("| model | SGlue avg | " + " | ".join(label for _, _, label in COLUMNS)
+              + " | invalid | of them unspellable | training time |")
+    lines = [header, "|---|" + "---:|" * (len(COLUMNS) + 4)]
     for e in entries:
         m = e["valid"]
         cells = [_cell(_scores(m, task, metrics)) for task, metrics, _ in COLUMNS]
         invalid = sum(int(m.get(f"{task}_invalid", 0)) for task, _, _ in COLUMNS)
         lines.append(f"| {ROWS[e['row']]} | {m['super_glue_average']:.1f} | " + " | ".join(cells)
-                     + f" | {invalid} | {e['train_s'] / 60:.1f} min |")
+                     + f" | {invalid} | {unknown_pieces(TABLE, e)} | {e['train_s'] / 60:.1f} min |")
     majority, baseline = baselines.glue_majority(TABLE)
     if majority is not None:
         m = majority["valid"]
         cells = [_cell(_scores(m, task, metrics)) for task, metrics, _ in COLUMNS]
-        lines.append(f"| majority label | {m['super_glue_average']:.1f} | " + " | ".join(cells) + " | 0 | - |")
+        lines.append(f"| majority label | {m['super_glue_average']:.1f} | " + " | ".join(cells) + " | 0 | 0 | - |")
     note = (_missing_line(entries) + "BoolQ is not trained here (the shared folder has its val set only) and "
             "ReCoRD's data is not here. ")
-    return "\n".join([*lines, "", note + provenance(entries, str(path.relative_to(ROOT))) + " " + baseline])
+    return "\n".join([*lines, "", note + provenance(entries, str(path.relative_to(ROOT))) + " " + baseline, "",
+                      UNSPELLABLE_NOTE])
 
 
 def config_tasks() -> list[str]:

@@ -35,6 +35,14 @@ def _minutes(entry: dict[str, Any]) -> str:
     return f"{entry['train_s'] / 60:.1f} min"
 
 
+def unknown_pieces(table: str, entry: dict[str, Any]) -> str:
+    """The answers of ``entry``'s run that hold a piece its vocabulary could not spell, counted by
+    ``benchmarks/t5_unknown_pieces.py`` for this very run (the row's date), or "-" where not counted."""
+    path = RESULTS / "t5arch_unknown_pieces.jsonl"
+    counted = latest(path, table).get(entry["row"]) if path.exists() else None
+    return str(counted["unknown_pieces"]) if counted and counted["row_date"] == entry.get("date") else "-"
+
+
 def t5_pretrain_table() -> str:
     """Span-corruption pretraining: validation log perplexity (nats per target token), the measured corruption,
     steps/s over the training time without periodic validation."""
@@ -61,8 +69,8 @@ def t5_glue_table() -> str:
     if not entries:
         return "(no recorded row yet: `python benchmarks/results_runs.py --table t5arch_glue`)"
     present = [c for c in _COLUMNS if any(f"{c[0]}_{c[1][0]}" in e["valid"] for e in entries)]
-    lines = ["| model | GLUE avg | " + " | ".join(c[2] for c in present) + " | invalid | training time |",
-             "|---|---:|" + "---:|" * len(present) + "---:|---:|"]
+    lines = ["| model | GLUE avg | " + " | ".join(c[2] for c in present) + " | invalid | of them unspellable | "
+             "training time |", "|---|---:|" + "---:|" * len(present) + "---:|---:|---:|"]
     majority, note = baselines.glue_majority("t5arch_glue")
     for e in [*entries, *([{**majority, "row": "majority"}] if majority else [])]:
         m = e["valid"]
@@ -70,9 +78,18 @@ def t5_glue_table() -> str:
                  for task, metrics, _ in present]
         invalid = sum(int(m.get(f"{task}_invalid", 0)) for task, _, _ in present)
         time = _minutes(e) if "train_s" in e else "-"
+        unspellable = unknown_pieces("t5arch_glue", e) if "train_s" in e else "0"  # the majority: label strings
         lines.append(f"| {GLUE_ROWS.get(e['row'], 'majority label')} | {m['glue_average']:.1f} | " + " | ".join(cells)
-                     + f" | {invalid} | {time} |")
-    return "\n".join([*lines, "", provenance(entries, record) + " " + note])
+                     + f" | {invalid} | {unspellable} | {time} |")
+    return "\n".join([*lines, "", provenance(entries, record) + " " + note, "", UNSPELLABLE_NOTE])
+
+
+#: What the "of them unspellable" column counts, under both T5 finetuning tables
+UNSPELLABLE_NOTE = ("\"of them unspellable\": answers holding a piece the vocabulary could not spell (`⁇`, a "
+                    "replacement character or `<unk>`), counted in the run's answers by "
+                    "`python benchmarks/t5_unknown_pieces.py` (record "
+                    "`benchmarks/results/t5arch_unknown_pieces.jsonl`; "
+                    "\"-\": not counted, the run directory was not at hand).")
 
 
 T5_BUILDERS: dict[str, Callable[[], str]] = {"t5arch-pretrain": t5_pretrain_table, "t5arch-glue": t5_glue_table}
