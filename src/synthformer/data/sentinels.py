@@ -54,6 +54,9 @@ class SentinelTokenizer(Tokenizer):
     Args:
         base: the tokenizer of the text (its ids and special ids are kept).
         num_sentinels: how many sentinels (T5: 100); an example needs one per corrupted span plus one.
+
+    Exported (:meth:`tokenizers_backend`) as the base kind's tokenizer with the sentinels as special tokens at
+    their native ids (the base's :meth:`~Tokenizer.tokenizers_backend_with_sentinels`).
     """
 
     kind = "sentinels"
@@ -179,6 +182,11 @@ class SentinelTokenizer(Tokenizer):
     @classmethod
     def _from_state(cls, state: dict[str, Any]) -> SentinelTokenizer:
         return cls(tokenizer_from_payload(state["base"], "sentinel base"), int(state["num_sentinels"]))
+
+    # -- export to Hugging Face --------------------------------------------------------------------------
+    def tokenizers_backend(self) -> Any:
+        return self.base.tokenizers_backend_with_sentinels(
+            [sentinel_name(self.sentinel_index(i)) for i in range(self.first_sentinel_id, self.vocab_size)])
 
     def __repr__(self) -> str:
         return f"SentinelTokenizer({self.base!r}, num_sentinels={self.num_sentinels})"

@@ -53,7 +53,10 @@ class Tokenizer(ABC):
     """Common interface of every synthformer tokenizer.
 
     Subclasses set ``kind`` and implement ``vocab_size``, ``encode``, ``decode``, ``id_to_token``,
-    ``token_to_id`` and the JSON state (``_state`` / ``_from_state``).
+    ``token_to_id`` and the JSON state (``_state`` / ``_from_state``); a kind that exports to Hugging Face
+    implements :meth:`tokenizers_backend` too. Defining the class registers its kind: its files load through
+    :func:`~synthformer.data.load_tokenizer` and it exports through ``synthformer.hf.tokenizer``, with no other
+    edit.
     """
 
     kind: ClassVar[str]
@@ -104,6 +107,32 @@ class Tokenizer(ABC):
     @abstractmethod
     def _from_state(cls, state: dict[str, Any]) -> Tokenizer:
         """Inverse of :meth:`_state`."""
+
+    # -- export to Hugging Face ------------------------------------------------------------------
+    def tokenizers_backend(self) -> Any:
+        """A ``tokenizers.Tokenizer`` giving this tokenizer's ids, its special tokens included (what
+        ``synthformer.hf.tokenizer`` wraps in a ``PreTrainedTokenizerFast``).
+
+        Each kind implements it in its own class, importing ``tokenizers`` inside the method so that
+        :mod:`synthformer.data` imports without it.
+
+        Raises:
+            ValueError: this kind does not export (the default).
+        """
+        raise ValueError(f"tokenizer kind {self.kind!r} cannot be exported to Hugging Face: its class "
+                         f"{type(self).__qualname__} does not implement tokenizers_backend()")
+
+    def tokenizers_backend_with_sentinels(self, sentinels: list[str]) -> Any:
+        """:meth:`tokenizers_backend` with ``sentinels`` (token strings, in id order) as special tokens at the ids
+        right after this vocabulary (what :class:`~synthformer.data.sentinels.SentinelTokenizer` exports as).
+
+        By default they are added to :meth:`tokenizers_backend`'s backend, which numbers added tokens in order
+        from its end; a kind whose Hugging Face tokenizer brings its own sentinels (``sentencepiece``: T5's extra
+        ids) overrides this.
+        """
+        backend = self.tokenizers_backend()
+        backend.add_special_tokens(sentinels)
+        return backend
 
     # -- shared behaviour ------------------------------------------------------------------------
     def encode(self, text: str, add_bos: bool = False, add_eos: bool = False) -> list[int]:

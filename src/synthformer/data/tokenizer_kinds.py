@@ -1,25 +1,37 @@
 """The tokenizers: character, byte, word-level and byte-level BPE (the last two backed by the ``tokenizers``
-library), and fixed vocabularies for generated tasks. See :mod:`synthformer.data.tokenization` for the overview."""
+library), and fixed vocabularies for generated tasks. See :mod:`synthformer.data.tokenization` for the overview.
+
+Each class also says how it exports to Hugging Face (its :meth:`~Tokenizer.tokenizers_backend`); ``tokenizers`` is
+imported inside those methods only, as by the trainers."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from synthformer.data.tokenizer_base import REPLACEMENT_CHAR, SPECIAL_TOKENS, UNK, Tokenizer
 
-__all__ = ["BPETokenizer", "ByteTokenizer", "CharTokenizer", "FixedVocabTokenizer", "WordTokenizer"]
+__all__ = ["BPETokenizer", "ByteTokenizer", "CharTokenizer", "FixedVocabTokenizer", "WordTokenizer", "byte_symbols"]
 
 logger = logging.getLogger(__name__)
+
+
+def _specials_vocab() -> dict[str, int]:
+    """The special tokens at their ids, the start of every exported vocabulary but the ``tokenizers``-backed ones'."""
+    return {tok: i for i, tok in enumerate(SPECIAL_TOKENS)}
 
 
 class CharTokenizer(Tokenizer):
     """One id per Unicode character of a fixed alphabet; other characters map to ``unk_id``.
 
     Ids: the 4 specials, then the alphabet in code-point order. ``<unk>`` decodes to U+FFFD.
+
+    Exported (:meth:`tokenizers_backend`) as a ``WordLevel`` vocabulary of the alphabet over a pre-tokenizer that
+    isolates every character; the pieces are joined back without spaces.
 
     Args:
         alphabet: the characters of the vocabulary (duplicates ignored).
@@ -88,6 +100,18 @@ class CharTokenizer(Tokenizer):
     def _from_state(cls, state: dict[str, Any]) -> CharTokenizer:
         return cls(state["alphabet"])
 
+    def tokenizers_backend(self) -> Any:
+        from tokenizers import Regex, decoders, models, pre_tokenizers
+        from tokenizers import Tokenizer as Backend
+
+        vocab = {**_specials_vocab(), **{ch: self.token_to_id(ch) for ch in self.alphabet}}
+        backend = Backend(models.WordLevel(vocab=vocab, unk_token=UNK))
+        # [\s\S]: every character, newlines included, becomes its own piece
+        backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+        backend.decoder = decoders.Fuse()
+        backend.add_special_tokens(list(SPECIAL_TOKENS))
+        return backend
+
 
 # ---------------------------------------------------------------------------------------------------
 class ByteTokenizer(Tokenizer):
@@ -96,6 +120,10 @@ class ByteTokenizer(Tokenizer):
     ``encode`` also accepts ``bytes`` (for byte-level LM on data that is not valid UTF-8). ``decode``
     replaces invalid UTF-8 (e.g. a multi-byte character cut by a block boundary) with U+FFFD;
     :meth:`decode_bytes` returns the raw bytes.
+
+    Exported (:meth:`tokenizers_backend`) as a ``BPE`` model without merges over the 256 byte symbols of the
+    byte-level pre-tokenizer (:func:`byte_symbols`), byte ``b`` at id ``b + 4`` as natively; decoding turns the
+    symbols back into bytes.
     """
 
     kind = "byte"
@@ -158,10 +186,36 @@ class ByteTokenizer(Tokenizer):
     def _from_state(cls, state: dict[str, Any]) -> ByteTokenizer:
         return cls()
 
+    def tokenizers_backend(self) -> Any:
+        from tokenizers import Tokenizer as Backend
+        from tokenizers import decoders, models, pre_tokenizers
+
+        vocab = {**_specials_vocab(), **{sym: b + self.offset for b, sym in enumerate(byte_symbols())}}
+        backend = Backend(models.BPE(vocab=vocab, merges=[], unk_token=UNK))
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        backend.decoder = decoders.ByteLevel()
+        backend.add_special_tokens(list(SPECIAL_TOKENS))
+        return backend
+
+
+def byte_symbols() -> list[str]:
+    """The printable character the byte-level pre-tokenizer uses for each byte 0..255 (GPT-2's table): bytes
+    that are printable and not a space keep their own character, the others are moved to U+0100 and beyond."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    symbols, moved = {}, 0
+    for b in range(256):
+        if b in keep:
+            symbols[b] = chr(b)
+        else:
+            symbols[b] = chr(256 + moved)
+            moved += 1
+    return [symbols[b] for b in range(256)]
+
 
 # ---------------------------------------------------------------------------------------------------
 class _HFTokenizer(Tokenizer):
-    """Shared code of the tokenizers backed by the ``tokenizers`` library."""
+    """Shared code of the tokenizers backed by the ``tokenizers`` library; their backend is their export as it is
+    (:meth:`tokenizers_backend`)."""
 
     def __init__(self, backend: Any) -> None:
         for i, tok in enumerate(SPECIAL_TOKENS):
@@ -210,6 +264,11 @@ class _HFTokenizer(Tokenizer):
 
         return cls(Backend.from_str(json.dumps(state["backend"])))
 
+    def tokenizers_backend(self) -> Any:
+        from tokenizers import Tokenizer as Backend
+
+        return Backend.from_str(self._backend.to_str())  # a copy: the run's tokenizer stays as it is
+
 
 class WordTokenizer(_HFTokenizer):
     """Word-level vocabulary (``tokenizers`` ``WordLevel`` model), trained on text in memory.
@@ -217,6 +276,8 @@ class WordTokenizer(_HFTokenizer):
     ``split="words"`` (default) separates words from punctuation (``"bushes."`` -> ``bushes``, ``.``);
     ``split="whitespace"`` splits on whitespace only (for pre-tokenized text such as SST-2). Decoding
     joins tokens with single spaces; ``<unk>`` decodes as the string ``<unk>``.
+
+    Exported (:meth:`tokenizers_backend`) as its ``tokenizers`` backend itself.
     """
 
     kind = "word"
@@ -276,6 +337,8 @@ class BPETokenizer(_HFTokenizer):
 
     Every byte is in the initial alphabet, so no input is ever ``<unk>`` and
     ``decode(encode(x)) == x`` for every string.
+
+    Exported (:meth:`tokenizers_backend`) as its ``tokenizers`` backend itself.
     """
 
     kind = "bpe"
@@ -327,6 +390,9 @@ class FixedVocabTokenizer(Tokenizer):
 
     Used for synthetic tasks with a known vocabulary, e.g. ListOps (``ignore=("(", ")")`` reproduces
     the Long Range Arena input pipeline). Decoding joins tokens with single spaces.
+
+    Exported (:meth:`tokenizers_backend`) as a ``WordLevel`` vocabulary over whitespace-separated tokens; the
+    ignored tokens are removed by the normalizer.
     """
 
     kind = "fixed"
@@ -376,3 +442,17 @@ class FixedVocabTokenizer(Tokenizer):
     @classmethod
     def _from_state(cls, state: dict[str, Any]) -> FixedVocabTokenizer:
         return cls(state["tokens"], state.get("ignore", ()))
+
+    def tokenizers_backend(self) -> Any:
+        from tokenizers import Regex, models, normalizers, pre_tokenizers
+        from tokenizers import Tokenizer as Backend
+
+        vocab = {**_specials_vocab(), **{t: self.token_to_id(t) for t in self.tokens}}
+        backend = Backend(models.WordLevel(vocab=vocab, unk_token=UNK))
+        if self._ignore:
+            # a whole whitespace-separated token only: "(" goes, "(x" stays
+            pattern = "|".join(rf"(?<!\S){re.escape(t)}(?!\S)" for t in self._ignore)
+            backend.normalizer = normalizers.Replace(Regex(pattern), " ")
+        backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        backend.add_special_tokens(list(SPECIAL_TOKENS))
+        return backend

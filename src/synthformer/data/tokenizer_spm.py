@@ -25,6 +25,7 @@ import base64
 import io
 import logging
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -64,6 +65,11 @@ class SentencePieceTokenizer(Tokenizer):
     ``bos_id`` is ``pad_id`` (0): T5's decoder starts from ``<pad>``, which the encoder-decoder here feeds as its
     first decoder input (target padding needs no mask: the decoder is causal and padded labels are ignored).
     ``<unk>`` decodes as SentencePiece writes it (`` ⁇ ``).
+
+    Exported (:meth:`tokenizers_backend`) as ``transformers``' own ``T5Tokenizer``, read from this model's
+    ``spiece.model``; with sentinels (:meth:`tokenizers_backend_with_sentinels`) as that tokenizer with the same
+    number of ``<extra_id_N>`` (T5's ids: ``<pad>`` 0, ``</s>`` 1, ``<unk>`` 2, sentinels counting down from the
+    last id).
 
     Args:
         model_proto: the bytes of a SentencePiece model (the content of a ``spiece.model`` file).
@@ -204,6 +210,28 @@ class SentencePieceTokenizer(Tokenizer):
     @classmethod
     def _from_state(cls, state: dict[str, Any]) -> SentencePieceTokenizer:
         return cls(base64.b64decode(state["model"], validate=True))
+
+    # -- export to Hugging Face --------------------------------------------------------------------------
+    def tokenizers_backend(self) -> Any:
+        return self._t5_backend(0)
+
+    def tokenizers_backend_with_sentinels(self, sentinels: list[str]) -> Any:
+        # T5Tokenizer numbers its extra ids as SentinelTokenizer does for this kind (descending from the last id),
+        # so its own sentinels are the ones at the native ids
+        return self._t5_backend(len(sentinels))
+
+    def _t5_backend(self, sentinels: int) -> Any:
+        """The backend of ``transformers``' ``T5Tokenizer`` for this model's ``spiece.model`` with ``sentinels``
+        extra ids (without the ``</s>`` its post-processor appends: ``synthformer.hf.tokenizer.to_hf_tokenizer``
+        frames as the run did)."""
+        from tokenizers import processors
+        from transformers import T5Tokenizer
+
+        with tempfile.TemporaryDirectory() as folder:
+            self.save_model(Path(folder) / "spiece.model")
+            backend = T5Tokenizer.from_pretrained(folder, extra_ids=sentinels).backend_tokenizer
+        backend.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
+        return backend
 
     # the processor is a C++ object: workers that receive the tokenizer rebuild it from the bytes
     def __getstate__(self) -> dict[str, Any]:

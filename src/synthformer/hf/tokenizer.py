@@ -1,19 +1,10 @@
 """A synthformer tokenizer as a ``transformers`` ``PreTrainedTokenizerFast`` (saved beside an exported model).
 
-Every tokenizer kind exports, with the same ids:
-
-* ``word`` and ``bpe`` are ``tokenizers`` models already: their backend is used as it is.
-* ``char``: a ``WordLevel`` vocabulary of the alphabet over a pre-tokenizer that isolates every character; the
-  pieces are joined back without spaces.
-* ``byte``: a ``BPE`` model without merges over the 256 byte symbols of the byte-level pre-tokenizer, byte ``b``
-  at id ``b + 4`` as natively; decoding turns the symbols back into bytes.
-* ``fixed``: a ``WordLevel`` vocabulary over whitespace-separated tokens; the tokens the native tokenizer ignores
-  (ListOps' parentheses) are removed by the normalizer.
-* ``sentencepiece``: ``transformers``' own ``T5Tokenizer``, read from the model's ``spiece.model`` with the same
-  number of ``<extra_id_N>`` sentinels (T5's ids: ``<pad>`` 0, ``</s>`` 1, ``<unk>`` 2, sentinels counting down from
-  the last id).
-* sentinels added by span corruption or dialogue to another kind: the base kind's tokenizer with the sentinels as
-  special tokens at their native ids.
+Every tokenizer kind exports with the same ids: :func:`tokenizers_backend` asks the tokenizer for its
+``tokenizers`` backend (:meth:`~synthformer.data.Tokenizer.tokenizers_backend`), and each kind's class says in its
+docstring what that backend is (``word`` and ``bpe`` their own; ``char``, ``byte``, ``fixed`` a vocabulary over a
+pre-tokenizer; ``sentencepiece`` ``transformers``' ``T5Tokenizer``; sentinels the base kind's plus special tokens).
+A new kind exports by implementing that method in its own class; nothing here names the kinds.
 
 In the exported tokenizer an ``<extra_id_N>`` written in the text is the sentinel, as in T5's (natively, ``encode``
 spells it out and ``encode_with_sentinels`` reads it).
@@ -29,99 +20,25 @@ for a classifier with ``cls`` pooling, the text alone otherwise.
 
 from __future__ import annotations
 
-import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from transformers import PreTrainedTokenizerFast
 
-from synthformer.data import SentencePieceTokenizer, SentinelTokenizer, Tokenizer
-from synthformer.data.sentinels import sentinel_name
-from synthformer.data.tokenizer_base import SPECIAL_TOKENS, UNK
+from synthformer.data import Tokenizer
+from synthformer.data.tokenizer_kinds import byte_symbols
 from synthformer.models import ModelConfig
 
 __all__ = ["byte_symbols", "to_hf_tokenizer", "tokenizers_backend"]
 
 
-def byte_symbols() -> list[str]:
-    """The printable character the byte-level pre-tokenizer uses for each byte 0..255 (GPT-2's table): bytes
-    that are printable and not a space keep their own character, the others are moved to U+0100 and beyond."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
-    symbols, moved = {}, 0
-    for b in range(256):
-        if b in keep:
-            symbols[b] = chr(b)
-        else:
-            symbols[b] = chr(256 + moved)
-            moved += 1
-    return [symbols[b] for b in range(256)]
-
-
-def _specials_vocab() -> dict[str, int]:
-    return {tok: i for i, tok in enumerate(SPECIAL_TOKENS)}
-
-
 def tokenizers_backend(tokenizer: Tokenizer) -> Any:
-    """A ``tokenizers.Tokenizer`` giving ``tokenizer``'s ids (see the module docstring for each kind).
+    """A ``tokenizers.Tokenizer`` giving ``tokenizer``'s ids, special tokens included (its kind's
+    :meth:`~synthformer.data.Tokenizer.tokenizers_backend`).
 
     Raises:
-        ValueError: a tokenizer kind this module does not know.
+        ValueError: a tokenizer kind that does not implement the export.
     """
-    from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers
-    from tokenizers import Tokenizer as Backend
-
-    base = tokenizer.base if isinstance(tokenizer, SentinelTokenizer) else tokenizer
-    if isinstance(base, SentencePieceTokenizer):
-        return _t5_backend(base, getattr(tokenizer, "num_sentinels", 0))
-    kind = tokenizer.kind
-    if isinstance(tokenizer, SentinelTokenizer):
-        backend = tokenizers_backend(base)
-        # added tokens get the next ids in order: the native ids when the sentinels count up after the base
-        backend.add_special_tokens([sentinel_name(tokenizer.sentinel_index(i)) for i in
-                                    range(tokenizer.first_sentinel_id, tokenizer.vocab_size)])
-        return backend
-    if kind in ("word", "bpe"):
-        return Backend.from_str(tokenizer.backend.to_str())  # a copy: the run's tokenizer stays as it is
-    if kind == "char":
-        vocab = {**_specials_vocab(), **{ch: tokenizer.token_to_id(ch) for ch in tokenizer.alphabet}}
-        backend = Backend(models.WordLevel(vocab=vocab, unk_token=UNK))
-        # [\s\S]: every character, newlines included, becomes its own piece
-        backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
-        backend.decoder = decoders.Fuse()
-    elif kind == "byte":
-        offset = len(SPECIAL_TOKENS)
-        vocab = {**_specials_vocab(), **{sym: b + offset for b, sym in enumerate(byte_symbols())}}
-        backend = Backend(models.BPE(vocab=vocab, merges=[], unk_token=UNK))
-        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-        backend.decoder = decoders.ByteLevel()
-    elif kind == "fixed":
-        vocab = {**_specials_vocab(), **{t: tokenizer.token_to_id(t) for t in tokenizer.tokens}}
-        backend = Backend(models.WordLevel(vocab=vocab, unk_token=UNK))
-        ignored = tokenizer.ignore
-        if ignored:
-            # a whole whitespace-separated token only: "(" goes, "(x" stays
-            pattern = "|".join(rf"(?<!\S){re.escape(t)}(?!\S)" for t in ignored)
-            backend.normalizer = normalizers.Replace(Regex(pattern), " ")
-        backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    else:
-        raise ValueError(f"tokenizer kind {kind!r} cannot be exported; expected one of char, byte, word, bpe, fixed, "
-                         "sentencepiece (or one of them with sentinels)")
-    backend.add_special_tokens(list(SPECIAL_TOKENS))
-    return backend
-
-
-def _t5_backend(model: SentencePieceTokenizer, sentinels: int) -> Any:
-    """The backend of ``transformers``' ``T5Tokenizer`` for ``model``'s ``spiece.model`` with ``sentinels`` extra
-    ids (without the ``</s>`` its post-processor appends: :func:`to_hf_tokenizer` frames as the run did)."""
-    from tokenizers import processors
-    from transformers import T5Tokenizer
-
-    with tempfile.TemporaryDirectory() as folder:
-        model.save_model(Path(folder) / "spiece.model")
-        backend = T5Tokenizer.from_pretrained(folder, extra_ids=sentinels).backend_tokenizer
-    backend.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
-    return backend
+    return tokenizer.tokenizers_backend()
 
 
 def _specials(tokenizer: Tokenizer) -> tuple[str, str, str, str]:
