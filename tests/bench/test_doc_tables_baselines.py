@@ -78,10 +78,12 @@ def test_the_glue_majority_row_comes_from_the_record(baselines, monkeypatch, tmp
     _write(tmp_path, "baselines", [{"table": "t5arch_glue", "row": "majority", "valid": {
         "glue_average": 51.8, "rte_accuracy": 52.7, "sst2_accuracy": 50.9}}])
     lines = t5.t5_glue_table().splitlines()
-    assert lines[0] == "| model | GLUE avg | SST-2 | RTE | invalid | training time |"
-    assert lines[2:4] == ["| T5 (V) | 40.0 | 70.0 | 60.0 | 3 | 2.0 min |",
-                          "| majority label | 51.8 | 50.9 | 52.7 | 0 | - |"]
-    assert "Baseline record: `results/baselines.jsonl` (1 row;" in lines[-1]
+    assert lines[0] == "| model | GLUE avg | SST-2 | RTE | invalid | of them unspellable | training time |"
+    # V's answers not counted for unknown pieces ("-"); the majority row answers label strings only (0)
+    assert lines[2:4] == ["| T5 (V) | 40.0 | 70.0 | 60.0 | 3 | - | 2.0 min |",
+                          "| majority label | 51.8 | 50.9 | 52.7 | 0 | 0 | - |"]
+    assert "Baseline record: `results/baselines.jsonl` (1 row;" in lines[-3]
+    assert lines[-1].startswith('"of them unspellable": answers holding a piece the vocabulary could not spell')
 
 
 #: One row of a study's results.json (the shape ``synthformer study`` writes).
