@@ -10,13 +10,8 @@ from tokenizers import pre_tokenizers  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
 from synthformer.data import SentinelTokenizer  # noqa: E402
-from synthformer.data.tokenizer_kinds import (  # noqa: E402
-    BPETokenizer,
-    ByteTokenizer,
-    CharTokenizer,
-    FixedVocabTokenizer,
-    WordTokenizer,
-)
+from synthformer.data.tokenizer_kinds import ByteTokenizer, CharTokenizer, FixedVocabTokenizer  # noqa: E402
+from synthformer.data.tokenizer_subword import BPETokenizer, WordTokenizer  # noqa: E402
 from synthformer.hf.tokenizer import byte_symbols, to_hf_tokenizer  # noqa: E402
 from synthformer.models import ClassifierConfig, LMConfig, Seq2SeqConfig  # noqa: E402
 

@@ -29,8 +29,9 @@ Tokenizers are saved as one JSON file (never pickle) by :meth:`Tokenizer.save`, 
 :func:`load_tokenizer`, and built from training text by :func:`build_tokenizer`.
 
 Modules: :mod:`~synthformer.data.tokenizer_base` (the interface and the file format),
-:mod:`~synthformer.data.tokenizer_kinds` (the tokenizers), :mod:`~synthformer.data.tokenizer_spm` (SentencePiece),
-this one (building and loading; every name is importable from here and from :mod:`synthformer.data`).
+:mod:`~synthformer.data.tokenizer_kinds` and :mod:`~synthformer.data.tokenizer_subword` (the tokenizers),
+:mod:`~synthformer.data.tokenizer_spm` (SentencePiece), this one (building and loading; every name is importable
+from here and from :mod:`synthformer.data`).
 """
 
 from __future__ import annotations
@@ -52,14 +53,9 @@ from synthformer.data.tokenizer_base import (
     tokenizer_file,
     tokenizer_from_payload,
 )
-from synthformer.data.tokenizer_kinds import (
-    BPETokenizer,
-    ByteTokenizer,
-    CharTokenizer,
-    FixedVocabTokenizer,
-    WordTokenizer,
-)
+from synthformer.data.tokenizer_kinds import ByteTokenizer, CharTokenizer, FixedVocabTokenizer
 from synthformer.data.tokenizer_spm import SentencePieceTokenizer, build_sentencepiece
+from synthformer.data.tokenizer_subword import BPETokenizer, WordTokenizer
 
 __all__ = [
     "BOS",

@@ -1,7 +1,7 @@
 """The interface every synthformer tokenizer shares: the four special ids, encoding and decoding, JSON files.
 
-The tokenizers themselves are in :mod:`synthformer.data.tokenizer_kinds`; building, training and loading them in
-:mod:`synthformer.data.tokenization`.
+The tokenizers themselves are in :mod:`synthformer.data.tokenizer_kinds` and
+:mod:`synthformer.data.tokenizer_subword`; building, training and loading them in :mod:`synthformer.data.tokenization`.
 """
 
 from __future__ import annotations
