@@ -166,7 +166,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, help="alternating rounds per row (default 5; the spread is over them)")
     p.add_argument("--repeats", type=int, help="timed steps per measurement, of which the median (default 3)")
     p.add_argument("--warmup", type=int, help="untimed steps before each measurement (default 1)")
-    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--batch", nargs="+", default=["16"], metavar="B | L=B",
+                   help="batch size: one number for every length, or one per length as L=B (e.g. 256=16 1024=4: "
+                        "the long rows at a quarter of the batch, a quarter of the time); default 16")
     p.add_argument("--d-model", type=int, default=512)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--threads", type=int, default=None, help="torch threads of both workers (default: torch's)")
@@ -185,11 +187,40 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for name in ("rounds", "repeats"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be at least 1")
+    try:
+        args.batch = batch_per_length(args.batch, args.lengths)
+    except ValueError as err:
+        p.error(str(err))
     if args.record is None and not args.quick:
         args.record = RECORD
     if args.no_record:
         args.record = None
     return args
+
+
+def batch_per_length(values: list[str], lengths: list[int]) -> dict[int, int]:
+    """``--batch``'s values as {length: batch}: one plain number sets every length; ``L=B`` items set one length
+    each and must name exactly the lengths measured."""
+    if len(values) == 1 and "=" not in values[0]:
+        if not values[0].isdigit() or int(values[0]) < 1:
+            raise ValueError(f"--batch {values[0]!r}: expected a positive whole number or L=B items")
+        return {length: int(values[0]) for length in lengths}
+    batches: dict[int, int] = {}
+    for item in values:
+        length, _, batch = item.partition("=")
+        if not (length.isdigit() and batch.isdigit() and int(batch) >= 1):
+            raise ValueError(f"--batch {item!r}: expected L=B with whole numbers (e.g. 1024=4), or one number")
+        batches[int(length)] = int(batch)
+    if set(batches) != set(lengths):
+        raise ValueError(f"--batch names lengths {sorted(batches)} but the lengths measured are {sorted(lengths)}")
+    return batches
+
+
+def _batches(batch: dict[int, int]) -> str:
+    """``B=16`` or ``B=16 at L=256, 4 at L=1024``."""
+    if len(set(batch.values())) == 1:
+        return f"B={next(iter(batch.values()))}"
+    return "B=" + ", ".join(f"{b} at L={n}" for n, b in sorted(batch.items()))
 
 
 def run(args: argparse.Namespace, command: str) -> list[dict[str, Any]]:
@@ -206,7 +237,8 @@ def run(args: argparse.Namespace, command: str) -> list[dict[str, Any]]:
             hello = {name: tree.ready() for name, tree in trees.items()}
             print(f"# new: this tree ({hello['new']['synthformer']}); old: {args.against} = {against[:12]} "
                   f"(unpacked); {hello['new']['threads']} threads each; {args.rounds} rounds x (median of "
-                  f"{args.repeats} after {args.warmup}); B={args.batch}, d_model {args.d_model}, {args.heads} heads")
+                  f"{args.repeats} after {args.warmup}); {_batches(args.batch)}, d_model {args.d_model}, "
+                  f"{args.heads} heads")
             print("kind         L      dropout causal  new/old [min-max]      verdict  new/V  old/V")
             groups = [(n, p, c) for n in args.lengths for p in args.dropout for c in args.causal]
             for length, dropout, causal in groups:
@@ -216,7 +248,7 @@ def run(args: argparse.Namespace, command: str) -> list[dict[str, Any]]:
                            "run": f"{started} against {against[:12]}", "kind": kind, "L": length,
                            "dropout": dropout, "causal": causal == "causal", "against": against[:12],
                            "against_ref": args.against, "quick": args.quick, "rounds": args.rounds,
-                           "repeats": args.repeats, "warmup": args.warmup, "batch": args.batch,
+                           "repeats": args.repeats, "warmup": args.warmup, "batch": args.batch[length],
                            "d_model": args.d_model, "heads": args.heads, "tolerance": args.tolerance, **result}
                     print(line(row), flush=True)
                     rows.append(row)
@@ -235,7 +267,7 @@ def measure_group(args: argparse.Namespace, trees: dict[str, Tree], length: int,
     error, when a tree could not run it: e.g. a kind the old commit does not know)."""
     times = {kind: {"old": [], "new": []} for kind in args.kinds}
     errors: dict[str, str] = {}
-    base = {"L": length, "dropout": dropout, "causal": causal == "causal", "batch": args.batch,
+    base = {"L": length, "dropout": dropout, "causal": causal == "causal", "batch": args.batch[length],
             "d_model": args.d_model, "heads": args.heads, "warmup": args.warmup, "repeats": args.repeats}
     for r in range(args.rounds):
         for kind in args.kinds:

@@ -72,9 +72,12 @@ def guard_table() -> str:
     if not entries:
         return f"(not measured yet: `{COMMAND}` writes `{record}`)"
     first = entries[0]
+    batches = {e["L"]: e["batch"] for e in entries}
+    batch = (f"B={first['batch']}" if len(set(batches.values())) == 1
+             else "B=" + ", ".join(f"{b} at L={n}" for n, b in sorted(batches.items())))
     settings = (f"This tree against commit `{first['against']}` (`{first['against_ref']}`), "
                 f"{'a --quick run, ' if first.get('quick') else ''}{first['rounds']} alternating rounds, each "
-                f"measurement the median of {first['repeats']} step(s) after {first['warmup']}; B={first['batch']}, "
+                f"measurement the median of {first['repeats']} step(s) after {first['warmup']}; {batch}, "
                 f"d_model {first['d_model']}, {first['heads']} heads, forward + backward.")
     return "\n\n".join([
         "New/old time ratio, median over the rounds (min-max over the rounds); a difference is called only where "

@@ -76,6 +76,18 @@ def test_quick_fills_only_the_options_not_given_and_records_only_when_asked(guar
     full = guard.parse_args(["--kinds", "D", "V", "D"])
     assert full.kinds == ["V", "D"] and full.lengths == [256, 1024] and full.record == guard.RECORD
     assert guard.parse_args(["--no-record"]).record is None
+    assert full.batch == {256: 16, 1024: 16}
+
+
+def test_the_batch_can_be_set_per_length_and_a_wrong_one_is_named(guard, capsys):
+    assert guard.parse_args(["--batch", "256=16", "1024=4"]).batch == {256: 16, 1024: 4}
+    assert guard.parse_args(["--lengths", "64", "--batch", "3"]).batch == {64: 3}
+    for bad, message in ((["--batch", "256=16"], "names lengths [256] but the lengths measured are [256, 1024]"),
+                         (["--batch", "1024=four", "256=1"], "'1024=four': expected L=B"),
+                         (["--batch", "0"], "'0': expected a positive whole number")):
+        with pytest.raises(SystemExit):
+            guard.parse_args(bad)
+        assert message in capsys.readouterr().err
 
 
 def _entry(run: str, kind: str, causal: bool, quick: bool = False, **numbers) -> dict:
@@ -108,3 +120,16 @@ def test_the_doc_table_shows_the_newest_full_run_with_spreads_and_verdicts(monke
     assert "| R, L=256 | error (old tree) |  |" in text and "| D, L=256 | 0.50 (0.60) | 0.50 (0.60) |" in text
     assert "1.50" not in text and "9.00" not in text  # the older run and the quick run are not shown
     assert "commit `abc123456789` (`HEAD`)" in text and "Record: `results/bench_guard.jsonl`" in text
+    assert "; B=16, d_model 512" in text
+
+
+def test_the_doc_table_names_each_lengths_batch_when_they_differ(monkeypatch, tmp_path):
+    builder = load_script("doc_tables_guard", monkeypatch)
+    monkeypatch.setattr(builder, "ROOT", tmp_path)
+    monkeypatch.setattr(builder, "RESULTS", tmp_path / "results")
+    run = "2026-11-28 10:00:00 UTC"
+    long = {**_entry(run, "V", False), "L": 1024, "batch": 4, "row": "V L=1024 dropout=0 False"}
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "bench_guard.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in (_entry(run, "V", False), long)))
+    assert "; B=16 at L=256, 4 at L=1024, d_model 512" in builder.guard_table()
