@@ -78,7 +78,8 @@ ALLOWED = [
             r"loop at 0\.5 GB", "benchmarks/data.py's corpus sizes (the record's rows are named by them), its "
             "memory cap and option defaults: settings"),
     Allowed("docs/benchmarks.md", r"8 MiB of logits per block|setting of 16 MiB|(8|16) MiB blocks|8 MiB ones|"
-            r"\(3 x 8 MiB\)", "the block-size setting (chunk_elements: 2^21 fp32 logits, 8 MiB; an earlier 16 MiB), "
+            r"\(3 x 8 MiB\)|the 32 MiB L3 here",
+            "the block-size setting (chunk_elements: 2^21 fp32 logits, 8 MiB; an earlier 16 MiB), "
             "the logits' size at L=1024 and the L3 cache's size: settings, shapes and a specification"),
     Allowed("docs/benchmarks.md", r"logits are 32 MiB|2 heads \(8 MiB\)|free several 8 MiB|= 268M at 4K|"
             r"AdamW moments \(4\.3 GB", "sizes computed from the shapes (fp32 bytes of an L x L tensor)"),

@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from synthformer.attention.cpu_caches import default_chunk_elements
+
 __all__ = ["DEFAULTS", "FUSED_BACKENDS", "FastPathSettings", "current", "fast_path_settings"]
 
 #: What can run a fused block's softmax, dropout and dS (see ``fused`` and ``fused_backends``).
@@ -79,9 +81,10 @@ class FastPathSettings:
             length tried, more so the longer the sequence (docs/benchmarks.md, "Causal against bidirectional
             training").
         chunk_elements: the materialized paths process about this many logits at once (``samples * heads * T *
-            S``, at least one head of one sample): 8 MiB in fp32, so that a block's logits, probabilities and
-            their gradient (3 x 8 MiB) fit the 32 MiB L3 cache; larger blocks measured slower where they do not
-            (docs/benchmarks.md, "Why the fast paths look the way they do").
+            S``, at least one head of one sample). The default comes from this CPU's last-level cache
+            (``cpu_caches.default_chunk_elements``: a quarter of it, so that a block's logits, probabilities and
+            their gradient fit it together): 2^21 fp32 logits (8 MiB) on a 32 MiB L3, where larger blocks
+            measured slower (docs/benchmarks.md, "Why the fast paths look the way they do").
         block_size: (samples, heads) per materialized block, overriding the size derived from
             ``chunk_elements``; None (the default) derives it.
         fr_sdpa_min_len: from this length on, FR without padding goes through SDPA (no L x L matrix) instead of
@@ -109,7 +112,7 @@ class FastPathSettings:
     causal_chunk: int = 128
     causal_diagonal_mask: bool = True
     causal_shared_min_len: int = 256
-    chunk_elements: int = 1 << 21
+    chunk_elements: int = dataclasses.field(default_factory=default_chunk_elements)
     block_size: tuple[int, int] | None = None
     fr_sdpa_min_len: int = 2048
     decode_plain_max_new: int = 16
