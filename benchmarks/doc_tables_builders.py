@@ -25,6 +25,7 @@ from doc_tables_gpu import GPU_BUILDERS  # noqa: E402 - the recorded GPU run (be
 from doc_tables_guard import GUARD_BUILDERS  # noqa: E402 - the regression guard (benchmarks/bench_guard.py)
 from doc_tables_lra import LRA_BUILDERS  # noqa: E402 - LRA's Table 2 (issue 31)
 from doc_tables_lra_results import LRA_RESULTS_BUILDERS  # noqa: E402 - LRA's Table 1 (issue 31)
+from doc_tables_speed_goals import SPEED_GOALS_BUILDERS  # noqa: E402 - the long-length goals (speed_goals.py)
 from doc_tables_superglue import SUPERGLUE_BUILDERS  # noqa: E402 - the paper's Table 6 (issue 29)
 from doc_tables_t5 import T5_BUILDERS  # noqa: E402 - the T5 setting's tables (issue 28)
 from records import RESULTS, ROOT, latest, provenance  # noqa: E402
@@ -183,6 +184,7 @@ BUILDERS: dict[str, Callable[[], str]] = {
     **GUARD_BUILDERS,
     **LRA_BUILDERS,
     **LRA_RESULTS_BUILDERS,
+    **SPEED_GOALS_BUILDERS,
     **SUPERGLUE_BUILDERS,
     **T5_BUILDERS,
 }

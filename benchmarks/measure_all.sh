@@ -47,6 +47,8 @@ python benchmarks/hf_generate.py --threads 2 --record $R/bench_hf_generate.jsonl
 # 5. the fused materialized path: its goals (~3 min) and the backends of a fused block
 "${TUNED[@]}" "${A[@]}" --goals --record $R/bench_goals.jsonl "${SHARED[@]}"
 "${TUNED[@]}" python benchmarks/fused_backends.py --record $R/bench_fused_backends.jsonl "${SHARED[@]}"
+# the long-length goals at 1K and 2K, dropout 0 and 0.1, as a user runs them (no allocator settings; ~20 min)
+python benchmarks/speed_goals.py --record $R/bench_speed_goals.jsonl "${SHARED[@]}"
 
 # 6. LRA's Table 2: LRA Text's classifier at 1K-4K, 8 kinds, bidirectional and causal (~20-25 min)
 python benchmarks/lra_table2.py --no-progress --record $R/bench_lra_table2.jsonl "${SHARED[@]}"

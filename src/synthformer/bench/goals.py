@@ -32,6 +32,13 @@ MEMORY_GOAL = 1.5
 #: model level: a row's steps/s ratio to the Transformer at least this fraction of its FLOP ratio
 MODEL_EFFICIENCY_GOAL = 0.95
 
+#: The long-length goals (``benchmarks/speed_goals.py``): these kinds' forward+backward time within this factor of
+#: their FLOP-ratio limit (the time they would take at V's efficiency), and their peak memory at most V's. The
+#: threshold is counted from the shapes on every run (``flop_ratio``), not a table of one machine's times.
+FLOP_LIMIT_KINDS, FLOP_LIMIT_SLACK = ("D", "FD", "R+V", "D+V", "GLU"), 1.10
+#: ... and these kinds (no L x L matrix per sample) at most this fraction of V's time
+LIGHT_KINDS, LIGHT_GOAL = ("R", "FR"), 0.55
+
 
 def _verdict(ok: bool | None) -> str:
     return "not measured in this run" if ok is None else ("holds" if ok else "does not hold")
@@ -71,6 +78,29 @@ def module_goals(rows: Sequence[dict[str, Any]]) -> list[str]:
     lines.append(f"goal peak training memory of D at L=1024 <= {MEMORY_GOAL}x V's{got}: {_verdict(ok)}")
     lines.append(f"goal bf16 autocast keeps the fp32 ordering: {_verdict(_same_order(rows))}")
     return lines
+
+
+def speed_goals(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The long-length goals, one verdict per measured (kind, L, dropout) of :data:`FLOP_LIMIT_KINDS` and
+    :data:`LIGHT_KINDS`. ``rows`` hold ``kind``, ``L``, ``dropout``, ``ratio_to_V``, ``flop_ratio`` and
+    ``peak_MiB`` (``benchmarks/speed_goals.py``), V's row among them for the memory goal. Each verdict: the
+    time goal (``time_goal``, ``time_holds``) and, for the FLOP-limit kinds, the memory one (``peak_to_V``,
+    ``memory_holds``: None where a peak was not measured)."""
+    verdicts = []
+    for r in rows:
+        if r["kind"] not in FLOP_LIMIT_KINDS + LIGHT_KINDS:
+            continue
+        light = r["kind"] in LIGHT_KINDS
+        goal = LIGHT_GOAL if light else FLOP_LIMIT_SLACK * r["flop_ratio"]
+        verdict = {"kind": r["kind"], "L": r["L"], "dropout": r["dropout"], "ratio_to_V": r["ratio_to_V"],
+                   "flop_ratio": r["flop_ratio"], "time_goal": goal, "time_holds": r["ratio_to_V"] <= goal,
+                   "peak_to_V": None, "memory_holds": None}
+        v = _find(rows, kind="V", L=r["L"], dropout=r["dropout"])
+        if not light and v is not None and not math.isnan(r["peak_MiB"]) and not math.isnan(v["peak_MiB"]):
+            verdict["peak_to_V"] = r["peak_MiB"] / v["peak_MiB"]
+            verdict["memory_holds"] = r["peak_MiB"] <= v["peak_MiB"]
+        verdicts.append(verdict)
+    return verdicts
 
 
 def _same_order(rows: Sequence[dict[str, Any]]) -> bool | None:
