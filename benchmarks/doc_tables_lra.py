@@ -42,4 +42,7 @@ LRA_BUILDERS: dict[str, Callable[[], str]] = {
     "bench-lra-table2": _built("lra_table2", table2_markdown),
     "bench-lra-causal": _built("lra_table2", causal_markdown, needs_causal=True),
     "bench-lra-profile": _built("lra_profile", profile_markdown),
+    # the same profile with attention dropout 0 (`lra_profile.py --set attention_dropout=0`), where V keeps SDPA's
+    # fused kernel: the setting in which most long-length goals miss (docs/benchmarks.md, "Long lengths")
+    "bench-lra-profile-no-dropout": _built("lra_profile_no_dropout", profile_markdown),
 }
