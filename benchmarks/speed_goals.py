@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_guard import batch_per_length  # noqa: E402 - the guard's --batch rule (L=B items), beside this script
 from records import add_record_options, load, write_record  # noqa: E402 - benchmarks/records.py, beside this script
 
 from synthformer.attention import SynthesizerAttention  # noqa: E402
@@ -41,17 +42,6 @@ from synthformer.bench.goals import FLOP_LIMIT_KINDS, LIGHT_KINDS, speed_goals  
 from synthformer.bench.measure import peak_bytes  # noqa: E402
 
 KINDS = ["V", *LIGHT_KINDS, *FLOP_LIMIT_KINDS]
-
-
-def parse_batches(values: list[str], lengths: list[int]) -> dict[int, int]:
-    """``--batch`` items ``L=B`` (one per length) or one number for every length."""
-    if len(values) == 1 and "=" not in values[0]:
-        return {length: int(values[0]) for length in lengths}
-    batches = {int(n): int(b) for n, _, b in (item.partition("=") for item in values)}
-    missing = [n for n in lengths if n not in batches]
-    if missing:
-        raise ValueError(f"--batch gives no batch for length(s) {missing}: add L=B items for them")
-    return batches
 
 
 def measure(kinds: list[str], length: int, batch: int, dropout: float, args: argparse.Namespace) -> list[dict]:
@@ -117,7 +107,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     add_record_options(p)
     args = p.parse_args(argv)
     try:
-        batches = parse_batches(args.batch, args.lengths)
+        batches = batch_per_length(args.batch, args.lengths)
     except ValueError as err:
         p.error(str(err))
     kinds = ["V", *[k for k in dict.fromkeys(args.kinds) if k != "V"]]

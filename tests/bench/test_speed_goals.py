@@ -52,7 +52,10 @@ def test_the_script_measures_every_goal_kind_and_records_the_cpu(monkeypatch, tm
     assert entry["table"] == "bench_speed_goals" and entry["cpu_capability"] and len(entry["rows"]) == len(rows)
     with pytest.raises(SystemExit):
         script.main(["--lengths", "16", "32", "--batch", "16=2"])
-    assert "no batch for length(s) [32]" in capsys.readouterr().err
+    assert "--batch names lengths [16] but the lengths measured are [16, 32]" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        script.main(["--lengths", "16", "--batch", "0"])
+    assert "--batch '0': expected a positive whole number" in capsys.readouterr().err
 
 
 def test_the_doc_table_gives_each_verdict_beside_its_numbers(monkeypatch, tmp_path):
