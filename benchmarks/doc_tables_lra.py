@@ -23,15 +23,16 @@ def _command(name: str) -> str:
     return f"python benchmarks/{name}.py --record benchmarks/results/bench_{name}.jsonl"
 
 
-def _built(name: str, table: Callable[[list[dict[str, Any]]], str], needs_causal: bool = False) -> Callable[[], str]:
+def _built(name: str, table: Callable[[list[dict[str, Any]]], str], needs_causal: bool = False,
+           command: str | None = None) -> Callable[[], str]:
     """A builder: ``table(rows)`` over the newest entry of ``bench_NAME.jsonl`` with the provenance line under it,
-    or the command that fills it while there is no record (or the record has no causal rows, for the causal
-    table)."""
+    or the command that fills it (``command``, default ``benchmarks/NAME.py``'s) while there is no record (or the
+    record has no causal rows, for the causal table)."""
 
     def build() -> str:
         entry, record = newest(name)
         if entry is None or (needs_causal and not any(r["causal"] for r in entry["rows"])):
-            return f"(not measured yet: `{_command(name)}` writes `{record}`)"
+            return f"(not measured yet: `{command or _command(name)}` writes `{record}`)"
         return table(entry["rows"]) + "\n\n" + note(entry, record)
 
     build.__doc__ = table.__doc__
@@ -44,5 +45,8 @@ LRA_BUILDERS: dict[str, Callable[[], str]] = {
     "bench-lra-profile": _built("lra_profile", profile_markdown),
     # the same profile with attention dropout 0 (`lra_profile.py --set attention_dropout=0`), where V keeps SDPA's
     # fused kernel: the setting in which most long-length goals miss (docs/benchmarks.md, "Long lengths")
-    "bench-lra-profile-no-dropout": _built("lra_profile_no_dropout", profile_markdown),
+    "bench-lra-profile-no-dropout": _built(
+        "lra_profile_no_dropout", profile_markdown,
+        command="python benchmarks/lra_profile.py --set attention_dropout=0 --record "
+                "benchmarks/results/bench_lra_profile_no_dropout.jsonl"),
 }

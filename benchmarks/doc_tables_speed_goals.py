@@ -24,7 +24,6 @@ def _cell_peak(goal: dict[str, Any]) -> str:
     return f"{goal['peak_to_V']:.2f} ({yes(goal['memory_holds'])})"
 
 
-@recorded("speed_goals")
 def speed_goals_table(entry: dict[str, Any]) -> str:
     """Rows kind x L (V's own time first), for each dropout: time / V, the goal, holds, peak / V (holds)."""
     rows = entry["rows"]
@@ -52,8 +51,17 @@ def speed_goals_table(entry: dict[str, Any]) -> str:
                           [f"{g['ratio_to_V']:.2f}", f"<= {g['time_goal']:.2f}", yes(g["time_holds"]), _cell_peak(g)])
             body.append([f"{kind}, L={length}", *cells])
     capability = entry.get("cpu_capability", "unknown")
+    thresholds = entry.get("thresholds")
+    in_force = "" if not thresholds else (
+        " Length thresholds in force: " + ", ".join(f"`{k}` {v}" for k, v in thresholds.items())
+        + (f" (calibrated for this machine: `{entry['calibration']}`)." if entry.get("calibration")
+           else " (the library's defaults)."))
     return (markdown(header, body) + f"\n\nCPU capability (torch): {capability}. The goal of D, FD, R+V, D+V and "
-            "GLU is 1.10 x the FLOP ratio counted from the shapes; that of R and FR is 0.55.")
+            "GLU is 1.10 x the FLOP ratio counted from the shapes; that of R and FR is 0.55." + in_force)
 
 
-SPEED_GOALS_BUILDERS: dict[str, Callable[[], str]] = {"bench-speed-goals": speed_goals_table}
+SPEED_GOALS_BUILDERS: dict[str, Callable[[], str]] = {
+    "bench-speed-goals": recorded("speed_goals")(speed_goals_table),
+    # the same goals with this machine's calibrated thresholds (`synthformer bench --calibrate`), where they change
+    "bench-speed-goals-calibrated": recorded("speed_goals_calibrated")(speed_goals_table),
+}

@@ -18,7 +18,9 @@ after the timing (``synthformer.bench.measure.peak_bytes``).
     python benchmarks/speed_goals.py --record benchmarks/results/bench_speed_goals.jsonl   # prints every verdict
     python benchmarks/speed_goals.py --lengths 256 --batch 256=2 --repeats 1 --warmup 0      # a smoke run
 
-The record names the CPU (model, cores, torch's CPU capability: AVX2, AVX-512) so a table says where it holds.
+The record names the CPU (model, cores, torch's CPU capability: AVX2, AVX-512) so a table says where it holds,
+and the length thresholds in force (the library's defaults, or this machine's from ``synthformer bench
+--calibrate``, with the calibration file's name).
 ``benchmarks/docs_tables.py`` builds docs/benchmarks.md's table from the newest record.
 """
 
@@ -37,6 +39,8 @@ from bench_guard import batch_per_length  # noqa: E402 - the guard's --batch rul
 from records import add_record_options, load, write_record  # noqa: E402 - benchmarks/records.py, beside this script
 
 from synthformer.attention import SynthesizerAttention  # noqa: E402
+from synthformer.attention.calibration import CALIBRATED_FIELDS, calibration_file, load_calibration  # noqa: E402
+from synthformer.attention.settings import DEFAULTS  # noqa: E402
 from synthformer.bench.flops import flop_ratio  # noqa: E402
 from synthformer.bench.goals import FLOP_LIMIT_KINDS, LIGHT_KINDS, speed_goals  # noqa: E402
 from synthformer.bench.measure import peak_bytes  # noqa: E402
@@ -117,7 +121,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     rows = [row for length in args.lengths for dropout in args.dropout
             for row in measure(kinds, length, batches[length], dropout, args)]
     print("\n".join(verdict_lines(rows)))
-    write_record(args, rows, started, cpu_capability=torch.backends.cpu.get_cpu_capability())
+    write_record(args, rows, started, cpu_capability=torch.backends.cpu.get_cpu_capability(),
+                 thresholds={name: getattr(DEFAULTS, name) for name in CALIBRATED_FIELDS},
+                 calibration=str(calibration_file()) if load_calibration() else None)
     return rows
 
 

@@ -54,6 +54,7 @@ class Reached(Exception):  # noqa: N818 - not an error: the command got to its w
 def _stubs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Replace each verb's work by a stub that raises :class:`Reached` naming it."""
     import synthformer.analysis
+    import synthformer.bench.calibrate
     import synthformer.bench.cli
     import synthformer.bench.lra_cli
     import synthformer.bench.plan
@@ -78,7 +79,7 @@ def _stubs(monkeypatch: pytest.MonkeyPatch) -> None:
                          (synthformer.tasks, "load_run"), (synthformer.tasks, "run_comparison"),
                          (synthformer.study, "run_study"), (synthformer.analysis, "analyze"),
                          (synthformer.bench.plan, "plan_run"), (synthformer.bench.cli, "run_table"),
-                         (synthformer.bench.lra_cli, "run_lra_table2")):
+                         (synthformer.bench.lra_cli, "run_lra_table2"), (synthformer.bench.calibrate, "calibrate")):
         monkeypatch.setattr(module, name, stub(name))
     monkeypatch.setattr(synthformer.cli.export, "import_hf", lambda *a: stub("export_run"))
     monkeypatch.setattr(synthformer.cli.convert, "import_hf", lambda *a: convert)

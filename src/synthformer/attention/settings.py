@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from synthformer.attention.calibration import load_calibration
 from synthformer.attention.cpu_caches import default_chunk_elements
 
 __all__ = ["DEFAULTS", "FUSED_BACKENDS", "FastPathSettings", "current", "fast_path_settings"]
@@ -43,7 +44,9 @@ class FastPathSettings:
     """The fast-path choices of :class:`~synthformer.attention.SynthesizerAttention` (defaults: the measured ones).
 
     Each default is the choice a measurement made; docs/benchmarks.md says what each measurement showed ("Why the
-    fast paths look the way they do" in section 1, and section 5, "The fused materialized path").
+    fast paths look the way they do" in section 1, and section 5, "The fused materialized path"). The length
+    thresholds ``fuse_min_keys``, ``features_materialize_max_len`` and ``fr_sdpa_min_len`` can be lowered for this
+    machine by ``synthformer bench --calibrate`` (``calibration``), which :data:`DEFAULTS` then carries.
 
     Attributes:
         fused: "auto" (the materialized blocks go through ``fused.FusedAttention`` from the lengths where it
@@ -141,8 +144,9 @@ class FastPathSettings:
             raise ValueError(f"block_size must be (samples, heads), each at least 1, got {self.block_size!r}")
 
 
-#: The defaults (frozen: shared safely by every context).
-DEFAULTS = FastPathSettings()
+#: The defaults (frozen: shared safely by every context): the measured values, with this machine's calibrated
+#: thresholds where ``synthformer bench --calibrate`` stored some (``calibration``).
+DEFAULTS = FastPathSettings(**load_calibration())
 _CURRENT: ContextVar[FastPathSettings] = ContextVar("synthformer_fast_path_settings", default=DEFAULTS)
 
 

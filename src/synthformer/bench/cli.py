@@ -83,6 +83,9 @@ def build_parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
     p.add_argument("--lra-table2", action="store_true",
                    help="Long Range Arena's Table 2 instead (speed and memory at 1K-4K, causal against bidirectional); "
                    f"its options: {prog} --lra-table2 --help")
+    p.add_argument("--calibrate", action="store_true",
+                   help="measure this machine's fast-path length thresholds instead and store them for later runs; "
+                   f"its options: {prog} --calibrate --help")
     p.add_argument("-v", "--verbose", action="store_true", help="log each model's parameters and speed")
     return p
 
@@ -96,6 +99,11 @@ def main(argv: Sequence[str] | None = None, prog: str = DEFAULT_PROG) -> int:
             arguments as the exact command line in the report.
     """
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if "--calibrate" in args_list:  # its own options (synthformer.bench.calibrate)
+        from .calibrate import FLAG as CALIBRATE
+        from .calibrate import calibrate_main
+
+        return calibrate_main([a for a in args_list if a != CALIBRATE], prog=f"{prog} {CALIBRATE}")
     if "--lra-table2" in args_list:  # its own options (synthformer.bench.lra_cli)
         from .lra_cli import FLAG, lra_main
 
