@@ -60,8 +60,4 @@ def speed_goals_table(entry: dict[str, Any]) -> str:
             "GLU is 1.10 x the FLOP ratio counted from the shapes; that of R and FR is 0.55." + in_force)
 
 
-SPEED_GOALS_BUILDERS: dict[str, Callable[[], str]] = {
-    "bench-speed-goals": recorded("speed_goals")(speed_goals_table),
-    # the same goals with this machine's calibrated thresholds (`synthformer bench --calibrate`), where they change
-    "bench-speed-goals-calibrated": recorded("speed_goals_calibrated")(speed_goals_table),
-}
+SPEED_GOALS_BUILDERS: dict[str, Callable[[], str]] = {"bench-speed-goals": recorded("speed_goals")(speed_goals_table)}

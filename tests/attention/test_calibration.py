@@ -102,8 +102,25 @@ def test_calibrate_times_both_paths_of_every_threshold_and_stores_them(tmp_path,
         assert f"{threshold.field}: L={threshold.lengths[-1]} linear path" in out
         rows = [r for r in entry["measurements"] if r["field"] == threshold.field]
         assert len(rows) == len(threshold.lengths) * len(threshold.kinds) * len(threshold.dropouts)
-        assert all(r["stored_ms"] > 0 and r["linear_ms"] > 0 for r in rows)
+        assert all(r["stored_ms"] > 0 and r["linear_ms"] > 0 and r["stored_MiB"] > 0 and r["linear_MiB"] > 0
+                   for r in rows)
     assert f"stored in {path}" in out
     with pytest.raises(SystemExit):
         bench_main(["--calibrate", "--d-model", "10", "--heads", "3", "--no-save"])
     assert "--d-model 10 is not divisible by --heads 3" in capsys.readouterr().err
+
+
+def test_a_faster_linear_path_that_needs_more_memory_does_not_move_the_threshold(monkeypatch):
+    """What the development machine showed for the feature kinds at 1K: SDPA faster than the fused blocks, but with
+    a higher peak; the threshold stays."""
+    def fake(threshold, length, *args):
+        peak = 2.0 if length == 1024 else 0.5
+        return [{"field": threshold.field, "L": length, "kind": k, "dropout": 0.0, "stored_ms": 10.0,
+                 "linear_ms": 5.0, "stored_MiB": 1.0, "linear_MiB": peak} for k in threshold.kinds]
+
+    monkeypatch.setattr(calib, "time_paths", fake)
+    chosen, rows = calib.calibrate(thresholds=calib.THRESHOLDS[1:2])
+    assert chosen == {"features_materialize_max_len": FastPathSettings().features_materialize_max_len}
+    assert len(rows) == 2 * 3
+    chosen, _ = calib.calibrate(thresholds=calib.THRESHOLDS[:1])  # faster and lighter at 256 and 512: moved
+    assert chosen == {"fuse_min_keys": 256}

@@ -8,8 +8,9 @@ machine, and another CPU can prefer other lengths. ``synthformer bench --calibra
 this machine and stores what it found here; :mod:`settings` reads it when it is imported.
 
 Choice, tested: a calibration may only move a threshold towards the path that keeps no L x L tensor (a lower
-``fuse_min_keys``, ``fr_sdpa_min_len`` or ``features_materialize_max_len``), where that path measured faster, so
-peak memory is never above the defaults'; a longer length than a default is never chosen.
+``fuse_min_keys``, ``fr_sdpa_min_len`` or ``features_materialize_max_len``), and only where that path measured
+faster and with no higher peak memory (``synthformer.bench.calibrate``); a longer length than a default is never
+chosen.
 
 The file is ``$XDG_CACHE_HOME/synthformer/fast_paths.json`` (``~/.cache`` when unset), or the path in
 ``$SYNTHFORMER_CALIBRATION``; ``SYNTHFORMER_CALIBRATION=off`` ignores any file (the test suite sets it). It holds one

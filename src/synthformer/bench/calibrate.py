@@ -1,11 +1,13 @@
 """``synthformer bench --calibrate``: the fast-path length thresholds measured on this machine.
 
 For each threshold of :data:`THRESHOLDS` the two paths it chooses between are timed (one attention layer, forward +
-backward, d_model 512, 8 heads, about ``--tokens`` tokens per step) at lengths below its default: the path that
-stores an L x L tensor and the one that does not (the "linear" path: O(L) memory). Where the linear path took less
-time in total over the measured kinds at a length and at every longer one measured, the threshold moves down to
-that length; otherwise it keeps its default. It never moves up, so a calibration can only lower peak memory
-(``synthformer.attention.calibration`` says why). The result is stored per machine in the calibration file and
+backward, d_model 512, 8 heads, about ``--tokens`` tokens per step) at lengths below its default, and their peak
+training memory measured: the path that stores an L x L tensor (or, once fused, blocks of one) and the "linear"
+one (SDPA or the fused path). Where the linear path took less time in total over the measured kinds at a length
+and at every longer one measured, and no kind's peak memory was higher on it, the threshold moves down to that
+length; otherwise it keeps its default. It never moves up. Memory is measured, not assumed: on the development
+machine SDPA with zero-padded feature widths took less time than the fused blocks at 1K for D but more memory, so
+a rule on time alone would have raised the peaks. The result is stored per machine in the calibration file and
 becomes :data:`synthformer.attention.settings.DEFAULTS` at the next import.
 
     synthformer bench --calibrate                  # about 3 minutes on a 2-core CPU; stored in the calibration file
@@ -29,6 +31,7 @@ import torch
 from synthformer.attention import SynthesizerAttention
 from synthformer.attention.calibration import calibration_file, save_calibration
 from synthformer.attention.settings import DEFAULTS, FastPathSettings, fast_path_settings
+from synthformer.bench.measure import peak_bytes
 
 FLAG = "--calibrate"
 
@@ -111,9 +114,11 @@ def time_paths(threshold: Threshold, length: int, d_model: int, heads: int, toke
                     elapsed = steps[name]()
                     if r >= warmup:
                         times[name].append(elapsed)
+            peaks = {name: peak_bytes(step) / 2**20 for name, step in steps.items()}
             rows.append({"field": threshold.field, "L": length, "batch": batch, "kind": kind, "dropout": dropout,
                          "stored_ms": 1e3 * statistics.median(times["stored"]),
-                         "linear_ms": 1e3 * statistics.median(times["linear"])})
+                         "linear_ms": 1e3 * statistics.median(times["linear"]),
+                         "stored_MiB": peaks["stored"], "linear_MiB": peaks["linear"]})
     return rows
 
 
@@ -129,9 +134,10 @@ def calibrate(thresholds: Sequence[Threshold] = THRESHOLDS, d_model: int = 512, 
             measured = time_paths(threshold, length, d_model, heads, tokens, warmup, repeats)
             rows += measured
             linear, stored = sum(r["linear_ms"] for r in measured), sum(r["stored_ms"] for r in measured)
-            wins[length] = linear < stored
-            report(f"{threshold.field}: L={length} linear path {linear / stored:.2f} of the stored path's time "
-                   f"({', '.join(threshold.kinds)})")
+            memory = [r["linear_MiB"] / r["stored_MiB"] for r in measured]
+            wins[length] = linear < stored and max(memory) <= 1.0
+            report(f"{threshold.field}: L={length} linear path {linear / stored:.2f} of the stored path's time, "
+                   f"peak memory up to {max(memory):.2f} of its ({', '.join(threshold.kinds)})")
         default = getattr(FastPathSettings(), threshold.field)
         chosen[threshold.field] = choose(threshold, wins, default)
         report(f"{threshold.field}: {chosen[threshold.field]} (library default {default}, in force now "
