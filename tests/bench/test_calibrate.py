@@ -1,6 +1,9 @@
 """This machine's fast-path thresholds: the calibration file (read, written, refused) and the rule that chooses
 them (``synthformer bench --calibrate``), which may only lower a threshold towards the path without an L x L
-tensor."""
+tensor.
+
+In tests/bench, not tests/attention: importing ``synthformer.bench`` imports triton, which must come after
+tests/attention/test_triton.py sets ``TRITON_INTERPRET=1`` as the test modules are collected."""
 
 from __future__ import annotations
 
