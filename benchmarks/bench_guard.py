@@ -216,8 +216,8 @@ def batch_per_length(values: list[str], lengths: list[int]) -> dict[int, int]:
     return batches
 
 
-def _batches(batch: dict[int, int]) -> str:
-    """``B=16`` or ``B=16 at L=256, 4 at L=1024``."""
+def batch_label(batch: dict[int, int]) -> str:
+    """``B=16`` or ``B=16 at L=256, 4 at L=1024`` (the printed header and the doc table's settings line)."""
     if len(set(batch.values())) == 1:
         return f"B={next(iter(batch.values()))}"
     return "B=" + ", ".join(f"{b} at L={n}" for n, b in sorted(batch.items()))
@@ -237,7 +237,7 @@ def run(args: argparse.Namespace, command: str) -> list[dict[str, Any]]:
             hello = {name: tree.ready() for name, tree in trees.items()}
             print(f"# new: this tree ({hello['new']['synthformer']}); old: {args.against} = {against[:12]} "
                   f"(unpacked); {hello['new']['threads']} threads each; {args.rounds} rounds x (median of "
-                  f"{args.repeats} after {args.warmup}); {_batches(args.batch)}, d_model {args.d_model}, "
+                  f"{args.repeats} after {args.warmup}); {batch_label(args.batch)}, d_model {args.d_model}, "
                   f"{args.heads} heads")
             print("kind         L      dropout causal  new/old [min-max]      verdict  new/V  old/V")
             groups = [(n, p, c) for n in args.lengths for p in args.dropout for c in args.causal]

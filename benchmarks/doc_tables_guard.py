@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_guard import batch_label  # noqa: E402 - the guard's own label of its batches
 from doc_tables_bench import markdown, note  # noqa: E402 - the sibling module
 from records import RESULTS, ROOT, read_entries  # noqa: E402
 
@@ -72,9 +73,7 @@ def guard_table() -> str:
     if not entries:
         return f"(not measured yet: `{COMMAND}` writes `{record}`)"
     first = entries[0]
-    batches = {e["L"]: e["batch"] for e in entries}
-    batch = (f"B={first['batch']}" if len(set(batches.values())) == 1
-             else "B=" + ", ".join(f"{b} at L={n}" for n, b in sorted(batches.items())))
+    batch = batch_label({e["L"]: e["batch"] for e in entries})
     settings = (f"This tree against commit `{first['against']}` (`{first['against_ref']}`), "
                 f"{'a --quick run, ' if first.get('quick') else ''}{first['rounds']} alternating rounds, each "
                 f"measurement the median of {first['repeats']} step(s) after {first['warmup']}; {batch}, "

@@ -29,12 +29,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from attention import make_step  # noqa: E402 - benchmarks/attention.py's layer step, beside this script
 from bench_guard import batch_per_length  # noqa: E402 - the guard's --batch rule (L=B items), beside this script
 from records import add_record_options, load, write_record  # noqa: E402 - benchmarks/records.py, beside this script
 
@@ -43,7 +44,7 @@ from synthformer.attention.calibration import CALIBRATED_FIELDS, calibration_fil
 from synthformer.attention.settings import DEFAULTS  # noqa: E402
 from synthformer.bench.flops import flop_ratio  # noqa: E402
 from synthformer.bench.goals import FLOP_LIMIT_KINDS, LIGHT_KINDS, speed_goals  # noqa: E402
-from synthformer.bench.measure import peak_bytes  # noqa: E402
+from synthformer.bench.measure import peak_bytes, round_robin  # noqa: E402
 
 KINDS = ["V", *LIGHT_KINDS, *FLOP_LIMIT_KINDS]
 
@@ -55,20 +56,9 @@ def measure(kinds: list[str], length: int, batch: int, dropout: float, args: arg
         torch.manual_seed(0)
         layer = SynthesizerAttention(args.d_model, args.heads, length, kind=kind, dropout=dropout).train()
         x = torch.randn(batch, length, args.d_model, requires_grad=True)
-
-        def step(layer: torch.nn.Module = layer, x: torch.Tensor = x) -> None:
-            layer(x).sum().backward()
-            layer.zero_grad(set_to_none=True)
-            x.grad = None
-
-        steps[kind] = step
-    times: dict[str, list[float]] = {kind: [] for kind in steps}
-    for r in range(args.warmup + args.repeats):
-        for kind, step in steps.items():
-            start = time.perf_counter()
-            step()
-            if r >= args.warmup:
-                times[kind].append(time.perf_counter() - start)
+        steps[kind] = make_step(layer, x, True, nullcontext)
+    samples = round_robin(list(steps.values()), args.warmup, args.repeats)  # seconds, per kind in order
+    times = dict(zip(steps, samples, strict=True))
     peaks = {kind: peak_bytes(step) / 2**20 for kind, step in steps.items()} if args.memory else {}
     base = statistics.median(times["V"])
     rows = []
