@@ -16,25 +16,11 @@ from __future__ import annotations
 import argparse
 import ast
 import statistics
-import time
 
 import torch
 
 from synthformer.attention import SynthesizerAttention
-from synthformer.attention.settings import fast_path_settings
-
-
-def _step(layer: torch.nn.Module, x: torch.Tensor, settings: dict):
-    def step() -> float:
-        start = time.perf_counter()
-        with fast_path_settings(**settings):
-            y = layer(x)
-            y.sum().backward()  # inside the block: the backward of an unfused call reads no setting anyway
-        layer.zero_grad(set_to_none=True)
-        x.grad = None
-        return time.perf_counter() - start
-
-    return step
+from synthformer.bench.measure import layer_step
 
 
 def main() -> None:
@@ -68,10 +54,10 @@ def main() -> None:
             causal = SynthesizerAttention(args.d_model, args.heads, length, kind=kind, causal=True,
                                           dropout=args.dropout).train()
             steps[kind] = {
-                "bidir_old": _step(bidir, x, old),
-                "bidir_new": _step(bidir, x, new),
-                "old": _step(causal, x, old),
-                "new": _step(causal, x, new),
+                "bidir_old": layer_step(bidir, x, old),
+                "bidir_new": layer_step(bidir, x, new),
+                "old": layer_step(causal, x, old),
+                "new": layer_step(causal, x, new),
             }
         times = {kind: {name: [] for name in variants} for kind, variants in steps.items()}
         for repeat in range(args.repeats + 1):  # the first round warms up and is dropped

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +29,8 @@ import torch
 
 from synthformer.attention import SynthesizerAttention
 from synthformer.attention.calibration import calibration_file, save_calibration
-from synthformer.attention.settings import DEFAULTS, FastPathSettings, fast_path_settings
-from synthformer.bench.measure import peak_bytes
+from synthformer.attention.settings import DEFAULTS, FastPathSettings
+from synthformer.bench.measure import layer_step, peak_bytes
 
 FLAG = "--calibrate"
 
@@ -84,18 +83,6 @@ def choose(threshold: Threshold, linear_wins: dict[int, bool], default: int) -> 
     return min(chosen, default)
 
 
-def _step(layer: torch.nn.Module, x: torch.Tensor, settings: dict[str, Any]) -> Callable[[], float]:
-    def step() -> float:
-        start = time.perf_counter()
-        with fast_path_settings(**settings):
-            layer(x).sum().backward()
-        layer.zero_grad(set_to_none=True)
-        x.grad = None
-        return time.perf_counter() - start
-
-    return step
-
-
 def time_paths(threshold: Threshold, length: int, d_model: int, heads: int, tokens: int, warmup: int,
                repeats: int) -> list[dict[str, Any]]:
     """Each kind and dropout of ``threshold`` at ``length``: median ms of the stored and the linear path, timed in
@@ -107,7 +94,7 @@ def time_paths(threshold: Threshold, length: int, d_model: int, heads: int, toke
             torch.manual_seed(0)
             layer = SynthesizerAttention(d_model, heads, length, kind=kind, dropout=dropout).train()
             x = torch.randn(batch, length, d_model, requires_grad=True)
-            steps = {"stored": _step(layer, x, threshold.stored), "linear": _step(layer, x, threshold.linear)}
+            steps = {"stored": layer_step(layer, x, threshold.stored), "linear": layer_step(layer, x, threshold.linear)}
             times: dict[str, list[float]] = {"stored": [], "linear": []}
             for r in range(warmup + repeats):
                 for name in (("stored", "linear") if r % 2 == 0 else ("linear", "stored")):
@@ -167,12 +154,13 @@ def _write(line: str) -> None:
 
 def calibrate_main(argv: Sequence[str], prog: str) -> int:
     """The command line of ``synthformer bench --calibrate``."""
-    args = build_parser(prog).parse_args(list(argv))
+    parser = build_parser(prog)
+    args = parser.parse_args(list(argv))
     for name in ("d_model", "heads", "tokens", "repeats"):
         if getattr(args, name) < 1:
-            build_parser(prog).error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if args.d_model % args.heads:
-        build_parser(prog).error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}")
+        parser.error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}")
     chosen, rows = calibrate(d_model=args.d_model, heads=args.heads, tokens=args.tokens, warmup=args.warmup,
                              repeats=args.repeats, report=_write)
     if args.save:

@@ -25,6 +25,7 @@ from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
+from synthformer.attention.settings import fast_path_settings
 from synthformer.common import iter_tensors
 from synthformer.models import ModelConfig
 from synthformer.train.optim import adamw
@@ -36,6 +37,7 @@ __all__ = [
     "count_flops",
     "peak_bytes",
     "random_batch",
+    "layer_step",
     "round_robin",
     "tensor_bytes",
 ]
@@ -209,6 +211,20 @@ class TrainStep:
     def resident_bytes(self) -> int:
         """Bytes allocated between steps: parameters (shared ones once) and the optimizer state."""
         return tensor_bytes([list(self.model.parameters()), list(self.optimizer.state.values())])
+
+
+def layer_step(layer: nn.Module, x: Tensor, settings: dict[str, Any]) -> Callable[[], float]:
+    """One forward + backward of an attention ``layer`` on ``x`` (B, L, d) under ``fast_path_settings(**settings)``,
+    gradients dropped after it, as a callable returning its seconds: what an A/B of two settings times."""
+    def step() -> float:
+        start = time.perf_counter()
+        with fast_path_settings(**settings):
+            layer(x).sum().backward()  # inside the block: the backward of an unfused call reads no setting anyway
+        layer.zero_grad(set_to_none=True)
+        x.grad = None
+        return time.perf_counter() - start
+
+    return step
 
 
 def round_robin(
