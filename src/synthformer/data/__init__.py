@@ -42,6 +42,7 @@ from synthformer.data.readers import (
     split_text,
 )
 from synthformer.data.tokenization import (
+    MAX_VOCAB_SIZE,
     SPECIAL_TOKENS,
     TOKENIZER_KINDS,
     BPETokenizer,
@@ -60,6 +61,7 @@ __all__ = [
     "CLASSIFICATION_FORMATS",
     "IGNORE_INDEX",
     "LM_SPLITS",
+    "MAX_VOCAB_SIZE",
     "OVERFLOW_POLICIES",
     "SPECIAL_TOKENS",
     "TOKENIZER_KINDS",

@@ -60,6 +60,7 @@ from synthformer.data.tokenizer_subword import BPETokenizer, WordTokenizer
 __all__ = [
     "BOS",
     "EOS",
+    "MAX_VOCAB_SIZE",
     "PAD",
     "SPECIAL_TOKENS",
     "TOKENIZER_FILE",
@@ -80,6 +81,12 @@ __all__ = [
 
 #: The kinds :func:`build_tokenizer` can train from text.
 TOKENIZER_KINDS: tuple[str, ...] = ("char", "byte", "word", "bpe", "sentencepiece")
+#: The largest ``vocab_size`` a tokenizer is built with: 2**24 = 16,777,216 ids. The ``tokenizers`` BPE trainer
+#: reserves memory for the whole cap before it reads a word (about 66 bytes an id: 2**31 asks for 141 GB and the
+#: process aborts with a Rust backtrace, uncatchable), and its ids are 32-bit; at 2**24 the reservation is about
+#: 1 GB of address space, and every vocabulary in use is far below (T5's 32,100; the largest multilingual ones
+#: about 1 M).
+MAX_VOCAB_SIZE = 1 << 24
 
 
 def build_tokenizer(kind: str, texts: Iterable[str], vocab_size: int | None = None,
@@ -98,10 +105,13 @@ def build_tokenizer(kind: str, texts: Iterable[str], vocab_size: int | None = No
             ``byte_fallback``, ``num_threads`` (sentencepiece, :func:`build_sentencepiece`).
 
     Raises:
-        ValueError: unknown kind (the message lists the valid ones) or an invalid size/option.
+        ValueError: unknown kind (the message lists the valid ones) or an invalid size/option (a size above
+            :data:`MAX_VOCAB_SIZE` included).
     """
     if kind not in TOKENIZER_KINDS:
         raise ValueError(f"unknown tokenizer kind {kind!r}; valid kinds: {', '.join(TOKENIZER_KINDS)}")
+    if vocab_size is not None and not 1 <= vocab_size <= MAX_VOCAB_SIZE:  # before a trainer aborts the process
+        raise ValueError(f"vocab_size must be an integer from 1 to {MAX_VOCAB_SIZE:,} (2**24), got {vocab_size!r}")
     if kind == "byte":
         if vocab_size not in (None, 256 + ByteTokenizer.offset):
             raise ValueError(f"byte tokenizer has a fixed vocab_size of 260, got {vocab_size}")

@@ -2,9 +2,13 @@
 :class:`TokenStream` (a split's tokens of one field as one virtual array).
 
 Opening checks the manifest, the size of every listed file and, when a tokenizer is given, that it is the one the
-corpus was tokenized with; :meth:`PreparedCorpus.verify` checks every file's sha256 (reads everything). Shards are
-memory-mapped lazily, on first use and once per process: a ``DataLoader`` worker (forked or spawned) maps its own,
-and pickling a split never copies tokens.
+corpus was tokenized with; :meth:`PreparedCorpus.verify` checks every file's sha256 (reads everything) and
+:meth:`PreparedCorpus.check_ids` that every token id is inside the vocabulary (a vectorized max per shard: a byte
+flipped on disk since the prepare keeps the file's size, and an id beyond the embedding table would otherwise crash
+a run hundreds of steps in). Every read checks the ids it returns too (a max over what is already in hand), so a
+corpus too big to scan at start still fails on the first damaged batch with the shard named, never an
+``IndexError``. Shards are memory-mapped lazily, on first use and once per process: a ``DataLoader`` worker (forked
+or spawned) maps its own, and pickling a split never copies tokens.
 """
 
 from __future__ import annotations
@@ -24,9 +28,36 @@ from synthformer.data.tokenizer_base import Tokenizer, tokenizer_difference
 
 from .format import TOKENIZER, bin_name, idx_name, np_dtype, read_manifest, sha256_file
 
-__all__ = ["PreparedCorpus", "PreparedSplit", "TokenStream"]
+__all__ = ["ID_SCAN_BYTES", "PreparedCorpus", "PreparedSplit", "TokenStream", "redo_hint"]
 
 _REDO = "re-run the same 'synthformer prepare' command to rewrite it"
+_REDO_VERIFY = "re-run the same 'synthformer prepare' command with --verify to rewrite it"
+#: :meth:`PreparedCorpus.check_ids` scans a corpus at start when its token files hold at most this many bytes (1 GiB:
+#: about a second from the page cache); a bigger one is checked batch by batch as it is read.
+ID_SCAN_BYTES = 1 << 30
+_SCAN_CHUNK = 1 << 24  # ids per vectorized max: bounds the working set of a scan, not its cost
+
+
+def redo_hint(sources: dict[str, Any], verify: bool = False) -> str:
+    """What to do about a damaged file of a corpus whose manifest lists ``sources``: re-run the prepare (with
+    ``--verify`` where the file kept its size, which a re-run without it does not look past), or, when a source
+    is gone or of another size since the prepare, restore the sources first: the re-run that rewrites a shard
+    tokenizes its source again, and refuses without it."""
+    redo = _REDO_VERIFY if verify else _REDO
+    for entries in sources.values():
+        for entry in entries:
+            if entry.get("size") is None:  # a data set, not a file: nothing to stat
+                continue
+            path = Path(entry["path"])
+            try:
+                size = path.stat().st_size
+            except OSError:
+                return (f"rewriting it needs the sources, and {path} is gone since the prepare: restore the sources, "
+                        f"then {redo}")
+            if size != entry["size"]:
+                return (f"rewriting it needs the sources as they were, and {path} changed since the prepare "
+                        f"({entry['size']:,} -> {size:,} bytes): restore them, then {redo}")
+    return redo
 
 
 class PreparedCorpus:
@@ -60,7 +91,7 @@ class PreparedCorpus:
     def _check_sizes(self) -> None:
         tok = self.path / self.manifest["tokenizer"].get("file", TOKENIZER)
         if not tok.is_file():
-            raise DataError(tok, None, f"missing (the prepared corpus's tokenizer); {_REDO}")
+            raise DataError(tok, None, f"missing (the prepared corpus's tokenizer); {self.redo_hint()}")
         for name in self.splits:
             for shard in self.manifest["splits"][name]["shards"]:
                 for file, size in shard.get("bytes", {}).items():
@@ -68,10 +99,46 @@ class PreparedCorpus:
                     try:
                         got = path.stat().st_size
                     except FileNotFoundError:
-                        raise DataError(path, None, f"missing (a shard of split {name!r}); {_REDO}") from None
+                        raise DataError(path, None, f"missing (a shard of split {name!r}); {self.redo_hint()}",
+                                        ) from None
                     if got != size:
                         raise DataError(path, None, f"{got:,} bytes where the manifest says {size:,} (truncated or "
-                                                    f"damaged); {_REDO}")
+                                                    f"damaged); {self.redo_hint()}")
+
+    def redo_hint(self, verify: bool = False) -> str:
+        """What to do about a damaged file of this corpus (:func:`redo_hint`)."""
+        return redo_hint(self.manifest.get("sources") or {}, verify)
+
+    @property
+    def vocab_size(self) -> int | None:
+        """The size of the vocabulary the corpus was tokenized with (the manifest's; None in a manifest without)."""
+        size = self.manifest["tokenizer"].get("vocab_size")
+        return int(size) if isinstance(size, int) else None
+
+    def token_bytes(self) -> int:
+        """The bytes of every token file (``.bin``) of the corpus: what :meth:`check_ids` reads."""
+        return sum(size for name in self.splits for shard in self.manifest["splits"][name]["shards"]
+                   for file, size in shard.get("bytes", {}).items() if file.endswith(".bin"))
+
+    def check_ids(self, max_bytes: int | None = None) -> bool:
+        """Check that every token id of every shard is below the vocabulary size: a vectorized max over each
+        memory-mapped shard. Skipped (False returned) when the token files hold more than ``max_bytes`` (None: no
+        bound; a run passes :data:`ID_SCAN_BYTES`) or the manifest records no vocabulary size; reads then check
+        their own ids (:class:`PreparedSplit`).
+
+        Raises:
+            DataError: the first shard holding an id outside the vocabulary, the id, its position and what to do.
+        """
+        if self.vocab_size is None or (max_bytes is not None and self.token_bytes() > max_bytes):
+            return False
+        for name in self.splits:
+            split = self.split(name)
+            for shard in range(len(split.shards)):
+                for field in split.fields:
+                    tokens, _ = split.shard_arrays(shard, field)
+                    for start in range(0, len(tokens), _SCAN_CHUNK):
+                        split.check_ids(tokens[start:start + _SCAN_CHUNK], shard, field, start)
+        return True
 
     def check_tokenizer(self, tokenizer: Tokenizer | str | os.PathLike[str]) -> None:
         """Raise :class:`ConfigError` unless ``tokenizer`` (an object or a file) is the corpus's tokenizer."""
@@ -116,7 +183,8 @@ class PreparedCorpus:
             raise ConfigError(f"{self.path}: the prepared corpus has no split {name!r}; it has {self.splits}")
         if name not in self._splits:
             self._splits[name] = PreparedSplit(self.path, name, self.manifest["splits"][name], self.fields,
-                                               self.manifest["dtype"])
+                                               self.manifest["dtype"], self.vocab_size,
+                                               self.manifest.get("sources") or {})
         return self._splits[name]
 
     def files(self) -> Iterator[tuple[Path, str]]:
@@ -137,10 +205,10 @@ class PreparedCorpus:
         """
         for path, digest in self.files():
             if not path.is_file():
-                raise DataError(path, None, f"missing; {_REDO}")
+                raise DataError(path, None, f"missing; {self.redo_hint()}")
             if sha256_file(path) != digest:
                 raise DataError(path, None, "checksum mismatch: the file changed since it was written (damaged); "
-                                            f"{_REDO} with --verify")
+                                            f"{self.redo_hint(verify=True)}")
 
     def check_sources(self, full: bool = False) -> list[str]:
         """Problems with the source files since prepare: gone, or another size or modification time (with
@@ -182,13 +250,19 @@ class PreparedCorpus:
 
 
 class PreparedSplit:
-    """The shards of one split: ``len()`` documents (examples), each with every field of the layout."""
+    """The shards of one split: ``len()`` documents (examples), each with every field of the layout.
 
-    def __init__(self, folder: Path, name: str, info: dict[str, Any], fields: list[str], dtype: str) -> None:
+    ``vocab_size`` (the corpus's): every read checks that its ids are below it (:meth:`check_ids`); ``sources``:
+    the manifest's, for the advice of that error (:func:`redo_hint`)."""
+
+    def __init__(self, folder: Path, name: str, info: dict[str, Any], fields: list[str], dtype: str,
+                 vocab_size: int | None = None, sources: dict[str, Any] | None = None) -> None:
         self.folder = folder
         self.name = name
         self.fields = list(fields)
         self.dtype = np_dtype(dtype)
+        self.vocab_size = vocab_size
+        self.sources = sources or {}
         self.shards = [s["name"] for s in info["shards"]]
         docs = [int(s["documents"]) for s in info["shards"]]
         # cumulative document / token counts: shard j holds documents [doc_starts[j], doc_starts[j + 1])
@@ -230,6 +304,17 @@ class PreparedSplit:
             self._maps[key] = (tokens, offsets)
         return self._maps[key]
 
+    def check_ids(self, tokens: np.ndarray, shard: int, field: str, start: int) -> None:
+        """Raise :class:`DataError` if ``tokens`` (ids from position ``start`` of the ``field`` file of shard
+        ``shard``) hold an id outside the vocabulary: the file, the id, its position and what to do."""
+        if self.vocab_size is None or not len(tokens) or int(tokens.max()) < self.vocab_size:
+            return
+        at = int(np.argmax(tokens >= self.vocab_size))
+        path = self.folder / bin_name(self.shards[shard], field)
+        raise DataError(path, None, f"token id {int(tokens[at]):,} at token {start + at:,} is outside the "
+                                    f"vocabulary of {self.vocab_size:,} ids (the file is damaged: its size is right, "
+                                    f"its content is not); {redo_hint(self.sources, verify=True)}")
+
     def document(self, i: int, field: str = "text") -> np.ndarray:
         """The tokens of document ``i`` (0 <= i < len): a memory-mapped view, no copy."""
         self._starts(field)
@@ -241,7 +326,9 @@ class PreparedSplit:
         shard = bisect.bisect_right(self.doc_starts, i) - 1
         tokens, offsets = self.shard_arrays(shard, field)
         j = i - int(self.doc_starts[shard])
-        return tokens[int(offsets[j]):int(offsets[j + 1])]
+        doc = tokens[int(offsets[j]):int(offsets[j + 1])]
+        self.check_ids(doc, shard, field, int(offsets[j]))
+        return doc
 
     def stream(self, field: str = "text") -> TokenStream:
         """Every token of ``field``, documents back to back, as one virtual array."""
@@ -280,7 +367,9 @@ class TokenStream:
             tokens, _ = self.split.shard_arrays(shard, self.field)
             end = min(stop, int(self.starts[shard + 1]))
             if end > pos:
-                parts.append(np.asarray(tokens[pos - base:end - base]))
+                part = np.asarray(tokens[pos - base:end - base])
+                self.split.check_ids(part, shard, self.field, pos - base)
+                parts.append(part)
             pos = max(pos, end)
             shard += 1
         if not parts:

@@ -1,12 +1,14 @@
 """The data of a run that trains from a prepared corpus (``task.prepared``, written by ``synthformer prepare``).
 
-Nothing is read or tokenized: the corpus's manifest is checked (format, the sizes of its files, its task type
-against the run's, its tokenizer against one the run already has), and each split becomes a dataset over the
-memory-mapped shards (the dataset of the task type's :class:`~.preparation.Preparation`). The
-tokenizer is the corpus's; the model config is sized for it as for any run. The source files are not needed: the
-shards carry the tokens and their checksums, so sources gone or changed since the prepare (moved, copied without
-their modification times, deleted to free the disk) are one logged note, found by ``stat`` alone. (Text-to-text dev
-sets scored on more than their targets read their source again, and check it there.)
+Nothing is tokenized: the corpus's manifest is checked (format, the sizes of its files, its task type against the
+run's, its tokenizer against one the run already has), its token ids against its vocabulary (a scan of a corpus of
+up to :data:`~synthformer.data.prepared.reader.ID_SCAN_BYTES`; a bigger one's batches as they are read), and each
+split becomes a dataset over the memory-mapped shards (the dataset of the task type's
+:class:`~.preparation.Preparation`). The tokenizer is the corpus's; the model config is sized for it as for any run.
+The source files are not needed: the shards carry the tokens and their checksums, so sources gone or changed since
+the prepare (moved, copied without their modification times, deleted to free the disk) are one logged note, found by
+``stat`` alone. (Text-to-text dev sets scored on more than their targets read their source again, and check it
+there.)
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from synthformer.data import DataError, Tokenizer
-from synthformer.data.prepared import PreparedCorpus
+from synthformer.data.prepared import PreparedCorpus, reader
 from synthformer.train import ConfigError
 
 from ..contract import RawData, TaskData
@@ -54,6 +56,11 @@ def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None) -> Prepare
     if task.vocab_size is not None and task.vocab_size not in (base.vocab_size, ours.vocab_size):
         raise ConfigError(f"task.vocab_size: {task.vocab_size}, but the prepared corpus {corpus.path} has a "
                           f"vocabulary of {ours.vocab_size} ids; leave task.vocab_size unset (the corpus's is used)")
+    # ids beyond the vocabulary (a byte flipped on disk keeps a shard's size): refused here, before the run
+    # directory exists, when the scan is cheap; a bigger corpus is checked batch by batch as it is read
+    if not corpus.check_ids(reader.ID_SCAN_BYTES):
+        logger.info("the prepared corpus %s holds %s of token ids: checked against its vocabulary as batches are "
+                    "read, not scanned at start", corpus.path, f"{corpus.token_bytes() / 1e9:,.1f} GB")
     return corpus
 
 

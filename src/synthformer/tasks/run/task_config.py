@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NewType
 
-from synthformer.data import OVERFLOW_POLICIES, TOKENIZER_KINDS
+from synthformer.data import MAX_VOCAB_SIZE, OVERFLOW_POLICIES, TOKENIZER_KINDS
 from synthformer.train import ConfigError
 
 from ..registry import get_generator, get_task_type, list_generators, list_task_types
 
-__all__ = ["TaskConfig"]
+__all__ = ["TaskConfig", "VocabSize"]
+
+#: ``task.vocab_size``'s annotation: an int once checked. The config loader passes a value of a type it does not
+#: know as it is, so ``__post_init__`` sees what was written (``1e12``, which YAML reads as text; ``1.0e12``, a
+#: float) and names it in the one message that also gives the range, instead of the loader's bare "expected int".
+VocabSize = NewType("VocabSize", int)
+_VOCAB_SIZE_RANGE = f"an integer from 1 to {MAX_VOCAB_SIZE:,} (2**24, the most the tokenizer trainers handle)"
 
 
 @dataclass
@@ -107,8 +113,12 @@ class TaskConfig:
     """``char``, ``byte``, ``word``, ``bpe`` or ``sentencepiece`` (T5's: trained, or read from
     ``tokenizer_options.model_file``), trained on the training split and saved in the run directory.
     ``None``: the generator's own vocabulary, else ``char`` (lm), ``bpe`` (seq2seq), ``word`` (classification)."""
-    vocab_size: int | None = None
-    """Tokenizer size cap (specials included); ``None``: the kind's default."""
+    vocab_size: VocabSize | None = None
+    """Tokenizer size cap (specials included); ``None``: the kind's default. An integer from 1 to 16,777,216
+    (2**24, :data:`~synthformer.data.MAX_VOCAB_SIZE`): the ``tokenizers`` BPE trainer reserves memory for the whole
+    cap up front and aborts the process beyond what it can allocate, so a larger value is refused when the config
+    is read. ``synthformer prepare`` refuses a cap the training data cannot reach (``--accept-smaller-vocab``
+    takes the smaller vocabulary)."""
     tokenizer_options: dict[str, Any] = field(default_factory=dict)
     """Passed to the tokenizer's training (``split``, ``lowercase``, ``min_frequency``; sentencepiece:
     ``model_file``, ``num_sentinels``, ``character_coverage``, ``byte_fallback``, ``num_threads``)."""
@@ -159,10 +169,11 @@ class TaskConfig:
                               f"{self.valid_fraction} + {self.test_fraction}")
         if self.overflow is not None and self.overflow not in OVERFLOW_POLICIES:
             raise ConfigError(f"overflow: expected one of {list(OVERFLOW_POLICIES)}, got {self.overflow!r}")
-        for name in ("max_len", "max_target_len", "stride", "vocab_size", "train_limit", "eval_limit"):
+        for name in ("max_len", "max_target_len", "stride", "train_limit", "eval_limit"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name}: expected an integer >= 1, got {value!r}")
+        self._check_vocab_size()
         self._check_generator()
         self._check_reads(task_type)
         self._check_files(task_type)
@@ -246,6 +257,14 @@ class TaskConfig:
             if unknown or "train" not in self.hf_splits:
                 raise ConfigError(f"hf_splits: keys must be train (required), valid, test; got "
                                   f"{sorted(self.hf_splits)}")
+
+    def _check_vocab_size(self) -> None:
+        value = self.vocab_size
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VOCAB_SIZE:
+            raise ConfigError(f"vocab_size: expected {_VOCAB_SIZE_RANGE}, or null for the tokenizer kind's default; "
+                              f"got {value!r}")
 
     def _check_tokenizer(self) -> None:
         if self.tokenizer is None:
