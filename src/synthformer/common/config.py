@@ -23,6 +23,8 @@ from typing import Any, Literal, TypeVar, Union
 
 import yaml
 
+from .yaml_unique import DuplicateKeyError, load_unique_keys
+
 __all__ = [
     "ConfigError",
     "apply_overrides",
@@ -214,7 +216,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not key or any(not p for p in parts):
         raise ConfigError(f"override {text!r}: empty key or empty part in dotted key {key!r}")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = load_unique_keys(raw) if raw.strip() else ""
     except yaml.YAMLError as err:
         raise ConfigError(f"override {text!r}: value {raw!r} is not valid YAML: {_yaml_problem(err)}") from None
     return parts, value
@@ -233,8 +235,8 @@ def _yaml_problem(err: yaml.YAMLError) -> str:
 
 
 def _read_yaml(path: Path) -> Any:
-    """The YAML document in ``path``; a folder, a file that is not UTF-8 or not YAML raises :class:`ConfigError`
-    naming the file and the place (Python's own errors name neither)."""
+    """The YAML document in ``path``; a folder, a file that is not UTF-8 or not YAML, or a key given twice in one
+    mapping raises :class:`ConfigError` naming the file and the place (Python's own errors name neither)."""
     if path.is_dir():
         raise ConfigError(f"{path}: is a directory, expected a YAML config file")
     try:
@@ -250,7 +252,10 @@ def _read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); "
                           "save the config as UTF-8") from None
     try:
-        return yaml.safe_load(text)
+        return load_unique_keys(text)
+    except DuplicateKeyError as err:  # PyYAML itself would keep the last copy and drop the first in silence
+        raise ConfigError(f"{path}: duplicate key '{err.key}' at line {err.first_line} and again at line "
+                          f"{err.second_line}; YAML would keep only the last one: merge the two into one") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {_yaml_problem(err)}") from None
 
@@ -319,7 +324,8 @@ def load_config(path: str | Path | None, cls: type[T], overrides: Iterable[str] 
     Overrides are applied to the raw mapping before validation, so they can also supply required keys.
 
     Raises:
-        ConfigError: a bad key or value, or a file that is a folder, not UTF-8, not YAML or not a mapping.
+        ConfigError: a bad key or value, or a file that is a folder, not UTF-8, not YAML, not a mapping or has a
+            key twice in one mapping.
         FileNotFoundError: ``path`` does not exist.
     """
     data: Any = {}
