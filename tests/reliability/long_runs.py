@@ -39,6 +39,13 @@ FAULTS: tuple[Fault, ...] = (
           "between them)", ("spike-stop", "spike-skip")),
     Fault("blow-up", "a blow-up without NaN (`train.lr=1e4`, a real run): `stop`, and `skip` until "
           "`train.nonfinite_limit`", ("lr-1e4-stop", "lr-1e4-skip"), resumed=False),
+    Fault("divergence", "a slow blow-up, no step a spike (real runs: `train.lr=5 train.warmup_steps=60`, `lr=2 "
+          "grad_clip=0 warmup_steps=30`, a validation loss out of range)",
+          ("lr-5-warmup-60", "lr-2-no-clip", "eval-out-of-range"), resumed=False),
+    Fault("late-divergence", "a late divergence under `train.max_checkpoints` rotation (stopped; with the check off, "
+          "to the end)", ("late-stop", "late-unchecked"), resumed=False),
+    Fault("garbage-checkpoint", "a NaN right after a checkpoint of finite weights (a real run at `train.lr=1e30`, a "
+          "toy run)", ("lr-1e30", "nan-after-save"), resumed=False),
     Fault("spike-two", "a loss spike on one of 2 torchrun processes (`skip`): both skip the same step",
           ("spike-rank1",), resumed=False),
     Fault("oom", "out of memory in a step (a GPU's `OutOfMemoryError`, the CPU allocator's error)",

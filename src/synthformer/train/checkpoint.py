@@ -27,7 +27,7 @@ import pickle
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,6 +148,7 @@ def save_checkpoint(
     trainer_state: dict[str, Any] | None = None,
     max_checkpoints: int = 0,
     best: BestRecord | None = None,
+    keep: Collection[str] = (),
 ) -> Path:
     """Write ``RUN/checkpoints/step_XXXXXX`` atomically, point ``latest`` at it, prune to ``max_checkpoints``.
 
@@ -161,6 +162,8 @@ def save_checkpoint(
             checkpoints ``latest`` and ``best`` name.
         best: this checkpoint is the new best: ``checkpoints/best`` is pointed at it (``best.checkpoint`` must be
             its name).
+        keep: names of older checkpoints rotation must not delete either (the trainer's guard of the best weights,
+            :func:`~synthformer.train.checkpoint_losses.guarded`).
 
     Returns the final checkpoint directory.
     """
@@ -210,7 +213,7 @@ def save_checkpoint(
     if best is not None and best.checkpoint == name:
         atomic_write_text(root / BEST_FILE, best.to_json())
     if max_checkpoints > 0:
-        _prune(root, max_checkpoints, keep_name=name)
+        _prune(root, max_checkpoints, keep_names={name, *keep})
     logger.info("saved checkpoint %s", final)
     return final
 
@@ -231,12 +234,12 @@ def _remove_stale_temporaries(root: Path) -> None:
                 p.unlink(missing_ok=True)
 
 
-def _prune(root: Path, keep: int, keep_name: str) -> None:
+def _prune(root: Path, keep: int, keep_names: set[str]) -> None:
     found = list_checkpoints(root.parent)
     # what the pointers on disk name now (both are written before pruning), whatever a crash left in between
     latest = latest_checkpoint(root.parent)
     record = read_best(root)
-    pointed = {keep_name, latest.name if latest is not None else "", record.checkpoint if record else ""}
+    pointed = {*keep_names, latest.name if latest is not None else "", record.checkpoint if record else ""}
     for path in found[:-keep] if keep < len(found) else []:
         if path.name not in pointed:
             # renamed first (atomic): a kill during the deletion leaves a temporary, never a half checkpoint

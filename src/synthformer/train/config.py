@@ -127,6 +127,14 @@ class TrainConfig:
     (:mod:`synthformer.train.spikes`)."""
     spike_window: int = 100
     """How many of the latest applied steps' losses the spike reference spans (besides the first step's)."""
+    divergence_factor: float = 3.0
+    """The run diverges, and stops naming the checkpoint to go back to, when the mean loss of its last
+    ``divergence_window`` applied steps, or a validation loss, is more than this many times its range (the first
+    step's loss, an untrained model's; or the best validation loss where that is higher); 0 turns the check off.
+    Rotation keeps the checkpoints with the lowest validation and training loss either way
+    (:mod:`synthformer.train.divergence`)."""
+    divergence_window: int = 10
+    """How many of the latest applied steps' losses the divergence check averages."""
     keep_best: str | None = None
     """An evaluation metric (``loss``, ``bleu``, ``accuracy``, ``glue_average``, ...; with or without ``eval_``):
     the checkpoint with its best value is kept besides the newest ``max_checkpoints`` and named by
@@ -191,6 +199,13 @@ class TrainConfig:
                               f"{self.spike_factor!r}")
         if isinstance(self.spike_window, bool) or not isinstance(self.spike_window, int) or self.spike_window < 1:
             raise ConfigError(f"spike_window: expected an integer >= 1, got {self.spike_window!r}")
+        if isinstance(self.divergence_factor, bool) or not isinstance(self.divergence_factor, (int, float)) or not (
+                self.divergence_factor == 0 or (self.divergence_factor > 1 and math.isfinite(self.divergence_factor))):
+            raise ConfigError(f"divergence_factor: expected a finite number > 1, or 0 (no divergence check), got "
+                              f"{self.divergence_factor!r}")
+        if isinstance(self.divergence_window, bool) or not isinstance(self.divergence_window, int) \
+                or self.divergence_window < 1:
+            raise ConfigError(f"divergence_window: expected an integer >= 1, got {self.divergence_window!r}")
         if not (isinstance(self.collective_timeout_s, (int, float)) and self.collective_timeout_s > 0
                 and math.isfinite(self.collective_timeout_s)):
             raise ConfigError(f"collective_timeout_s: expected a number of seconds > 0, got "

@@ -63,16 +63,17 @@ def gradient_norm(parameters: Iterable[torch.nn.Parameter]) -> float:
     return as_float(torch.nn.utils.get_total_norm(grads, 2.0))
 
 
-def nonfinite_message(step: int, loss: float, grad_norm: float, last: Path | None, config: TrainConfig,
+def nonfinite_message(step: int, loss: float, grad_norm: float, kept: str, config: TrainConfig,
                       in_a_row: int) -> str:
-    """The error of a run stopped by a non-finite step (``in_a_row``: how many came one after the other)."""
+    """The error of a run stopped by a non-finite step (``in_a_row``: how many came one after the other; ``kept``:
+    which checkpoint is good, :func:`~synthformer.train.divergence.go_back_to`)."""
     what = f"the loss is {loss:g} and the gradient norm {grad_norm:g}"
     row = (f" ({in_a_row} non-finite steps in a row, train.nonfinite_limit {config.nonfinite_limit})"
            if config.nonfinite == "skip" else "")
-    kept = f"the last good checkpoint is {last}" if last is not None else "there is no checkpoint yet"
+    # resuming continues from the latest checkpoint: advised only when that one is the good one
+    resume = ", or resume with train.nonfinite=skip to drop such steps" if kept.startswith("the last good") else ""
     return (f"step {step}: {what}{row}; nothing was saved from it, {kept}; try a lower train.lr or more "
-            "train.warmup_steps, train.grad_clip (e.g. 1.0), train.bf16=false, or resume with train.nonfinite=skip "
-            "to drop such steps")
+            f"train.warmup_steps, train.grad_clip (e.g. 1.0), train.bf16=false{resume}")
 
 
 def is_out_of_memory(err: BaseException) -> bool:

@@ -1,6 +1,7 @@
 """What the trainer decides for a long run, identically on every process: whether a step's update is applied (its
-loss and gradient norm finite, its loss no spike: ``train.nonfinite``, :mod:`.spikes`), whether to stop on a signal,
-and which checkpoint is the best (``train.keep_best``).
+loss and gradient norm finite, its loss no spike: ``train.nonfinite``, :mod:`.spikes`), whether the run diverges
+(:mod:`.divergence`), whether to stop on a signal, which checkpoint is the best (``train.keep_best``) and which
+checkpoint a stopped run should go back to.
 
 Every decision that changes what the processes do next (skip an update, stop, save a new best) is agreed on by a
 collective, so that no process waits in a collective the others never enter. A step costs one all-reduce of three
@@ -20,8 +21,10 @@ from accelerate import Accelerator
 from torch import nn
 
 from .best import BestRecord, improves, metric_direction, metric_key, read_best
-from .checkpoint import STATE_FILE, checkpoint_name, read_trainer_state
+from .checkpoint import STATE_FILE, CheckpointError, checkpoint_name, read_trainer_state
+from .checkpoint_losses import CheckpointLosses, go_back_to, good_checkpoints
 from .config import ConfigError, TrainConfig
+from .divergence import DivergenceWatch
 from .faults import TrainingFailed, agree, agree_max, finite, nonfinite_message, weights_finite
 from .rundir import RunDir
 from .signals import StopGuard
@@ -54,6 +57,8 @@ class LongRunPolicy:
         self.in_a_row = 0
         self.stop_agreed = False
         self.losses = LossReference(config.spike_factor, config.spike_window)
+        self.divergence = DivergenceWatch(config.divergence_factor, config.divergence_window)
+        self.record = CheckpointLosses()  # what each checkpoint's weights computed
         self.metric = metric_key(config.keep_best) if config.keep_best else None
         self.direction = metric_direction(config.keep_best) if config.keep_best else None
         self.best: BestRecord | None = None
@@ -63,6 +68,8 @@ class LongRunPolicy:
         """Continue the counts and the best of the checkpoint a run resumes from."""
         self.skipped_steps = int(trainer_state.get("skipped_steps", 0))
         self.losses.resume(trainer_state)
+        self.divergence.resume(trainer_state)
+        self.record.resume(trainer_state)
         record = read_best(self.rundir.checkpoints_path) if self.metric else None
         # a best by another metric (keep_best changed on resume) is not compared with: this run's starts afresh
         self.best = record if record is not None and record.metric == self.metric else None
@@ -95,12 +102,16 @@ class LongRunPolicy:
         if not nonfinite and not spike:
             self.in_a_row = 0
             self.losses.accept(largest)
+            self.record.applied(largest)
+            diverged = self.divergence.accept(largest)  # every process holds the same losses: the same decision
+            if diverged:
+                raise TrainingFailed(self._divergence_message(step, diverged, since=step - 1))
             return True
         self.in_a_row += 1
         if self.config.nonfinite == "stop" or self.in_a_row >= self.config.nonfinite_limit:
             if spike:
                 raise TrainingFailed(self._spike_message(step, largest))
-            raise TrainingFailed(nonfinite_message(step, loss, grad_norm, self.rundir.latest_checkpoint(),
+            raise TrainingFailed(nonfinite_message(step, loss, grad_norm, self.go_back_to(step - self.in_a_row),
                                                    self.config, self.in_a_row))
         self.skipped_steps += 1
         what = f"loss {largest:g}, a spike over the reference {self.losses.value:g}" if spike else (
@@ -117,6 +128,25 @@ class LongRunPolicy:
         return spike_message(step, step - self.in_a_row, loss, self.losses.value or 0.0, cfg.spike_factor,
                              cfg.spike_window, sorted(checkpoints, key=lambda c: c[0]), row)
 
+    def _divergence_message(self, step: int, why: str, since: int) -> str:
+        cfg = self.config
+        return (f"step {step}: {why} (train.divergence_factor {cfg.divergence_factor:g}, train.divergence_window "
+                f"{cfg.divergence_window}): the run diverges; nothing was saved from it; {self.go_back_to(since)}; "
+                "try a lower train.lr or more train.warmup_steps, train.grad_clip (e.g. 1.0), or raise "
+                "train.divergence_factor (0 turns the check off)")
+
+    def go_back_to(self, since: int) -> str:
+        """Which checkpoint a run stopped now should go back to (:mod:`.divergence`): the best good one among those
+        before step ``since``, the last whose update was applied (its weights and later ones gave the bad loss)."""
+        found = []
+        for path in self.rundir.list_checkpoints():
+            try:
+                found.append((int(read_trainer_state(path / STATE_FILE)["step"]), path))
+            except CheckpointError:  # a damaged checkpoint is no good one
+                continue
+        good = good_checkpoints(found, self.record.by_name, since, self.divergence)
+        return go_back_to(good, self.rundir.latest_checkpoint(), self.rundir.path)
+
     def stop_after_pause(self) -> bool:
         """After an evaluation or a save: whether to stop now, a signal having come during it (a collective)."""
         self._note_stop(agree(self.accelerator, [self._signal_code()])[0])
@@ -129,7 +159,16 @@ class LongRunPolicy:
     def state(self) -> dict[str, Any]:
         """What a checkpoint's ``trainer_state.json`` adds: the skipped steps, the spike check's reference."""
         skipped = {"skipped_steps": self.skipped_steps} if self.skipped_steps else {}
-        return {**skipped, **self.losses.state()}
+        return {**skipped, **self.losses.state(), **self.divergence.state()}
+
+    def before_save(self, step: int) -> None:
+        """A checkpoint of ``step`` is about to be written (every process; after :meth:`check_weights`)."""
+        self.record.before_save(step)
+
+    def checkpoint_record(self, step: int) -> dict[str, Any]:
+        """The record of what the run's checkpoints computed, for the ``trainer_state.json`` of step ``step``'s
+        (main process: the entries of the checkpoints on disk and its own)."""
+        return self.record.for_save(step, (p.name for p in self.rundir.list_checkpoints()))
 
     # -- saving --------------------------------------------------------------------------------------------------
     def check_weights(self, model: nn.Module, step: int) -> None:
@@ -139,8 +178,7 @@ class LongRunPolicy:
             TrainingFailed: some weight is NaN or infinite.
         """
         if agree(self.accelerator, [0 if weights_finite(model) else 1])[0]:
-            last = self.rundir.latest_checkpoint()
-            kept = f"the last good checkpoint is {last}" if last is not None else "there is no checkpoint yet"
+            kept = self.go_back_to(step)  # step's update made them: a checkpoint before it gave a finite loss
             raise TrainingFailed(f"step {step}: the weights are not finite (NaN or inf) and were not saved; {kept}; "
                                  "try a lower train.lr or train.grad_clip")
 
@@ -149,9 +187,19 @@ class LongRunPolicy:
         """Whether the evaluation of ``step`` is a new best (then its checkpoint must be saved now); the main
         process decides for all (a collective).
 
+        A validation loss (``eval_loss``, the same on every process: it is reduced over them) is checked for
+        divergence first.
+
         Raises:
+            TrainingFailed: the validation loss is not finite or out of its range (:mod:`.divergence`).
             ConfigError: the evaluation does not report ``train.keep_best``'s metric.
         """
+        if "eval_loss" in result:
+            value = float(result["eval_loss"])
+            why = self.divergence.evaluated(value)
+            if why:  # the weights of this step gave it: a checkpoint before it may be good
+                raise TrainingFailed(self._divergence_message(step, why, since=step))
+            self.record.evaluated(step, value)
         if self.metric is None:
             return False
         if self.metric not in result:
@@ -176,6 +224,7 @@ class LongRunPolicy:
 
     def saved(self, step: int) -> None:
         """The checkpoint of ``step`` is written (with its best pointer, if it is the new best)."""
+        self.record.saved(step)
         if self.candidate is not None and self.candidate.step == step:
             self.best, self.candidate = self.candidate, None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -184,11 +184,12 @@ class Recorder:
     # -- checkpoints ---------------------------------------------------------------------------------------------
     def write_checkpoint(self, step: int, model: nn.Module, optimizer: Any, scheduler: Any,
                          rng_states: list[dict[str, Any]], state: dict[str, Any],
-                         best: BestRecord | None = None) -> Path:
+                         best: BestRecord | None = None, keep: Collection[str] = ()) -> Path:
         """Save a checkpoint of ``step`` through the run (call on the main process only; ``best``: it is the new
-        best)."""
+        best; ``keep``: older checkpoints rotation must keep)."""
         path = self.run.save_checkpoint(step, model, optimizer=optimizer, scheduler=scheduler, rng_states=rng_states,
-                                        trainer_state=state, max_checkpoints=self.config.max_checkpoints, best=best)
+                                        trainer_state=state, max_checkpoints=self.config.max_checkpoints, best=best,
+                                        keep=keep)
         self.last_saved_step = step
         return path
 

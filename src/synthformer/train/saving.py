@@ -16,6 +16,7 @@ from accelerate import Accelerator
 from torch import nn
 
 from .checkpoint import capture_rng_state
+from .checkpoint_losses import RECORD_KEY, guarded
 from .config import TrainConfig
 from .distributed import full_model_state, full_optimizer_state
 from .faults import weights_finite
@@ -56,6 +57,7 @@ class CheckpointSaver:
         """
         acc = self.accelerator
         self.policy.check_weights(self.model, step)
+        self.policy.before_save(step)
         state = capture_rng_state()
         states: list[Any] = [state]
         if acc.num_processes > 1:
@@ -108,5 +110,7 @@ class CheckpointSaver:
                               elapsed_s=self.recorder.elapsed_s(), batches_per_epoch=batches_per_epoch,
                               world_size=self.accelerator.num_processes)
         state.update(self.policy.state())
+        record = self.policy.checkpoint_record(step)
+        state.update(record)
         return self.recorder.write_checkpoint(step, model, optimizer, self.scheduler, rng_states, state,
-                                              self.policy.best_for(step))
+                                              self.policy.best_for(step), keep=guarded(record[RECORD_KEY]))
