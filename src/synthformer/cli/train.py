@@ -29,8 +29,9 @@ Overrides are dotted keys of the config (task.*, model.*, train.*, eval.*) with 
 Ctrl-C stops at the end of the current step and saves a checkpoint; --resume continues exactly from it.
 SIGTERM and SIGUSR1 (a batch system's preemption notice) do the same and exit with status 75, which a job script
 requeues on (docs/distributed.md, "SLURM"). A step whose loss or gradients are not finite, or whose loss spikes
-far above its recent range (train.spike_factor), stops the run (train.nonfinite=skip drops it instead);
-train.keep_best=METRIC keeps the best checkpoint too. A larger train.steps with --resume extends a finished run.
+far above its recent range (train.spike_factor), stops the run (train.nonfinite=skip drops it instead); so does a
+loss that climbs slowly to 3 times the untrained model's (train.divergence_factor), and rotation keeps the
+checkpoint whose weights computed the best loss; train.keep_best=METRIC keeps the best checkpoint by a metric too. A larger train.steps with --resume extends a finished run.
 
 Plan a long run first: --dry-run prints the parameters, tokens and FLOPs per step, the memory per process and the
 data plan without training or reading the data (exit status 2 when it sees a problem that would stop the run):

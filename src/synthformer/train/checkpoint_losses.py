@@ -74,6 +74,14 @@ class CheckpointLosses:
         if self.eval_at is not None and self.eval_at[0] == step:
             self.by_name.setdefault(checkpoint_name(step), {})["eval"] = self.eval_at[1]
 
+    def judged(self) -> dict[str, dict[str, float]]:
+        """The entries to judge checkpoints by now: the record, with the last checkpoint's training loss from the
+        steps since it (the interval is not over yet)."""
+        out = {k: dict(v) for k, v in self.by_name.items()}
+        if self.pending is not None and self.interval:
+            out.setdefault(self.pending, {})["train"] = statistics.median(self.interval)
+        return out
+
     def for_save(self, step: int, existing: Iterable[str]) -> dict[str, Any]:
         """What the checkpoint of ``step`` carries: the entries of the ``existing`` checkpoints and its own, and the
         latest levels (main process)."""

@@ -144,7 +144,7 @@ class LongRunPolicy:
                 found.append((int(read_trainer_state(path / STATE_FILE)["step"]), path))
             except CheckpointError:  # a damaged checkpoint is no good one
                 continue
-        good = good_checkpoints(found, self.record.by_name, since, self.divergence)
+        good = good_checkpoints(found, self.record.judged(), since, self.divergence)
         return go_back_to(good, self.rundir.latest_checkpoint(), self.rundir.path)
 
     def stop_after_pause(self) -> bool:
