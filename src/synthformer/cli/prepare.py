@@ -63,6 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-unit", choices=("line", "paragraph", "file"), default="paragraph",
                    help="what one document of a text file is (paragraph: lines up to an empty line)")
     p.add_argument("--overwrite", action="store_true", help="replace a different prepare found in --out")
+    p.add_argument("--accept-smaller-vocab", action="store_true",
+                   help="train the tokenizer even if the data gives fewer ids than task.vocab_size asks (refused "
+                        "without it); the corpus records the size asked, and 'synthformer train' with the same "
+                        "config accepts it")
     p.add_argument("--verify", action="store_true", help="on a finished --out: check every shard's sha256 (reads "
                                                          "them all) and rewrite damaged ones; without it, sizes only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown on a terminal)")
@@ -95,6 +99,8 @@ def _options(args: argparse.Namespace) -> list[str]:
         value = getattr(args, name)
         if value != parser.get_default(name):
             out += [f"--{name.replace('_', '-')}", str(value)]
+    if args.accept_smaller_vocab:  # a continued prepare checks its tokenizer's size again
+        out.append("--accept-smaller-vocab")
     return out
 
 
@@ -116,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         run_config.task, args.out, workers=args.workers, tokenizer=args.tokenizer, shard_tokens=args.shard_tokens,
         unit_bytes=args.unit_bytes, text_unit=args.text_unit, sample_bytes=args.tokenizer_sample_bytes, seed=seed,
         overwrite=args.overwrite, verify=args.verify, progress=not args.no_progress and sys.stderr.isatty(),
-        command=command)
+        command=command, accept_smaller_vocab=args.accept_smaller_vocab)
     manifest = result.manifest
     if result.note:
         print(f"note: {result.note}", file=sys.stderr)  # beside the log's notes, not in the output

@@ -177,6 +177,14 @@ class SentencePieceTokenizer(Tokenizer):
         path.write_bytes(self._proto)
         return path
 
+    @property
+    def byte_fallback(self) -> bool:
+        """Whether the model writes a character outside its pieces as its UTF-8 bytes (it holds the 256 byte
+        pieces) instead of ``<unk>``: on by default for models of :data:`BYTE_FALLBACK_MIN_PIECES` pieces or more,
+        off for T5's own ``spiece.model``."""
+        first = self._processor.piece_to_id("<0x00>")
+        return first != self.unk_id and bool(self._processor.is_byte(first))
+
     # -- the Tokenizer interface -------------------------------------------------------------------------
     @property
     def vocab_size(self) -> int:

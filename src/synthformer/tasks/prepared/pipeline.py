@@ -43,7 +43,14 @@ from .moved import finished_elsewhere, finished_without_sources
 from .plan import Plan, make_plan, prepare_identity, same_identity, without_locations
 from .repair import check_prepared, repair
 from .runner import PrepareError, PrepareResult, raise_error, run_units
-from .tokenizer import DEFAULT_SAMPLE_BYTES, given_tokenizer, tokenizer_identity, train_tokenizer
+from .tokenizer import (
+    ASKED_VOCAB_SIZE,
+    DEFAULT_SAMPLE_BYTES,
+    check_vocab_size,
+    given_tokenizer,
+    tokenizer_identity,
+    train_tokenizer,
+)
 from .work import PARTS, load_done, part_dir
 
 __all__ = ["DEFAULT_UNIT_BYTES", "PrepareError", "PrepareResult", "check_prepared", "prepare_corpus"]
@@ -61,12 +68,13 @@ def _differs(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 
 def _state(out: Path, identity: dict[str, Any], overwrite: bool) -> str:
-    """``fresh``, ``resume``, ``complete`` or ``moved`` (a finished prepare whose sources are elsewhere or have
-    other fingerprints: :func:`~.moved.finished_elsewhere` decides); refuses a folder that holds something else."""
+    """``fresh``, ``overwrite`` (fresh once what the folder holds is cleared, which waits until the tokenizer is
+    accepted: a refused prepare leaves the old one), ``resume``, ``complete`` or ``moved`` (a finished prepare whose
+    sources are elsewhere or have other fingerprints: :func:`~.moved.finished_elsewhere` decides); refuses a folder
+    that holds something else."""
     parts = out / PARTS
     if overwrite:
-        _clear(out)
-        return "fresh"
+        return "overwrite"
     other = ("use another --out, or --overwrite to replace it")
     if (out / MANIFEST).is_file():
         try:
@@ -107,8 +115,9 @@ def _clear(out: Path) -> None:
 
 
 def _assemble(out: Path, plan: Plan, tok: Tokenizer, done: dict[int, dict[str, Any]], created: str,
-              command: str) -> dict[str, Any]:
-    """Journal the renames and the manifest, then carry them out (:func:`_finish`)."""
+              command: str, smaller: bool) -> dict[str, Any]:
+    """Journal the renames and the manifest, then carry them out (:func:`_finish`); ``smaller``: the tokenizer is
+    smaller than ``task.vocab_size`` asks, taken with ``--accept-smaller-vocab`` (recorded for ``train``)."""
     fields = plan.context.fields
     moves: list[list[str]] = []
     splits: dict[str, Any] = {}
@@ -133,6 +142,8 @@ def _assemble(out: Path, plan: Plan, tok: Tokenizer, done: dict[int, dict[str, A
     hashes = {path: digest for record in done.values() for path, digest in record["sha256"].items()}
     task = plan.context.task
     manifest = base_manifest(task.type, plan.context.layout, tok, out / TOKENIZER)
+    if smaller:
+        manifest["tokenizer"][ASKED_VOCAB_SIZE] = task.vocab_size
     manifest["sources"] = {s: [{**e, "sha256": hashes.get(e["path"], e.get("sha256"))} for e in entries]
                            for s, entries in plan.sources.items()}
     manifest["splits"] = splits
@@ -187,7 +198,7 @@ def prepare_corpus(task: TaskConfig, out: str | os.PathLike[str], *, workers: in
                    shard_tokens: int = DEFAULT_SHARD_TOKENS, unit_bytes: int = DEFAULT_UNIT_BYTES,
                    text_unit: str = "paragraph", sample_bytes: int = DEFAULT_SAMPLE_BYTES, seed: int = 0,
                    overwrite: bool = False, verify: bool = False, progress: bool = False,
-                   command: str = "") -> PrepareResult:
+                   command: str = "", accept_smaller_vocab: bool = False) -> PrepareResult:
     """Prepare ``task``'s data into the folder ``out`` (see the module docstring and ``docs/data.md``).
 
     Args:
@@ -204,6 +215,9 @@ def prepare_corpus(task: TaskConfig, out: str | os.PathLike[str], *, workers: in
         verify: on a finished folder, check every shard's sha256 (not only its size) and rewrite the damaged ones.
         progress: show a progress bar (bytes and documents).
         command: the command line, recorded in the manifest.
+        accept_smaller_vocab: take a trained tokenizer smaller than ``task.vocab_size`` (the data cannot make it
+            as big); without it such a prepare is refused before it writes anything (``train`` with the same
+            config would refuse the corpus; with it the manifest records the size asked, which ``train`` accepts).
 
     Raises:
         ConfigError, DataError, PrepareError: one-line messages naming the problem and what to do.
@@ -229,18 +243,23 @@ def prepare_corpus(task: TaskConfig, out: str | os.PathLike[str], *, workers: in
             return repair(out, plan, workers, verify)
         if state == "moved":
             return finished_elsewhere(out, plan, workers, verify)
-        return _prepare(out, plan, state, tokenizer, sample_bytes, seed, workers, progress, command)
+        return _prepare(out, plan, state, tokenizer, sample_bytes, seed, workers, progress, command,
+                        accept_smaller_vocab)
     finally:
         lock.release()
 
 
 def _prepare(out: Path, plan: Plan, state: str, tokenizer: str | None, sample_bytes: int, seed: int, workers: int,
-             progress: bool, command: str) -> PrepareResult:
+             progress: bool, command: str, accept_smaller: bool) -> PrepareResult:
     task = plan.context.task
     parts = out / PARTS
-    if state == "fresh":
+    if state in ("fresh", "overwrite"):
         tok = given_tokenizer(task, tokenizer) if tokenizer else \
             train_tokenizer(task, plan.context, plan.units, sample_bytes, seed)
+        # refused before anything is written: no half-made folder, and --overwrite keeps the old prepare
+        smaller = check_vocab_size(task, tok, given=tokenizer, accept_smaller=accept_smaller)
+        if state == "overwrite":
+            _clear(out)
         parts.mkdir(parents=True, exist_ok=True)
         tmp = parts / "tokenizer.json"
         tok.save(tmp)
@@ -250,9 +269,11 @@ def _prepare(out: Path, plan: Plan, state: str, tokenizer: str | None, sample_by
     else:
         tok = load_tokenizer(out / TOKENIZER)
         created = json.loads((parts / _PLAN).read_text(encoding="utf-8")).get("created", "")
-        if (parts / _JOURNAL).is_file():  # cut during the assembly: finish it
+        if (parts / _JOURNAL).is_file():  # cut during the assembly: finish it (its manifest is decided)
             journal = json.loads((parts / _JOURNAL).read_text(encoding="utf-8"))
             return PrepareResult(out, _finish(out, journal), "resumed", len(plan.units), len(plan.units))
+        # the run that trained this tokenizer took it, so only with the flag: the same command continues
+        smaller = check_vocab_size(task, tok, given=tokenizer, accept_smaller=accept_smaller)
     ctx = dataclasses.replace(plan.context, dtype=dtype_for(tok.vocab_size))
     done: dict[int, dict[str, Any]] = {}
     for unit in plan.units:
@@ -281,5 +302,5 @@ def _prepare(out: Path, plan: Plan, state: str, tokenizer: str | None, sample_by
         run_units(ctx, pending, workers, bar, on_done)
     finally:
         bar.close()
-    manifest = _assemble(out, plan, tok, done, created, command)
+    manifest = _assemble(out, plan, tok, done, created, command, smaller)
     return PrepareResult(out, manifest, "resumed" if state == "resume" else "prepared", len(plan.units), kept)

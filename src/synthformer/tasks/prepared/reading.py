@@ -23,6 +23,7 @@ from ..contract import RawData, TaskData
 from ..run.config import RunConfig, resolve_model_config
 from ..run.lengths import check_truncation, length_reports
 from ..run.spelling import check_spelling
+from .tokenizer import ASKED_VOCAB_SIZE
 
 __all__ = ["open_prepared", "prepared_data"]
 
@@ -53,9 +54,13 @@ def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None) -> Prepare
         raise ConfigError(f"task.tokenizer: {task.tokenizer!r}, but the prepared corpus {corpus.path} was "
                           f"tokenized with a {base.kind!r} tokenizer; leave task.tokenizer unset (the corpus's is "
                           "used)")
-    if task.vocab_size is not None and task.vocab_size not in (base.vocab_size, ours.vocab_size):
-        raise ConfigError(f"task.vocab_size: {task.vocab_size}, but the prepared corpus {corpus.path} has a "
-                          f"vocabulary of {ours.vocab_size} ids; leave task.vocab_size unset (the corpus's is used)")
+    # the rule prepare applies (tokenizer.check_vocab_size): the size asked is the corpus's, or the size its
+    # prepare was asked for and took a smaller vocabulary with --accept-smaller-vocab
+    asked = corpus.manifest["tokenizer"].get(ASKED_VOCAB_SIZE)
+    if task.vocab_size is not None and task.vocab_size not in (base.vocab_size, ours.vocab_size, asked):
+        raise ConfigError(f"task.vocab_size: {task.vocab_size:,}, but the prepared corpus {corpus.path} has a "
+                          f"vocabulary of {ours.vocab_size:,} ids; set task.vocab_size={ours.vocab_size} or leave it "
+                          "unset (the corpus's is used)")
     # ids beyond the vocabulary (a byte flipped on disk keeps a shard's size): refused here, before the run
     # directory exists, when the scan is cheap; a bigger corpus is checked batch by batch as it is read
     if not corpus.check_ids(reader.ID_SCAN_BYTES):

@@ -12,15 +12,65 @@ from typing import Any
 
 from synthformer.data import SentinelTokenizer, Tokenizer, build_tokenizer, load_tokenizer
 from synthformer.data.prepared.format import sha256_file
+from synthformer.data.tokenizer_spm import BYTE_FALLBACK_MIN_PIECES
 from synthformer.train import ConfigError
 
 from ..run.task_config import TaskConfig
 from .plan import Context, Unit, unit_records
 
-__all__ = ["DEFAULT_SAMPLE_BYTES", "given_tokenizer", "tokenizer_identity", "train_tokenizer"]
+__all__ = ["ASKED_VOCAB_SIZE", "DEFAULT_SAMPLE_BYTES", "check_vocab_size", "given_tokenizer", "tokenizer_identity",
+           "train_tokenizer"]
 
 #: Default bound of the tokenizer's training sample: 100 MB of text.
 DEFAULT_SAMPLE_BYTES = 100_000_000
+#: The manifest's ``tokenizer`` key that records a ``task.vocab_size`` the data could not reach, taken with
+#: ``--accept-smaller-vocab``: a run with that same setting accepts the corpus's smaller vocabulary.
+ASKED_VOCAB_SIZE = "vocab_size_asked"
+
+
+def _sizes(tok: Tokenizer) -> tuple[int, ...]:
+    """The sizes ``task.vocab_size`` may name for ``tok``: its own, and its base's where the task type wrapped it
+    (span corruption's sentinels come on top of a ``bpe`` cap, inside a ``sentencepiece`` one)."""
+    return tok.vocab_size, getattr(tok, "base", tok).vocab_size
+
+
+def check_vocab_size(task: TaskConfig, tok: Tokenizer, *, given: str | None, accept_smaller: bool) -> bool:
+    """Refuse a prepare whose tokenizer has another size than ``task.vocab_size`` asks (``train`` with the same
+    config would refuse the corpus), unless ``accept_smaller`` takes a trained vocabulary the data cannot make as
+    big; returns whether the tokenizer is such a smaller one (the manifest records :data:`ASKED_VOCAB_SIZE` then).
+
+    Raises:
+        ConfigError: one line naming the size asked, the size reached and the ways out.
+    """
+    asked = task.vocab_size
+    if asked is None or asked in _sizes(tok):
+        return False
+    got = tok.vocab_size
+    if given is not None:
+        raise ConfigError(f"task.vocab_size: {asked:,}, but --tokenizer {given} has {got:,} ids; set "
+                          f"task.vocab_size={got} or leave it unset (the file's size is used)")
+    if got < asked and accept_smaller:
+        return True
+    if got > asked:  # a cap below the ids every vocabulary of the kind holds (word: its 4 specials)
+        raise ConfigError(f"task.vocab_size: {asked:,} asked, but a {task.tokenizer_kind} vocabulary holds at least "
+                          f"{got:,} ids (its special tokens); set task.vocab_size={got} or more")
+    raise ConfigError(f"task.vocab_size: {asked:,} asked, but the training text gives a {task.tokenizer_kind} "
+                      f"vocabulary of only {got:,} ids; set {_same_vocabulary(task, tok)}, give more training text, "
+                      f"or pass --accept-smaller-vocab to prepare it with {got:,} ids ('synthformer train' with this "
+                      "config then accepts the corpus)")
+
+
+def _same_vocabulary(task: TaskConfig, tok: Tokenizer) -> str:
+    """The settings that train ``tok``'s vocabulary again at its own size: ``task.vocab_size``, and for a
+    sentencepiece model trained with byte fallback because the size asked was big enough, the option that keeps it
+    (below :data:`BYTE_FALLBACK_MIN_PIECES` pieces it is off unless asked for: another, smaller vocabulary)."""
+    setting = f"task.vocab_size={tok.vocab_size}"
+    base = getattr(tok, "base", tok)
+    if (task.tokenizer_kind == "sentencepiece" and "byte_fallback" not in task.tokenizer_options
+            and base.vocab_size < BYTE_FALLBACK_MIN_PIECES and getattr(base, "byte_fallback", False)):
+        setting += (f" with task.tokenizer_options.byte_fallback=true (below {BYTE_FALLBACK_MIN_PIECES:,} pieces "
+                    "byte fallback is off unless asked for)")
+    return setting
 
 
 def tokenizer_identity(task: TaskConfig, given: str | None, sample_bytes: int, seed: int) -> dict[str, Any]:
