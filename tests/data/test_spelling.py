@@ -93,3 +93,22 @@ def test_each_distinct_string_is_reported_once_in_order():
     tok = build_tokenizer("char", ["abc d"])
     found = unspellable(tok, {"x target": ["ab", "az", "az"], "y target": ["az", "q d"]})
     assert [(m.what, m.text) for m in found] == [("x target", "az"), ("y target", "q d")]
+
+
+def test_the_refusal_says_when_byte_fallback_is_on_and_its_ways_out_work():
+    """Byte fallback is the default only from BYTE_FALLBACK_MIN_PIECES pieces: the message says so (not "the
+    default for new vocabularies"), and both settings it names give a vocabulary that spells the label."""
+    texts = ["rte entailment not entailment the cat sat on the mat", "a dog ran"] * 50  # no '_'
+    small = build_tokenizer("sentencepiece", texts, 40 + 100)
+    wrong = first_misspelling(small, declared("rte"))
+    assert wrong is not None and wrong.text == "not_entailment"
+    message = wrong.message(small)
+    least = BYTE_FALLBACK_MIN_PIECES + 100
+    assert f"by default only from {BYTE_FALLBACK_MIN_PIECES:,} pieces" in message
+    assert "the default for new" not in message
+    assert f"task.vocab_size={least} or more" in message and "task.tokenizer_options.byte_fallback=true" in message
+    assert f"this one has {small.base.vocab_size:,} pieces" in message and "\n" not in message
+    for fixed in (build_tokenizer("sentencepiece", texts, least),
+                  build_tokenizer("sentencepiece", texts, 40 + 100 + 256, byte_fallback=True)):
+        assert fixed.base.byte_fallback and spells(fixed, "not_entailment")
+    assert not small.base.byte_fallback
