@@ -123,9 +123,11 @@ class BatchStream(Iterator[Any]):
             # full global batches only: the same count on every process, and for any process count of one G
             self.batches_per_epoch = len(data) // (batch_size * world_size)
             if self.batches_per_epoch == 0:
+                fits = len(data) // world_size
+                hint = f"a train.batch_size of at most {fits}, or more data" if fits else "more data"
                 raise ValueError(
-                    f"train data has {len(data)} examples: too few for one batch of {batch_size} on each of "
-                    f"{world_size} process(es)"
+                    f"train data has {len(data)} examples: too few for one batch of {batch_size} "
+                    f"(train.batch_size) on each of {world_size} process(es); use {hint}"
                 )
             self._epoch, offset = divmod(start, self.batches_per_epoch)
             self._start_epoch(offset)

@@ -4,8 +4,14 @@ and ``compare`` (:func:`~synthformer.tasks.train_run`), ``study`` (per run, hand
 or the caller of a :class:`~synthformer.train.Trainer` on its own; the Trainer receives it::
 
     with Run.open(path, resume=..., overwrite=...) as run:  # lock, refuse an earlier run unless asked
-        run.start(config, tokenizer=..., model_config=...)   # delete an overwritten run, write the run files (once)
-        Trainer(model, data, train_config, run).train()      # metrics and checkpoints through the run
+        run.stage(config, tokenizer=..., model_config=...)   # the run files, written when the trainer starts it
+        Trainer(model, data, train_config, run).train()      # starts the run (deletes an overwritten one, writes
+                                                             # the files, once), then metrics and checkpoints
+
+An opener that trains no model calls ``run.start(config, tokenizer=..., ...)`` itself instead of ``stage``. Staged
+files wait for the trainer's start because the trainer refuses a run it cannot train (too few examples for one
+batch, a damaged checkpoint) before it starts it: a refused run leaves no trace, and a rerun with the mistake fixed
+needs no ``--overwrite``.
 
 Under torchrun every process opens the run; only the main one locks, checks and writes. Files are written
 atomically (``metrics.jsonl`` appended line by line), so a kill at any point leaves the previous state readable.
@@ -27,7 +33,7 @@ from accelerate import Accelerator
 
 from synthformer.common.io import atomic_output, atomic_write_text
 
-from .checkpoint import latest_checkpoint, save_checkpoint
+from .checkpoint import STATE_FILE, latest_checkpoint, read_trainer_state, save_checkpoint
 from .config import dump_config
 from .hooks import any_process
 from .resume import check_earlier_run, check_resume_config, check_resumed_files
@@ -51,6 +57,7 @@ class Run:
         self.is_main = is_main
         self.existing = existing
         self.started = False
+        self._staged: tuple[Any, dict[str, Any]] | None = None
         self._training_only = training_only
         self._lock = lock
         # a run dropped without close() lets the directory go when it is collected
@@ -109,11 +116,12 @@ class Run:
         the files.
 
         Raises:
-            RunError: a checkpoint without its tokenizer or model config, another task type, or a config change
-                that would make another run of the saved one (:mod:`.resume`).
+            RunError: a checkpoint without its tokenizer or model config, or past ``train.steps``, another task
+                type, or a config change that would make another run of the saved one (:mod:`.resume`).
         """
         if self.is_main:
             check_resumed_files(self.rundir)
+        _check_resumed_steps(self.rundir, _train_steps(config))  # on every process: all of them stop alike
         if not self.rundir.tokenizer_path.is_file():
             return False
         if self.rundir.config_path.is_file():
@@ -121,15 +129,37 @@ class Run:
         return True
 
     # -- writing --------------------------------------------------------------------------------------------------
+    def stage(self, config: Any, *, tokenizer: Any = None, model_config: Mapping[str, Any] | None = None,
+              labels: Sequence[str] | None = None, init_from: Mapping[str, Any] | None = None) -> None:
+        """Hold what :meth:`start` is to write (the same arguments) until the trainer starts the run: nothing is
+        written or deleted now, so a run the trainer refuses leaves the directory as it was. The staged ``config``
+        is the one ``config.yaml`` gets (the trainer starts the run with its ``train`` section only)."""
+        self._staged = (config, {"tokenizer": tokenizer, "model_config": model_config, "labels": labels,
+                                 "init_from": init_from})
+
     def start(self, config: Any, *, tokenizer: Any = None, model_config: Mapping[str, Any] | None = None,
               labels: Sequence[str] | None = None, init_from: Mapping[str, Any] | None = None) -> None:
-        """Begin the run (once: the trainer calls it with its config, an opener with more files calls it first):
-        delete an overwritten earlier run, create the directory, write ``config.yaml`` (``config``; a checkpoint's
-        own is kept: its run was trained with it), the tokenizer (anything with ``save(path)``),
+        """Begin the run (once: the trainer calls it with its config, when nothing can stop the training any
+        more; an opener that trains no model calls it itself with more files): delete an overwritten earlier
+        run, create the directory, write ``config.yaml`` (``config``, or the staged one, see :meth:`stage`; a
+        checkpoint's own is kept: its run was trained with it), the tokenizer (anything with ``save(path)``),
         ``model_config.json`` and ``labels.json`` (a resumed run keeps those it was trained with) and
-        ``init_from.json`` (dicts and lists, as JSON)."""
+        ``init_from.json`` (dicts and lists, as JSON).
+
+        Raises:
+            RunError: a resumed run whose latest checkpoint is past ``config``'s ``train.steps``
+                (:func:`_check_resumed_steps`; nothing is written then).
+        """
         if self.started:
             return
+        if self._staged is not None:
+            config, staged = self._staged
+            tokenizer = tokenizer if tokenizer is not None else staged["tokenizer"]
+            model_config = model_config if model_config is not None else staged["model_config"]
+            labels = labels if labels is not None else staged["labels"]
+            init_from = init_from if init_from is not None else staged["init_from"]
+        if self.resume:  # a Trainer on its own gets no check_resume: the steps are checked here for it
+            _check_resumed_steps(self.rundir, _train_steps(config))
         self.started = True
         if not self.is_main:
             return
@@ -207,6 +237,37 @@ class Run:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _check_resumed_steps(rd: RunDir, steps: int | None) -> None:
+    """Refuse to resume a run whose latest checkpoint is past ``steps`` (``train.steps`` now; None: not checked).
+
+    A run cannot be shortened below what it has trained: the trainer would train nothing, and its evaluation and
+    metrics would then speak of a ``train.steps`` the weights are not. A checkpoint whose ``trainer_state.json``
+    cannot be read is left to the trainer's load, which names what is wrong with it.
+    """
+    latest = rd.latest_checkpoint() if steps is not None else None
+    if latest is None:
+        return
+    try:
+        done = int(read_trainer_state(latest / STATE_FILE)["step"])
+    except ValueError:  # CheckpointError: reported by the load, with the same words, where it was before
+        return
+    if done > steps:
+        raise RunError(f"cannot resume {rd.path}: its latest checkpoint ({latest.name}) is at step {done}, past "
+                       f"train.steps={steps}; resume with train.steps={done} or more (more trains on), or start "
+                       "over with --overwrite (or another --run-dir)")
+
+
+def _train_steps(config: Any) -> int | None:
+    """``train.steps`` of a run's config: a config dict or a task's run config (a ``train`` section), or a
+    :class:`~.config.TrainConfig` (a Trainer on its own); None when it has none."""
+    if isinstance(config, Mapping):
+        train = config.get("train", config)
+        steps = train.get("steps") if isinstance(train, Mapping) else None
+    else:
+        steps = getattr(getattr(config, "train", config), "steps", None)
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
 
 
 def append_metrics(rd: RunDir, record: Mapping[str, Any]) -> None:
