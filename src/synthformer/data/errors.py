@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from pathlib import Path
 
-__all__ = ["DataError", "json_object", "read_utf8", "split_lines"]
+__all__ = ["DataError", "check_data_path", "json_object", "read_utf8", "split_lines"]
+
+# What a path that is neither a file nor a folder is, in words (the stat.S_IS* test of each)
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
 class DataError(ValueError):
@@ -30,6 +36,36 @@ class DataError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+def check_data_path(path: str | os.PathLike[str], *, what: str = "", expected: str = "a regular file") -> None:
+    """Refuse a data path that no reader should open: a symlink loop, or anything but a regular file or a folder.
+    A FIFO's ``open`` waits for a writer that never comes, a device reads forever, a symlink loop fails in
+    ``pathlib`` with a ``RuntimeError``: each becomes a :class:`DataError` before anything is opened. A path that does
+    not exist passes (the reader says "file not found", where the format decides what is missing), and so does a
+    folder (the reader says whether its format takes one, in its own terms).
+
+    Args:
+        path: the data path.
+        what: the config key that named the path (``task.train``), put before it in the message.
+        expected: what the path should be, in the message.
+    """
+    where = f"{what}: {path}" if what else str(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DataError(where, None, "is a symbolic link loop (too many levels of symbolic links); point it at "
+                                         "the data itself") from None
+        if exc.errno == errno.ENOTDIR:  # a file where a folder of the path should be: no such path
+            return
+        raise DataError(where, None, f"cannot read the file ({exc.strerror or exc})") from None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "neither a file nor a folder")
+    raise DataError(where, None, f"is {kind}, expected {expected}; save the data to a file and name that")
+
+
 def read_utf8(path: str | os.PathLike[str], errors: str = "strict") -> str:
     """Read a whole file as UTF-8 text.
 
@@ -39,10 +75,11 @@ def read_utf8(path: str | os.PathLike[str], errors: str = "strict") -> str:
             byte; ``"replace"`` substitutes U+FFFD for invalid bytes.
 
     Raises:
-        DataError: the file does not exist, is a folder, cannot be read, or (``errors="strict"``) is not valid
-            UTF-8.
+        DataError: the file does not exist, is a folder, a FIFO or another non-regular file, a symlink loop,
+            cannot be read, or (``errors="strict"``) is not valid UTF-8.
     """
     path = Path(path)
+    check_data_path(path)  # before opening: a FIFO would block the open
     try:
         raw = path.read_bytes()
     except FileNotFoundError as exc:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from synthformer.common.config import ConfigError
-from synthformer.data.errors import DataError
+from synthformer.data.errors import DataError, check_data_path
 
 __all__ = ["TEXT_UNITS", "expand_glob", "file_format", "file_ranges", "iter_file", "iter_hf", "splittable"]
 
@@ -44,6 +44,7 @@ def expand_glob(pattern: str) -> list[Path]:
     """
     path = Path(pattern)
     if not any(ch in pattern for ch in "*?["):
+        check_data_path(path)  # a symlink loop or a FIFO would read as "not found", or block the read
         if path.is_dir():
             raise DataError(path, None, "is a directory, expected a file or a glob (e.g. 'c4/en/c4-train.*.json.gz')")
         if not path.is_file():

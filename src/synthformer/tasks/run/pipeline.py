@@ -5,8 +5,9 @@ for them, datasets) -> the model -> :class:`~synthformer.train.Trainer` with the
 
 The run directory is a :class:`~synthformer.train.Run` opened here (or handed in by a study): opened before anything
 is read, so a second run into the same directory fails at once; it refuses an earlier run unless resumed or
-overwritten, applies the resume rules (:mod:`.resume`), and, once the data and model are ready, deletes an
-overwritten run and writes the files below (:meth:`Run.start`); the trainer receives it and adds its records
+overwritten, applies the resume rules (:mod:`.resume`), and, once the data and model are ready, stages the files
+below (:meth:`Run.stage`); the trainer receives it, starts it once its own checks passed (deleting an overwritten
+run and writing the staged files: a run refused before that leaves no trace) and adds its records
 (``metrics.jsonl``, ``checkpoints/``, ``tensorboard/``). :class:`~synthformer.train.RunDir` names the files::
 
     config.yaml                  the run's configuration, data paths made absolute
@@ -30,6 +31,7 @@ from typing import Any
 
 from torch import nn
 
+from synthformer.data.errors import check_data_path
 from synthformer.models import ModelConfig, num_parameters
 from synthformer.train import ConfigError, Run, RunDir, Trainer
 from synthformer.train.optim import freeze_parts
@@ -47,10 +49,14 @@ from .init_from import (
 )
 from .lengths import describe_lengths, length_reports
 from .resume import check_resumed_model, resumed_inputs
+from .task_config import TaskConfig
 
-__all__ = ["TrainResult", "absolute_paths", "check_run_dir", "train_run"]
+__all__ = ["TrainResult", "absolute_paths", "check_data_paths", "check_run_dir", "train_run"]
 
 logger = logging.getLogger(__name__)
+
+_DATA_PATHS = ("train", "valid", "test", "prepared")
+"""The task keys that name data files or folders."""
 
 
 def check_run_dir(run_dir: str | Path, resume: bool = False, overwrite: bool = False) -> list[str]:
@@ -63,11 +69,22 @@ def check_run_dir(run_dir: str | Path, resume: bool = False, overwrite: bool = F
     return check_earlier_run(RunDir(run_dir), resume, overwrite)
 
 
+def check_data_paths(task: TaskConfig) -> None:
+    """Refuse a data path of ``task`` (``train``, ``valid``, ``test``, ``prepared``) that is a symlink loop or
+    neither a file nor a folder (a FIFO, a device), before anything opens it (:func:`check_data_path`): a FIFO's
+    open would wait forever. Whether a folder or a file is right is the format's to say, when it reads it."""
+    for name in _DATA_PATHS:
+        path = getattr(task, name)
+        if path is not None:
+            expected = "a prepared corpus folder" if name == "prepared" else "a regular file"
+            check_data_path(path, what=f"task.{name}", expected=expected)
+
+
 def absolute_paths(run: RunConfig) -> RunConfig:
     """A copy of ``run`` whose data file paths (and ``init_from``) are absolute, so the saved config works from any
     directory."""
     task = run.task
-    updates = {name: str(Path(getattr(task, name)).resolve()) for name in ("train", "valid", "test", "prepared")
+    updates = {name: str(Path(getattr(task, name)).resolve()) for name in _DATA_PATHS
                if getattr(task, name) is not None}
     if updates:
         run = dataclasses.replace(run, task=dataclasses.replace(task, **updates))
@@ -118,6 +135,8 @@ def train_run(run: RunConfig, run_dir: str | Path | Run, *, resume: bool = False
         ConfigError, DataError: bad settings or data (named).
     """
     start = time.perf_counter()
+    # before the run directory is locked (created): a refused path leaves no trace of the run
+    check_data_paths(run.task)
     if isinstance(run_dir, Run):
         return _train_owned(run, run_dir, start, progress=progress, data=data, on_trainer=on_trainer)
     # Held until training ends (only by the main process): a second run into the same directory fails here.
@@ -152,8 +171,9 @@ def _train_owned(run: RunConfig, owner: Run, start: float, *, progress: bool, da
     if run.init_from is not None and rd.latest_checkpoint() is None:
         check_pretrained_model(run, model_config)
         init_report = load_pretrained_weights(run, model)
-    # only now that data and model are ready: a failure above leaves an overwritten run as it was
-    owner.start(run, tokenizer=data.tokenizer, model_config=data.model_config.to_dict(), labels=data.label_set,
+    # written (and an overwritten run deleted) only when the trainer starts the run, after its own checks (one
+    # batch of examples, the checkpoint): a run refused until then leaves the directory as it was
+    owner.stage(run, tokenizer=data.tokenizer, model_config=data.model_config.to_dict(), labels=data.label_set,
                 init_from=init_report.to_dict() if init_report is not None else None)
     return _train(run, owner, data, model, start, progress=progress, on_trainer=on_trainer)
 

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.data import DataError, LMBlockDataset, load_hf_text, read_text_file, split_text
+from synthformer.data.errors import check_data_path
 from synthformer.data.streamed import StreamBlockDataset
 from synthformer.train import ConfigError
 from synthformer.train.metrics import bits_per_byte, bits_per_character, perplexity
@@ -77,6 +78,7 @@ def unigram_bits_per_token(train_ids: Tensor, eval_ids: Tensor, vocab_size: int)
 def _read_lm_file(path: str, as_bytes: bool) -> str | bytes:
     if not as_bytes:
         return read_text_file(path)
+    check_data_path(path)  # before opening: a FIFO would block the open
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError as exc:
@@ -86,6 +88,19 @@ def _read_lm_file(path: str, as_bytes: bool) -> str | bytes:
     if not data:
         raise DataError(path, 1, "file is empty")
     return data
+
+
+def _check_block_fits(max_len: int, split: str, tokens: int) -> None:
+    """Refuse a ``task.max_len`` whose block (``max_len`` inputs and the next token) is longer than the split: the
+    datasets' own error would speak of their ``block_size``, a name the config does not have."""
+    if tokens >= max_len + 1:
+        return
+    if tokens < 2:
+        raise ConfigError(f"task.max_len: the {split} split has {tokens} token(s), too few for any block (a block "
+                          "is task.max_len tokens and the next one); give more data")
+    raise ConfigError(f"task.max_len: {max_len} is too long for the {split} split, which has {tokens:,} tokens: a "
+                      f"block is task.max_len tokens and the next one, so task.max_len must be between 1 and "
+                      f"{tokens - 1:,}")
 
 
 @register_task_type
@@ -154,6 +169,7 @@ class LanguageModeling(TaskType):
         ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)  # (N,) the whole split
         # training blocks may overlap (stride); evaluation blocks never do, so each token counts once
         stride = run.task.stride if split == "train" else None
+        _check_block_fits(run.task.max_len, split, ids.numel())
         return LMBlockDataset(ids, run.task.max_len, stride=stride), len(text) / max(ids.numel(), 1)
 
     def preparation(self) -> Preparation:
@@ -162,7 +178,9 @@ class LanguageModeling(TaskType):
     def _stream_blocks(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer) -> StreamBlockDataset:
         # the blocks of build_dataset, read from the memory-mapped tokens
         stride = run.task.stride if split == "train" else None
-        return StreamBlockDataset(corpus.split(split).stream("text"), run.task.max_len, stride=stride)
+        stream = corpus.split(split).stream("text")
+        _check_block_fits(run.task.max_len, split, len(stream))
+        return StreamBlockDataset(stream, run.task.max_len, stride=stride)
 
     # -- evaluation and generation ----------------------------------------------------------------------
     def evaluate(self, run: RunConfig, data: TaskData, model: nn.Module, split: str, names: list[str], *,
