@@ -65,13 +65,16 @@ RESUMABLE_CHANGES: tuple[str, ...] = (
     "train.steps", "train.log_every", "train.eval_every", "train.eval_steps", "train.save_every",
     "train.max_checkpoints", "train.tensorboard", "train.log_with", "train.tracker_project", "train.num_workers",
     "train.distributed", "train.fsdp_units", "train.fsdp_forward_methods", "train.nonfinite", "train.nonfinite_limit",
-    "train.spike_factor", "train.spike_window", "train.keep_best", "train.collective_timeout_s", "eval.",
+    "train.spike_factor", "train.spike_window", "train.divergence_factor", "train.divergence_window",
+    "train.keep_best", "train.collective_timeout_s", "eval.",
 )
 #: Of those, the settings of how a run executes, not of what it computes: a study that differs only in them (or in
 #: their defaults, which a newer version may change) is the same study.
 EXECUTION_SETTINGS: tuple[str, ...] = (
     "train.tensorboard", "train.log_with", "train.tracker_project", "train.num_workers", "train.distributed",
     "train.fsdp_units", "train.fsdp_forward_methods", "train.collective_timeout_s",
+    # whether a diverging run stops: a run that does not diverge computes the same with any value
+    "train.divergence_factor", "train.divergence_window",
 )
 
 
@@ -99,8 +102,8 @@ def check_resumable_changes(rd: RunDir, diffs: list[str], *, batch_ok: bool = Fa
             f"cannot resume {rd.path} with a changed config: {'; '.join(refused[:3])}{more}; resume with the "
             f"settings saved in {rd.config_path}, or start a new run (another --run-dir, or --overwrite). Only "
             "train.steps, the log/eval/save intervals, DDP/FSDP, the long-run settings (nonfinite, spike_factor, "
-            "spike_window, keep_best, collective_timeout_s), the eval section and a train.batch_size that keeps "
-            "batch_size x processes may change on resume"
+            "spike_window, divergence_factor, divergence_window, keep_best, collective_timeout_s), the eval section "
+            "and a train.batch_size that keeps batch_size x processes may change on resume"
         )
     # a new train.steps gets the trainer's own line, which says what it does to the schedule
     shown = [d for d in allowed if not d.startswith("train.steps:")]
