@@ -9,8 +9,9 @@ folder), through ``synthformer.cli.main.main`` in this process:
 
 - ``prepare`` runs for real (it needs no model: seconds) on tiny files made under the names the commands use (C4's
   ``c4/en/*.json.gz``, ``../shared/data/...``), with ``task.vocab_size`` lowered to 300 where the config would train
-  a larger vocabulary than the tiny files can give (T5's 32,100 SentencePiece pieces). It must exit 0 and leave a
-  corpus (or, with ``--check``, find one).
+  a larger vocabulary than the tiny files can give (T5's 32,100 SentencePiece pieces), and what they give accepted
+  (``--accept-smaller-vocab``); a prepare with the tokenizer of an earlier (tiny) run takes its size. It must exit 0
+  and leave a corpus (or, with ``--check``, find one).
 - every other verb runs its own parsing and checks, loads its run config with the command's overrides (the first
   thing ``train``, ``study``, ``compare`` and ``convert`` do; the cross-field rules included, such as
   ``task.prepared`` excluding ``task.train``), and must reach the call that does the work (training, a dry run's
@@ -126,7 +127,10 @@ def _argv(command: Command) -> list[str]:
         except (ConfigError, OSError, ValueError):
             return argv  # the command itself fails on it, with its own message
         if vocab is not None and vocab > TINY_VOCAB:
-            argv.append(f"task.vocab_size={TINY_VOCAB}")
+            # the tiny files give fewer pieces than even this: the stub accepts what they give, as a user may
+            argv += [f"task.vocab_size={TINY_VOCAB}", "--accept-smaller-vocab"]
+    elif argv[:1] == ["prepare"] and "--tokenizer" in argv:
+        argv.append("task.vocab_size=null")  # the stub's earlier run trained a tiny tokenizer: its size is used
     return argv
 
 
