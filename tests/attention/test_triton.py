@@ -1,8 +1,9 @@
 """The Triton kernels (``attention.triton_kernels``) against the plain path, forward and gradients, every
 materialized kind, masks and shorter lengths, run on the CPU by Triton's interpreter (``TRITON_INTERPRET=1``).
 
-Skipped when ``triton`` is not installed (it is optional: CUDA only). Tolerance: the kernels accumulate in fp32,
-so the comparison is in fp32, 2e-5 absolute on outputs and gradients of unit scale.
+Skipped when ``triton`` is not installed (it is in the ``gpu`` extra, which CI installs for these tests).
+Tolerance: the kernels accumulate in fp32, so the comparison is in fp32, 2e-5 absolute on outputs and gradients of
+unit scale.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import pytest
 import torch
 
 os.environ["TRITON_INTERPRET"] = "1"  # read when the kernels are defined, on first use
-pytest.importorskip("triton")
+pytest.importorskip("triton", reason="triton is not installed: it is in the gpu extra "
+                    "(pip install -e '.[gpu]'); CI installs it to run these tests under its interpreter")
 
 from synthformer.attention import paths, triton_kernels  # noqa: E402
 from synthformer.attention.settings import fast_path_settings  # noqa: E402

@@ -25,7 +25,8 @@ import pytest
 # found, not imported: importing triton here, before test_triton.py sets TRITON_INTERPRET=1, would leave that
 # module's kernels compiled instead of interpreted when both files run in one process
 if importlib.util.find_spec("triton") is None:
-    pytest.skip("triton is not installed (the dev extra installs it on Linux x86-64)", allow_module_level=True)
+    pytest.skip("triton is not installed: it is in the gpu extra (pip install -e '.[gpu]', Linux x86-64); "
+                "CI installs it for these tests", allow_module_level=True)
 
 _SCRIPT = textwrap.dedent('''
     import inspect

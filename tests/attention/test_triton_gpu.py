@@ -19,7 +19,8 @@ import os
 import pytest
 import torch
 
-pytest.importorskip("triton")
+pytest.importorskip("triton", reason="triton is not installed: it is in the gpu extra "
+                    "(pip install -e '.[gpu]'; CUDA builds of torch bring it)")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device: the compiled kernels need a GPU", allow_module_level=True)
 if os.environ.get("TRITON_INTERPRET") == "1":
