@@ -31,7 +31,10 @@ seed, +1, +2, ...).
 
 A study can be stopped (Ctrl-C, a kill, a reboot) and continued with the same command: finished runs are read
 back, a half-finished run resumes from its checkpoint. The same command with a larger --seeds adds the
-new seeds' runs to the study. A different study into the same --out is refused. The same command started
+new seeds' runs to the study. A different study into the same --out is refused once that study has trained
+something; --overwrite replaces it, deleting it only when the new study's first run starts training (a new study
+that fails before then leaves the earlier one as it was). A study that fails before any run starts (a missing
+data file, a bad value) leaves --out free: the corrected command starts it. The same command started
 again beside a running one (another terminal, another device) shares the work: each process trains the runs
 no other holds, then waits for the others' before writing the table.
 
@@ -61,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="vary a config key over values (repeatable: the product of all grids and the kinds)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="study directory (default: a new runs/study-<config>-<date-time>)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the study in --out (its runs, tables, figures and report); it is deleted when the "
+                        "new study's first run starts training, not before")
     add_common_options(p)
     p.set_defaults(handler=run, default_log_level=logging.WARNING)
 
@@ -124,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
               f"({how})", flush=True)
 
     try:
-        result = run_study(base, spec, out, progress=progress, on_run=on_run)
+        result = run_study(base, spec, out, progress=progress, on_run=on_run, overwrite=args.overwrite)
     finally:
         heartbeat.setLevel(level)
     if result.continued:

@@ -33,7 +33,8 @@ from synthformer.models import build_model
 from synthformer.tasks import RunConfig, TaskData, evaluate_run, prepare_data, resolve_model_config, train_run
 from synthformer.train import ConfigError, Run, RunDir, RunError, to_dict
 
-from .manifest import StudySpec, Variant, check_manifest
+from .claim import StartingRun, claim_study, clear_earlier_study, release_unstarted
+from .manifest import StudySpec, Variant
 from .runs import RunClock, RunRecord, read_clock, read_record, write_record
 
 __all__ = ["OnRun", "StudyResult", "check_buildable", "main_metric", "run_dir_of", "run_study"]
@@ -148,7 +149,7 @@ def _run_one(run: RunConfig, variant: Variant, seed: int, owner: Run, metric: st
     run_dir = owner.path
     run = dataclasses.replace(run, train=dataclasses.replace(run.train, seed=seed))
     data = None  # a half-finished run reads its own saved tokenizer (train_run does that)
-    if RunDir(run_dir).tokenizer_path.is_file():
+    if owner.resume and RunDir(run_dir).tokenizer_path.is_file():
         logger.info("%s seed %d: continuing the half-finished run in %s", variant.name, seed, run_dir)
     else:
         key = json.dumps([to_dict(run.task), run.eval.split], sort_keys=True, default=str)
@@ -162,7 +163,8 @@ def _run_one(run: RunConfig, variant: Variant, seed: int, owner: Run, metric: st
 
 
 def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bool = False,
-              on_run: OnRun | None = None, on_trainer: Callable[[Any], None] | None = None) -> StudyResult:
+              on_run: OnRun | None = None, on_trainer: Callable[[Any], None] | None = None,
+              overwrite: bool = False) -> StudyResult:
     """Train and evaluate every (variant, seed) of ``spec`` into ``out``, continuing an earlier sitting.
 
     Args:
@@ -172,9 +174,13 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
         progress: one progress bar over the runs, with the trainer's bar inside.
         on_run: called after each run (finished now or read back).
         on_trainer: handed to :func:`~synthformer.tasks.train_run` for each run trained (tests, custom hooks).
+        overwrite: replace the study ``out`` holds (a different one, or this one to train again): it is deleted
+            when this study's first run starts training, not before (:mod:`synthformer.study.claim`).
+
+    A study that fails before any of its runs started leaves ``out`` free for the next (corrected) one.
 
     Raises:
-        RunError: ``out`` holds a different study (or is a file).
+        RunError: ``out`` holds a different study that started a run, without ``overwrite`` (or is a file).
         ConfigError: an unknown kind or grid value (found before anything is trained).
     """
     start = time.perf_counter()
@@ -184,11 +190,20 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
     for variant in variants:
         check_buildable(runs[variant.name], variant)
     # The manifest is written or checked under the study's lock, so that two processes started together agree.
+    created = not out.exists()
     try:
         with RunDir(out).lock():
-            continued = check_manifest(out, spec)
+            claim = claim_study(out, spec, overwrite=overwrite)
     except RunError as err:  # its message speaks of a run directory
         raise RunError(str(err).replace("run directory", "study directory", 1)) from None
+    continued = claim == "continued"
+    # overwrite: the earlier study's runs are neither read back nor resumed until the first new run starts
+    replacing = [claim == "replace"]
+
+    def replace_earlier(run_dir: Path) -> None:
+        with RunDir(out).lock():
+            clear_earlier_study(out, run_dir, spec)
+        replacing[0] = False
     metric = main_metric(base)
     plan = [(v, seed) for seed in spec.seeds for v in variants]
     found: dict[tuple[str, int], RunRecord] = {}
@@ -197,16 +212,20 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
     def attempt(variant: Variant, seed: int) -> bool:
         """Read back or train one run; False when another process holds it (it is training it now)."""
         run_dir = run_dir_of(out, variant, seed)
-        record = read_record(run_dir)
+        record = None if replacing[0] else read_record(run_dir)
         if record is None:
             try:
                 # held until the run's record is written, so that no other process trains it meanwhile;
-                # resume: a half-finished run continues (an earlier sitting stopped it)
-                owner = Run.open(run_dir, resume=True)
+                # resume: a half-finished run continues (an earlier sitting stopped it); overwrite: the earlier
+                # study's run is deleted when this one starts
+                owner = StartingRun.open(run_dir, resume=not replacing[0], overwrite=replacing[0])
             except RunError:
                 return False
+            if replacing[0]:
+                owner.on_start = lambda: replace_earlier(run_dir)
             with owner:
-                record = read_record(run_dir)  # finished by the other process between the read and the lock
+                # finished by the other process between the read and the lock
+                record = None if replacing[0] else read_record(run_dir)
                 if record is None:
                     bar.set_description(f"{variant.name} seed {seed}")
                     record = _run_one(runs[variant.name], variant, seed, owner, metric, shared, progress,
@@ -224,18 +243,37 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
         if on_run is not None:
             on_run(len(found), len(plan), record, read_back)
 
-    with _outer_bar(len(plan), progress) as bar:
-        # Several processes may share a study (the same command in a second terminal, on a second device): each
-        # trains the runs no other holds, then waits for the ones the others are training.
-        waiting = [(v, seed) for v, seed in plan if not attempt(v, seed)]
-        if waiting:
-            logger.info("waiting for %d run(s) that another process is training: %s", len(waiting),
-                        ", ".join(f"{v.name} seed {seed}" for v, seed in waiting))
-        while waiting:
-            time.sleep(POLL_SECONDS)
-            waiting = [(v, seed) for v, seed in waiting if not attempt(v, seed)]
+    try:
+        with _outer_bar(len(plan), progress) as bar:
+            # Several processes may share a study (the same command in a second terminal, on a second device): each
+            # trains the runs no other holds, then waits for the ones the others are training.
+            waiting = [(v, seed) for v, seed in plan if not attempt(v, seed)]
+            if waiting:
+                logger.info("waiting for %d run(s) that another process is training: %s", len(waiting),
+                            ", ".join(f"{v.name} seed {seed}" for v, seed in waiting))
+            while waiting:
+                time.sleep(POLL_SECONDS)
+                waiting = [(v, seed) for v, seed in waiting if not attempt(v, seed)]
+    except BaseException:
+        if claim == "new":  # a study that started no run does not keep the directory from the next one
+            _release(out, created)
+        raise
     records = [found[v.name, seed] for v, seed in plan]
     return StudyResult(out, spec, variants, records, metric, time.perf_counter() - start, continued)
+
+
+def _release(out: Path, created: bool) -> None:
+    """Give ``out`` back after a failure if no run started (and remove it if this study created it)."""
+    try:
+        with RunDir(out).lock():
+            released = release_unstarted(out)
+    except RunError:  # another process holds the study: it may still start a run
+        return
+    if released and created:
+        try:
+            out.rmdir()
+        except OSError:  # not empty: something else is in it
+            pass
 
 
 def _outer_bar(total: int, progress: bool) -> Any:
