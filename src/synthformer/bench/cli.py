@@ -78,7 +78,8 @@ def build_parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
         "--threads", type=int, default=None, help="torch threads for the run (default: torch's, usually all cores)"
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the models and the batch (default: 0)")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="hide the progress bar (shown only when stderr is a terminal: a log file gets no bar frames)")
     p.add_argument("--list-rows", action="store_true", help="print the valid row names and exit")
     p.add_argument("--lra-table2", action="store_true",
                    help="Long Range Arena's Table 2 instead (speed and memory at 1K-4K, causal against bidirectional); "
@@ -133,7 +134,8 @@ def main(argv: Sequence[str] | None = None, prog: str = DEFAULT_PROG) -> int:
             overrides=overrides,
             memory=args.memory,
             seed=args.seed,
-            progress=args.progress,
+            # a bar's frames (carriage returns) only where a terminal redraws them, as train does
+            progress=args.progress and sys.stderr.isatty(),
             threads=args.threads,
         )
     except ValueError as err:

@@ -65,7 +65,8 @@ def build_lra_parser(prog: str = f"synthformer bench {FLAG}") -> argparse.Argume
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--seed", type=int, default=0, help="seed of the models and the batch (default: 0)")
     p.add_argument("--out", help="write OUT.md (report and tables) and OUT.csv")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="hide the progress bar (shown only when stderr is a terminal: a log file gets no bar frames)")
     p.add_argument("-v", "--verbose", action="store_true", help="log each model as it is built")
     return p
 
@@ -85,7 +86,9 @@ def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
         kinds=_kinds(args.kinds), lengths=args.lengths, batch_size=args.batch_size, causal=args.causal,
         warmup=args.warmup, repeats=args.repeats, steps=args.steps, overrides=parse_overrides(args.overrides),
         memory=args.memory, memory_limit=None if args.memory_limit is None else int(args.memory_limit * 2**30),
-        memory_guard=args.memory_guard, seed=args.seed, progress=args.progress, threads=args.threads)
+        memory_guard=args.memory_guard, seed=args.seed,
+        progress=args.progress and sys.stderr.isatty(),  # no bar frames in a log file, as train
+        threads=args.threads)
 
 
 def report(rows: Sequence[dict[str, Any]], command: str | None = None) -> str:
