@@ -59,6 +59,8 @@ ALLOWED = [
             "tests/reliability/test_progress_output.py (the same number is in both --help texts)"),
     Allowed("README.md", r"15% noise in spans", "T5's span-corruption setting"),
     Allowed("docs/data.md", r"default (100 MB|256 MiB)", "prepare's option defaults"),
+    Allowed("docs/data.md", r"up to 1 GiB of token files", "the size up to which training scans a prepared corpus's "
+            "ids at start (ID_SCAN_BYTES): a setting"),
     Allowed("docs/distributed.md", r"--signal=USR1@300|some 30 s before SIGKILL", "SLURM settings and defaults"),
     Allowed("docs/distributed.md", r"split '(train|validation)\[", "the config's data splits, in the plan's output"),
     Allowed("docs/distributed.md", r"\d bytes per (trainable )?parameter|A 1 GB file plans|3x the fp32 model",
