@@ -79,7 +79,7 @@ def test_compare_without_a_terminal_prints_a_line_per_model_and_heartbeats(tmp_p
             "task.generator_options.max_eval_chars=2000"]
     assert main(["compare", *tiny, "--steps", "3", "--kinds", "V", "R", "--out", str(tmp_path / "cmp")]) == 0
     out, err = capsys.readouterr()
-    finished = [line for line in out.splitlines() if re.match(r"  \[\d/2\] ", line)]
+    finished = [line for line in out.splitlines() if re.match(r"  \[\d/2\] .*val loss", line)]
     assert [line.split()[1] for line in finished] == ["V:", "R:"]  # one line as each model finishes
     beats = [line for line in err.splitlines() if "tokens/s, elapsed" in line]
-    assert len(beats) == 6 and "step 3/3 (100%)" in beats[-1]  # at the default log level, on stderr
+    assert len(beats) == 6 and "[2/2] R: step 3/3 (100%)" in beats[-1]  # at the default log level, on stderr
