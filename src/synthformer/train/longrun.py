@@ -13,6 +13,7 @@ that arrived during it, a new best).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -187,15 +188,18 @@ class LongRunPolicy:
         """Whether the evaluation of ``step`` is a new best (then its checkpoint must be saved now); the main
         process decides for all (a collective).
 
-        A validation loss (``eval_loss``, the same on every process: it is reduced over them) is checked for
-        divergence first.
+        A validation loss (``eval_loss``) is checked for divergence first, the main process's value deciding for all
+        (a collective under several processes: an ``eval_fn`` may report another value on each).
 
         Raises:
             TrainingFailed: the validation loss is not finite or out of its range (:mod:`.divergence`).
             ConfigError: the evaluation does not report ``train.keep_best``'s metric.
         """
         if "eval_loss" in result:
-            value = float(result["eval_loss"])
+            mine = float(result["eval_loss"]) if self.accelerator.is_main_process else float("-inf")
+            # a NaN is sent as a flag: a maximum over NaN is not defined alike by every backend
+            bad, value = agree_max(self.accelerator, [float(math.isnan(mine)), -math.inf if math.isnan(mine) else mine])
+            value = math.nan if bad else value
             why = self.divergence.evaluated(value)
             if why:  # the weights of this step gave it: a checkpoint before it may be good
                 raise TrainingFailed(self._divergence_message(step, why, since=step))
