@@ -23,8 +23,8 @@ logger = logging.getLogger(__name__)
 #: Seconds between two progress lines off a terminal (train's heartbeat default).
 HEARTBEAT_S = 60.0
 
-#: eval's options (``argparse`` destinations) that only a task which decodes its outputs uses: the encoder-decoder
-#: tasks (arch ``seq2seq``). The others (--split, --batch-size, --checkpoint) apply to every task.
+#: eval's options (``argparse`` destinations) that only a task which decodes its outputs uses: the tasks of
+#: encoder-decoder models. The others (--split, --batch-size, --checkpoint) apply to every task.
 DECODING_OPTIONS: tuple[str, ...] = ("beam", "length_penalty", "min_length", "max_length", "no_repeat_ngram_size",
                                      "max_examples")
 
@@ -36,11 +36,12 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
-def misapplied_options(given: dict[str, Any], task_type: str, arch: str, decoding_types: list[str]) -> str | None:
+def misapplied_options(given: dict[str, Any], task_type: str, arch: str, encoder_decoder: bool,
+                       decoding_types: list[str]) -> str | None:
     """The refusal of the decoding options in ``given`` (destination -> value, None: not given) that a task of
-    ``task_type`` (its model's ``arch``) does not use, or None when they all apply."""
+    ``task_type`` (its model's ``arch``, ``encoder_decoder`` or not) does not use, or None when they all apply."""
     wrong = [f"--{name.replace('_', '-')}" for name in DECODING_OPTIONS if given.get(name) is not None]
-    if arch == "seq2seq" or not wrong:
+    if encoder_decoder or not wrong:
         return None
     named = " and ".join(wrong) if len(wrong) <= 2 else ", ".join(wrong[:-1]) + f" and {wrong[-1]}"
     verb = "applies" if len(wrong) == 1 else "apply"

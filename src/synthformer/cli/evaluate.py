@@ -89,6 +89,7 @@ def check_options_apply(args: argparse.Namespace) -> None:
     """Refuse the decoding options (and --max-examples) for a run whose task does not decode, naming the option,
     the task type and what applies. A run directory whose config cannot be read is left to the evaluation, which
     names what is wrong with it."""
+    from synthformer.models import config_class
     from synthformer.tasks import get_task_type, list_task_types
     from synthformer.tasks.run.loading import read_run_config
     from synthformer.train import RunDir
@@ -101,7 +102,10 @@ def check_options_apply(args: argparse.Namespace) -> None:
         task_type = task.task_type
     except Exception:  # noqa: BLE001 - any problem is reported by evaluate_run, in its words
         return
-    decoding = [name for name in list_task_types() if get_task_type(name).arch == "seq2seq"]
-    refusal = misapplied_options(vars(args), task.type, task_type.arch, decoding)
+    def encoder_decoder(arch: str) -> bool:
+        return bool(config_class(arch).encoder_decoder)
+
+    decoding = [name for name in list_task_types() if encoder_decoder(get_task_type(name).arch)]
+    refusal = misapplied_options(vars(args), task.type, task_type.arch, encoder_decoder(task_type.arch), decoding)
     if refusal:
         raise CliError(refusal)
