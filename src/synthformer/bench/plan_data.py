@@ -127,11 +127,17 @@ def plan_data(run: RunConfig, *, processes: int, run_dir: str | Path | None, war
         options = f" {task.generator_options}" if task.generator_options else ""
         return DataPlan("generator", [{"split": "all", "name": f"{task.generator}{options}"}])
     if task.hf_name is not None:
-        return _hf_plan(run, errors)
+        return _hf_plan(run, warnings, errors)
     sources = []
+    to_fetch = set(task.missing_data())
+    if to_fetch:
+        _named_data_plan(task.data, warnings, errors)
     for split in ("train", "valid", "test"):
         path = getattr(task, split)
         if path is None:
+            continue
+        if path in to_fetch:  # a named data set's file, fetched when the run starts: said once above
+            sources.append({"split": split, "path": path, "bytes": None})
             continue
         files = _files(path)
         if not files:
@@ -139,6 +145,20 @@ def plan_data(run: RunConfig, *, processes: int, run_dir: str | Path | None, war
             sources.append({"split": split, "path": path, "bytes": None})
         sources += [{"split": split, "path": str(f), "bytes": f.stat().st_size} for f in files]
     return DataPlan("files", sources)
+
+
+def _named_data_plan(name: str, warnings: list[str], errors: list[str]) -> None:
+    """A named data set (``task.data``) not on this machine: the run fetches it first (a warning), or, when it
+    cannot be fetched now, stops with the one-line refusal (an error). The plan itself fetches nothing."""
+    from synthformer.data.catalog import cache_root, fetch_blocker, get_data_set, refusal
+
+    entry = get_data_set(name)
+    blocker = fetch_blocker()
+    if blocker is not None:
+        errors.append(refusal(entry, blocker))
+        return
+    warnings.append(f"task.data: {name} is not on this machine: the run fetches it first from "
+                    f"{entry.source.describe()} into {cache_root() / name} (or run: synthformer data get {name})")
 
 
 def _files(path: str) -> list[Path]:
@@ -152,7 +172,7 @@ def _files(path: str) -> list[Path]:
     return [Path(m) for m in sorted(matches) if Path(m).is_file()]
 
 
-def _hf_plan(run: RunConfig, errors: list[str]) -> DataPlan:
+def _hf_plan(run: RunConfig, warnings: list[str], errors: list[str]) -> DataPlan:
     """A Hugging Face data set: its local ``data_files`` with their sizes, else its name (never opened)."""
     task = run.task
     data_files = task.hf_options.get("data_files")
@@ -161,8 +181,14 @@ def _hf_plan(run: RunConfig, errors: list[str]) -> DataPlan:
         return DataPlan("huggingface", [{"split": s, "name": f"{name} split {e!r}"} for s, e in task.hf_splits.items()])
     groups = data_files if isinstance(data_files, dict) else {"train": data_files}
     sources = []
+    to_fetch = set(task.missing_data())
+    if to_fetch:
+        _named_data_plan(task.data, warnings, errors)
     for split, patterns in groups.items():
         for pattern in [patterns] if isinstance(patterns, str) else list(patterns):
+            if str(pattern) in to_fetch:  # a named data set's file, fetched when the run starts
+                sources.append({"split": split, "path": str(pattern), "bytes": None})
+                continue
             files = _files(str(pattern))
             if not files:
                 errors.append(f"task.hf_options.data_files: no file at {pattern}")

@@ -74,6 +74,7 @@ def load_raw_data(task: TaskConfig) -> RawData:
         DataError: malformed or missing data files (the message names file and line).
         ConfigError: settings that do not fit the data (no validation split, unknown generator options, ...).
     """
+    task.ensure_data()  # a named data set not on this machine yet: fetched now, or refused in one line
     task_type = task.task_type
     data = get_generator(task.generator)[0].load(task) if task.generator is not None else task_type.read(task)
     data = task_type.finish(task, data)

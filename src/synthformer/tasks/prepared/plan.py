@@ -176,6 +176,7 @@ def make_plan(task: TaskConfig, folder: Path, *, tokenizer_id: dict[str, Any], s
         DataError: a pattern that matches no file.
     """
     preparation = _check_type(task)
+    task.ensure_data()  # a named data set not on this machine yet: fetched now, or refused in one line
     units: list[Unit] = []
     sources: dict[str, list[dict[str, Any]]] = {}
     if task.hf_name is not None:

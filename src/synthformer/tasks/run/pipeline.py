@@ -72,7 +72,9 @@ def check_run_dir(run_dir: str | Path, resume: bool = False, overwrite: bool = F
 def check_data_paths(task: TaskConfig) -> None:
     """Refuse a data path of ``task`` (``train``, ``valid``, ``test``, ``prepared``) that is a symlink loop or
     neither a file nor a folder (a FIFO, a device), before anything opens it (:func:`check_data_path`): a FIFO's
-    open would wait forever. Whether a folder or a file is right is the format's to say, when it reads it."""
+    open would wait forever. Whether a folder or a file is right is the format's to say, when it reads it.
+    A named data set (``task.data``) not on this machine yet is fetched first (or refused in one line)."""
+    task.ensure_data()
     for name in _DATA_PATHS:
         path = getattr(task, name)
         if path is not None:

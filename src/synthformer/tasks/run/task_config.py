@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, NewType
 
 from synthformer.data import MAX_VOCAB_SIZE, OVERFLOW_POLICIES, TOKENIZER_KINDS
@@ -22,6 +23,8 @@ __all__ = ["TaskConfig", "VocabSize"]
 #: know as it is, so ``__post_init__`` sees what was written (``1e12``, which YAML reads as text; ``1.0e12``, a
 #: float) and names it in the one message that also gives the range, instead of the loader's bare "expected int".
 VocabSize = NewType("VocabSize", int)
+#: The generic ``datasets`` builders that read local files (``hf_options.data_files``).
+_GENERIC_BUILDERS = frozenset({"json", "csv", "text", "parquet"})
 _VOCAB_SIZE_RANGE = f"an integer from 1 to {MAX_VOCAB_SIZE:,} (2**24, the most the tokenizer trainers handle)"
 
 
@@ -71,6 +74,15 @@ class TaskConfig:
     type: str = "lm"
     """The task type: a name registered in :mod:`synthformer.tasks.registry` (``lm``, ``seq2seq``,
     ``classification``, ...)."""
+    # -- data: a named data set
+    data: str | None = None
+    """A named data set of :mod:`synthformer.data.catalog` (``tiny_shakespeare``, ``sst2``, ``glue``, ...): its
+    split files fill ``train`` / ``valid`` / ``test`` where those are unset, from a local copy
+    (``$SYNTHFORMER_DATA``, ``../shared/data``), the cache of fetched copies, or fetched through ``datasets`` when
+    the data is read (``synthformer data list`` / ``data get``). ``train`` etc. given too replace that split."""
+    data_splits: dict[str, str] | None = None
+    """With ``data``: our split (train, valid, test) -> the data set's split (``{train: train, valid: test}``: LRA
+    validates on IMDb's test set). ``None``: each split the data set has, under its own name."""
     # -- data: files
     train: str | None = None
     """Training file (or path prefix for ``parallel`` seq2seq data)."""
@@ -139,6 +151,7 @@ class TaskConfig:
 
     def __post_init__(self) -> None:
         task_type = self.task_type  # an unknown type fails here, naming the valid ones
+        self._resolve_data()  # a named data set's files, before anything looks at train / valid / test
         if (task_type.default_generator is not None and self.train is None and self.hf_name is None
                 and self.prepared is None):
             self.generator = self.generator or task_type.default_generator
@@ -156,7 +169,8 @@ class TaskConfig:
         if len(sources) != 1:
             given = ", ".join(sources) if sources else "none"
             raise ConfigError(
-                f"train: give exactly one data source: 'train' (files), 'generator' ({', '.join(list_generators())}), "
+                "train: give exactly one data source: 'data' (a named data set: synthformer data list), "
+                f"'train' (files), 'generator' ({', '.join(list_generators())}), "
                 f"'hf_name' (a Hugging Face data set) or 'prepared' (a folder written by synthformer prepare); "
                 f"given: {given}"
             )
@@ -212,6 +226,81 @@ class TaskConfig:
         return {**self.task_type.option_defaults, **self.options}
 
     # -- checks ---------------------------------------------------------------------------------------------
+    def _resolve_data(self) -> None:
+        """``data``: fill the unset splits with the files of the named data set's copy (found locally, else where
+        the fetched copy goes; :meth:`ensure_data` fetches it). Looks at the file system only: no network."""
+        if self.data is None:
+            if self.data_splits is not None:
+                raise ConfigError("data_splits: set only together with 'data' (a named data set)")
+            return
+        from synthformer.data.catalog import cache_root, find_local, get_data_set, has_split
+
+        try:
+            entry = get_data_set(self.data)
+        except ConfigError as err:
+            raise ConfigError(f"data: {err}") from None
+        # a generic builder (hf_name: json, ...) reads the data set's files through datasets: they become its
+        # data_files (the T5 pretraining configs cut IMDb's train file into train and valid with hf_splits)
+        generic = self.hf_name in _GENERIC_BUILDERS
+        others = [name for name in ("generator", "hf_name", "prepared") if getattr(self, name) is not None
+                  and not (name == "hf_name" and generic)]
+        if others:
+            raise ConfigError(f"data: the named data set {self.data!r} is the run's data source, so "
+                              f"{' and '.join(others)} must be unset (or drop data: task.data=null)")
+        found = find_local(entry)
+        folder = found.folder if found is not None else cache_root() / entry.name
+        splits = self.data_splits
+        if splits is None:  # a local copy may lack a split the source has (PersonaChat's train)
+            splits = {s: s for s in entry.splits if s in ("train", "valid", "test")
+                      and (found is None or has_split(entry, folder, s))}
+        files: dict[str, str] = {}
+        for ours, theirs in splits.items():
+            if ours not in ("train", "valid", "test") or theirs not in entry.splits:
+                raise ConfigError(f"data_splits: expected train / valid / test -> a split of {self.data!r} "
+                                  f"({', '.join(entry.splits)}); got {ours!r}: {theirs!r}")
+            rel = entry.splits[theirs]
+            files[ours] = str(folder if rel == "." else folder / rel)
+        if generic:
+            if "data_files" not in self.hf_options:
+                self.hf_options = {**self.hf_options, "data_files": files}
+            return
+        for ours, path in files.items():
+            if getattr(self, ours) is None:
+                setattr(self, ours, path)
+
+    def _data_paths(self) -> list[str]:
+        """The files this config reads: the split files and a generic builder's local ``data_files``."""
+        paths = [p for p in (self.train, self.valid, self.test) if p is not None]
+        data_files = self.hf_options.get("data_files") if self.hf_name in _GENERIC_BUILDERS else None
+        groups = data_files.values() if isinstance(data_files, dict) else [data_files] if data_files else []
+        for group in groups:
+            paths.extend([group] if isinstance(group, str) else [str(p) for p in group])
+        return paths
+
+    def missing_data(self) -> list[str]:
+        """The files of the named data set (``data``) this config reads that are not on this machine yet: a
+        fetch (:meth:`ensure_data`) would write them. Empty without ``data``."""
+        if self.data is None:
+            return []
+        from synthformer.data.catalog import cache_root
+
+        folder = (cache_root() / self.data).resolve()
+        paths = [Path(p) for p in self._data_paths()]
+        return [str(p) for p in paths if not p.exists() and folder in p.resolve().parents]
+
+    def ensure_data(self) -> None:
+        """Fetch the named data set (``data``) into the cache of fetched copies when files this config reads are
+        not on this machine yet.
+
+        Raises:
+            ConfigError: it cannot be fetched now; one line naming the data set, its source and how to provide it.
+        """
+        if self.data is None:
+            return
+        from synthformer.data.catalog import ensure, get_data_set
+
+        ensure(get_data_set(self.data), self._data_paths())
+
     def _check_generator(self) -> None:
         if self.generator is None:
             if self.generator_options:
