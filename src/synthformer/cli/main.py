@@ -1,5 +1,5 @@
 """``synthformer``: the command line. One thin module per verb (``train``, ``prepare``, ``eval``, ``generate``,
-``compare``, ``study``, ``analyze``, ``bench``, ``export``, ``convert``) over the importable functions of
+``compare``, ``study``, ``analyze``, ``bench``, ``export``, ``convert``, ``data``) over the importable functions of
 :mod:`synthformer.tasks`, :mod:`synthformer.study`, :mod:`synthformer.analysis` and :mod:`synthformer.hf`.
 
 User errors (a bad config key or value, a missing file or run directory, a run directory that would be
@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import analyze, bench, compare, convert, evaluate, export, generate, prepare, study, train
+from . import analyze, bench, compare, convert, data, evaluate, export, generate, prepare, study, train
 from ._common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CliError, apply_threads, configure_logging, is_user_error
 
 __all__ = ["build_parser", "main"]
@@ -30,11 +30,12 @@ examples:
   synthformer bench --preset lm-base                    # the paper's Table 4 on this machine
   synthformer prepare configs/lm_tiny_shakespeare.yaml --out prepared/shk   # token shards, once (large corpora)
   synthformer convert t5 t5-small/ configs/t5_small_glue.yaml --run-dir runs/t5-small --tokenizer tok.json
+  synthformer data list                                 # the named data sets configs read, and where they are
 
 'synthformer VERB --help' explains each verb.
 """
 
-_VERBS = (train, prepare, evaluate, generate, compare, study, analyze, bench, export, convert)
+_VERBS = (train, prepare, evaluate, generate, compare, study, analyze, bench, export, convert, data)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     for verb in _VERBS:
         verb.register(sub)
     for verb_parser in sub.choices.values():
-        verb_parser.set_defaults(verb_parser=verb_parser)
+        if verb_parser.get_default("verb_parser") is None:  # a verb with actions (data) sets its own
+            verb_parser.set_defaults(verb_parser=verb_parser)
     return parser
 
 
