@@ -286,7 +286,7 @@ class TaskConfig:
 
         folder = (cache_root() / self.data).resolve()
         paths = [Path(p) for p in self._data_paths()]
-        return [str(p) for p in paths if not p.exists() and folder in p.resolve().parents]
+        return [str(p) for p in paths if not p.exists() and (p.resolve() == folder or folder in p.resolve().parents)]
 
     def ensure_data(self) -> None:
         """Fetch the named data set (``data``) into the cache of fetched copies when files this config reads are
