@@ -7,6 +7,8 @@ with the reference path's output."""
 from __future__ import annotations
 
 import re
+import sys
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,8 +54,12 @@ def tied() -> Iterator[dict]:
 
 
 @pytest.fixture
-def tied_path(tied) -> Iterator[dict]:
-    """The documented kind and path, registered for one test."""
+def tied_path(tied, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
+    """The documented kind and path, registered for one test; the path's block imports the kind from ``tied.py``
+    (the kind's block, the page's file of that name), here a module of the names that block defined."""
+    module = types.ModuleType("tied")
+    module.__dict__.update({k: v for k, v in tied.items() if not k.startswith("__")})
+    monkeypatch.setitem(sys.modules, "tied", module)
     namespace = _run(_block("An execution path"), dict(tied))
     try:
         yield namespace
