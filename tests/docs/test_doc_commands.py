@@ -61,6 +61,7 @@ def _stubs(monkeypatch: pytest.MonkeyPatch) -> None:
     import synthformer.bench.plan
     import synthformer.cli.convert
     import synthformer.cli.export
+    import synthformer.data.catalog
     import synthformer.study
     import synthformer.tasks
     from synthformer.tasks import load_run_config
@@ -80,8 +81,11 @@ def _stubs(monkeypatch: pytest.MonkeyPatch) -> None:
                          (synthformer.tasks, "load_run"), (synthformer.tasks, "run_comparison"),
                          (synthformer.study, "run_study"), (synthformer.analysis, "analyze"),
                          (synthformer.bench.plan, "plan_run"), (synthformer.bench.cli, "run_table"),
-                         (synthformer.bench.lra_cli, "run_lra_table2"), (synthformer.bench.calibrate, "calibrate")):
+                         (synthformer.bench.lra_cli, "run_lra_table2"), (synthformer.bench.calibrate, "calibrate"),
+                         (synthformer.data.catalog, "status"), (synthformer.data.catalog, "fetch")):
         monkeypatch.setattr(module, name, stub(name))
+    # data get: as on a machine with the network (the fetch itself is the stub above)
+    monkeypatch.setattr(synthformer.data.catalog, "fetch_blocker", lambda: None)
     monkeypatch.setattr(synthformer.cli.export, "import_hf", lambda *a: stub("export_run"))
     monkeypatch.setattr(synthformer.cli.convert, "import_hf", lambda *a: convert)
 
@@ -171,6 +175,7 @@ def _pages() -> Iterator[Any]:
 def _check_page(commands: list[Command], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                 capsys: pytest.CaptureFixture[str]) -> list[str]:
     _stubs(monkeypatch)
+    monkeypatch.setenv("SYNTHFORMER_CACHE", str(tmp_path / "cache"))  # data sets fetched on this machine: not seen
     monkeypatch.chdir(_scratch(tmp_path))
     done: set[tuple[str, ...]] = set()
     failures = []
@@ -198,7 +203,7 @@ def test_the_pages_and_every_help_are_read() -> None:
     assert {"README.md", "docs/data.md", "docs/streaming.md", "docs/distributed.md", "docs/results/shakespeare.md",
             "configs/t5_small_pretrain_c4.yaml", "configs/lm_tiny_shakespeare.yaml"} <= pages
     helps = {c.where for c in commands if c.where.endswith("--help")}
-    verbs = ("train", "prepare", "eval", "generate", "compare", "study", "analyze", "bench", "export", "convert")
+    verbs = ("train", "prepare", "eval", "generate", "compare", "study", "analyze", "bench", "export", "convert", "data")
     assert {f"synthformer {v} --help" for v in verbs} | {"synthformer --help"} <= helps
     # a loop over kinds gives one command per kind; torchrun's and srun's commands are synthformer's
     looped = [c.argv for c in commands if c.where == "docs/results/shakespeare.md:15"]

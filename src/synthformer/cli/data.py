@@ -16,14 +16,14 @@ examples:
   synthformer data list                          # every named data set: its source, and where it is on this machine
   synthformer data get tiny_shakespeare          # fetch it (through Hugging Face datasets) into the cache runs read
   synthformer data get sst2 --out ~/data         # write ~/data/sst2/; runs find it with SYNTHFORMER_DATA=~/data
-  synthformer data get sst2 --from snapshot/     # from a local copy of the hub data set (no network needed)
 
 A config names its data set (task.data: sst2). A run looks for it in $SYNTHFORMER_DATA/NAME, then
 ../shared/data/NAME (the project's machines and CI), then the cache of fetched copies
 ($SYNTHFORMER_CACHE/data, default ~/.cache/synthformer/data); else it fetches it there through 'datasets', or,
 without the network (HF_DATASETS_OFFLINE=1), stops with one line saying how to provide it. task.train=PATH (and
-task.valid, task.test) replaces a split with your own file. docs/data.md, "Where the data comes from", has the
-table of sources and licences.
+task.valid, task.test) replaces a split with your own file. --from PATH reads a local copy instead of the
+source (a folder in the hub data set's layout, or the source's file or archive): no network needed.
+docs/data.md, "Where the data comes from", has the table of sources and licences.
 """
 
 
