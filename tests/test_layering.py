@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("attention",),
     ("mixers",),
     ("models", "data", "train", "generate"),
-    ("tasks",),
+    ("tasks", "stats"),
     ("bench", "analysis", "hf"),
     ("study",),
     ("cli",),
