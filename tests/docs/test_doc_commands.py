@@ -203,7 +203,8 @@ def test_the_pages_and_every_help_are_read() -> None:
     assert {"README.md", "docs/data.md", "docs/streaming.md", "docs/distributed.md", "docs/results/shakespeare.md",
             "configs/t5_small_pretrain_c4.yaml", "configs/lm_tiny_shakespeare.yaml"} <= pages
     helps = {c.where for c in commands if c.where.endswith("--help")}
-    verbs = ("train", "prepare", "eval", "generate", "compare", "study", "analyze", "bench", "export", "convert", "data")
+    verbs = ("train", "prepare", "eval", "generate", "compare", "study", "analyze", "bench", "export", "convert",
+             "data")
     assert {f"synthformer {v} --help" for v in verbs} | {"synthformer --help"} <= helps
     # a loop over kinds gives one command per kind; torchrun's and srun's commands are synthformer's
     looped = [c.argv for c in commands if c.where == "docs/results/shakespeare.md:15"]
