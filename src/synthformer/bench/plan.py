@@ -48,7 +48,7 @@ from synthformer.train.optim import freeze_parts
 from .measure import count_flops, random_batch
 from .plan_data import DataPlan, format_bytes, plan_data, plan_vocabulary
 
-__all__ = ["MEMORY_FORMULA", "RunPlan", "format_plan", "plan_run"]
+__all__ = ["MEMORY_FORMULA", "RunPlan", "format_plan", "micro_batch_tokens", "plan_run"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +88,9 @@ class RunPlan:
     data: DataPlan
     recipe: str = ""
     """The model variant and the optimization recipe in words (optimizer, rate, schedule, frozen parts)."""
+    machine: str = ""
+    """The memory of the machine the run would train on beside the plan's peak (``bench.memory.fit_report``);
+    empty until the command line fills it in."""
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -187,6 +190,12 @@ def _meta_model(config: ModelConfig) -> nn.Module:
             return build_model(config).train()
     finally:
         registry_log.setLevel(level)
+
+
+def micro_batch_tokens(run: RunConfig) -> int:
+    """Positions of one micro-batch (``train.batch_size`` x every length of an example), which the time of the
+    meta trace grows with (its random batch is made on the CPU; blocked attention loops over the length)."""
+    return run.train.batch_size * sum(_lengths(run).values())
 
 
 def _lengths(run: RunConfig) -> dict[str, int]:
@@ -326,10 +335,12 @@ def format_plan(plan: RunPlan) -> list[str]:
         f"{plan.steps:,} steps",
         f"FLOPs:      {_count(plan.flops_per_step)}FLOP per optimizer step, {_count(plan.flops_per_step * plan.steps)}"
         f"FLOP in all ({flops_how})",
-        f"memory:     {format_bytes(mem['total'])} per process = weights {format_bytes(mem['weights'])} + gradients "
-        f"{format_bytes(mem['gradients'])} + {plan.optimizer} state {format_bytes(mem['optimizer'])} + activations "
-        f"{format_bytes(mem['activations'])} ({plan.memory_method}, {plan.precision}, {plan.distributed}) [1]",
+        f"memory:     peak {format_bytes(mem['total'])} per process = weights {format_bytes(mem['weights'])} + "
+        f"gradients {format_bytes(mem['gradients'])} + {plan.optimizer} state {format_bytes(mem['optimizer'])} + "
+        f"activations {format_bytes(mem['activations'])} ({plan.memory_method}, {plan.precision}, "
+        f"{plan.distributed}) [1]",
     ]
+    lines += [f"machine:    {plan.machine}"] if plan.machine else []
     lines += [f"data:       {line}" if i == 0 else f"            {line}" for i, line in enumerate(plan.data.lines())]
     lines += [f"warning:    {w}" for w in plan.warnings]
     lines += [f"error:      {e}" for e in plan.errors]

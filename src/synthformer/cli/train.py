@@ -15,6 +15,8 @@ from ._common import HelpFormatter, add_common_options, format_metrics, warn_if_
 
 __all__ = ["continue_command", "register", "run"]
 
+logger = logging.getLogger(__name__)
+
 _EPILOG = """\
 examples:
   synthformer train configs/lm_tiny_shakespeare.yaml
@@ -31,11 +33,15 @@ SIGTERM and SIGUSR1 (a batch system's preemption notice) do the same and exit wi
 requeues on (docs/distributed.md, "SLURM"). A step whose loss or gradients are not finite, or whose loss spikes
 far above its recent range (train.spike_factor), stops the run (train.nonfinite=skip drops it instead); so does a
 loss that climbs slowly to 3 times the untrained model's (train.divergence_factor), and rotation keeps the
-checkpoint whose weights computed the best loss; train.keep_best=METRIC keeps the best checkpoint by a metric too. A larger train.steps with --resume extends a finished run.
+checkpoint whose weights computed the best loss; train.keep_best=METRIC keeps the best checkpoint by a metric too.
+A larger train.steps with --resume extends a finished run.
 
-Plan a long run first: --dry-run prints the parameters, tokens and FLOPs per step, the memory per process and the
-data plan without training or reading the data (exit status 2 when it sees a problem that would stop the run):
+Plan a long run first: --dry-run prints the parameters, tokens and FLOPs per step, the peak memory per process
+beside this machine's and the data plan without training or reading the data (exit status 2 when it sees a problem
+that would stop the run):
   synthformer train configs/t5_base_pretrain_c4.yaml --dry-run --processes 8
+A run whose planned peak memory is over this machine's (RAM, or the GPU's) refuses to start; --no-memory-check
+starts it anyway.
 """
 
 
@@ -62,6 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     plan.add_argument("--json", action="store_true", help="with --dry-run: print the plan as JSON")
     plan.add_argument("--processes", type=int, metavar="N", default=None,
                       help="with --dry-run: plan for N processes (default: $WORLD_SIZE, else 1)")
+    plan.add_argument("--no-memory-check", action="store_true",
+                      help="start even when the plan's peak memory (see --dry-run) is over this machine's memory")
     add_common_options(p)
     p.set_defaults(handler=run, default_log_level=logging.INFO)
 
@@ -79,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         return _dry_run(args, run_config, config_path, run_dir)
     if args.json or args.processes is not None:
         raise ConfigError("--json and --processes go with --dry-run")
+    if not args.no_memory_check:
+        _check_memory(run_config, config_path, run_dir)
     # Shown if Ctrl-C stops the run: the exact command that continues it.
     command = continue_command(["train", str(config_path), *overrides, "--run-dir", str(run_dir), "--resume"])
     args.interrupt_hint = f"a checkpoint was saved; continue with: {command}"
@@ -129,6 +139,7 @@ def continue_command(argv: list[str], env: Mapping[str, str] | None = None) -> s
 
 def _dry_run(args: argparse.Namespace, run_config: object, config_path: Path, run_dir: Path) -> int:
     """Print the plan (:func:`synthformer.bench.plan.plan_run`); a fatal problem ends it with a one-line error."""
+    from synthformer.bench.memory import fit_report, machine_memory
     from synthformer.bench.plan import format_plan, plan_run
     from synthformer.train import ConfigError
 
@@ -136,6 +147,9 @@ def _dry_run(args: argparse.Namespace, run_config: object, config_path: Path, ru
     if processes < 1:
         raise ConfigError(f"--processes: expected an integer >= 1, got {processes}")
     plan = plan_run(run_config, config=str(config_path), processes=processes, run_dir=run_dir)  # type: ignore[arg-type]
+    plan.machine, warning = fit_report(plan.memory["total"], _local_processes(processes), machine_memory())
+    if warning:
+        plan.warnings.append(warning)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=1))
     else:
@@ -145,3 +159,41 @@ def _dry_run(args: argparse.Namespace, run_config: object, config_path: Path, ru
         more = f" (and {len(plan.errors) - 1} more above)" if len(plan.errors) > 1 else ""
         raise ConfigError(f"the run would fail: {plan.errors[0]}{more}")
     return 0
+
+
+#: The most positions of a micro-batch that a real run plans before it starts (ListOps at LRA's sizes: 64,032).
+_TRACE_LIMIT = 2**21
+
+
+def _local_processes(processes: int) -> int:
+    """The processes that would run on this machine: torchrun's ``LOCAL_WORLD_SIZE``, else all ``processes``."""
+    return int(os.environ.get("LOCAL_WORLD_SIZE") or processes)
+
+
+def _check_memory(run_config: object, config_path: Path, run_dir: Path) -> None:
+    """Refuse (ConfigError: exit status 2, one line) a run whose planned peak memory is over this machine's.
+
+    The plan is the dry run's (the model on the meta device: seconds at LRA's sizes). A config the planner cannot
+    read is left to the run itself, which reports its own error, and so is a micro-batch of more than
+    :data:`_TRACE_LIMIT` positions, whose trace would take long: such lengths are most often a mistake that the
+    data checks name better (``task.max_len`` beyond the data); ``--dry-run`` plans it all the same.
+    """
+    from synthformer.bench.memory import machine_memory, over_memory
+    from synthformer.bench.plan import micro_batch_tokens, plan_run
+    from synthformer.train import ConfigError
+
+    processes = int(os.environ.get("WORLD_SIZE") or 1)
+    try:
+        tokens = micro_batch_tokens(run_config)  # type: ignore[arg-type]
+        if tokens > _TRACE_LIMIT:
+            logger.info("no memory check: a micro-batch of %s positions is more than the check traces "
+                        "(synthformer train CONFIG --dry-run plans it)", f"{tokens:,}")
+            return
+        plan = plan_run(run_config, config=str(config_path), processes=processes,  # type: ignore[arg-type]
+                        run_dir=run_dir)
+    except Exception as err:  # noqa: BLE001 - the memory check never stops a run the planner cannot plan
+        logger.debug("no memory check: the run could not be planned (%s)", err)
+        return
+    why = over_memory(plan.memory["total"], _local_processes(processes), machine_memory())
+    if why:
+        raise ConfigError(why)
