@@ -113,16 +113,18 @@ def watch(command: list[str], *, cap_bytes: float | None = None, metrics: Path |
 
 
 def prepare_command(config: str, corpus: Path, out: Path, tokenizer: Path, workers: int) -> list[str]:
-    """``synthformer prepare`` of the corpus's files with the config's task section and the shared tokenizer."""
+    """``synthformer prepare`` of the corpus's files with the config's task section and the shared tokenizer (its
+    size, not the config's: trained on the benchmark's small corpus, it may hold fewer ids than the config asks)."""
     return cli("prepare", config, f"task.train={corpus / 'train.jsonl'}", f"task.valid={corpus / 'valid.jsonl'}",
-               *source_overrides(), "--out", str(out), "--tokenizer", str(tokenizer), "--workers", str(workers),
-               "--overwrite", "--no-progress")
+               *source_overrides(), "task.vocab_size=null", "--out", str(out), "--tokenizer", str(tokenizer),
+               "--workers", str(workers), "--overwrite", "--no-progress")
 
 
 def source_overrides() -> list[str]:
-    """Unset the config's own HF source and its size limits: the benchmark's corpus is read whole."""
-    return ["task.hf_name=null", "task.hf_options={}", "task.hf_splits={}", "task.train_limit=null",
-            "task.eval_limit=null"]
+    """Unset the config's own sources (a named data set, an HF source) and its size limits: the benchmark's corpus
+    is read whole."""
+    return ["task.data=null", "task.data_splits=null", "task.hf_name=null", "task.hf_options={}", "task.hf_splits={}",
+            "task.train_limit=null", "task.eval_limit=null"]
 
 
 def prepared_overrides(prepared: Path) -> list[str]:

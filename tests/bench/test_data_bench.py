@@ -70,7 +70,8 @@ def test_ceiling_and_loader_record_their_fields(shared: Path, tmp_path: Path) ->
     assert ceiling["tokens"] > 10_000 and ceiling["mb_per_s"] > 0
 
     files = [f"task.train={corpus / 'train.jsonl'}", f"task.valid={corpus / 'valid.jsonl'}"]
-    task = load_run_config(Path(CONFIG), [*data_measure.source_overrides(), *files]).task
+    # the tokenizer's size, as prepare_command passes it (the config asks a larger vocabulary)
+    task = load_run_config(Path(CONFIG), [*data_measure.source_overrides(), *files, "task.vocab_size=null"]).task
     prepare_corpus(task, tmp_path / "prepared", tokenizer=str(tokenizer))
     numbers = data_measure.loader_and_steps(CONFIG, tmp_path / "prepared", TINY, batches=2, steps=1)
     assert numbers["batch_size"] == 4 and numbers["examples"] > 100

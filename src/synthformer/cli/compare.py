@@ -94,7 +94,6 @@ def run(args: argparse.Namespace) -> int:
         heartbeat.setLevel(logging.INFO)
     where = ComparisonProgress(kinds)
     named = HeartbeatFilter(where)  # "[2/4] R: step 100/400 ...; comparison ETA ..."
-    heartbeat.addFilter(named)
 
     def on_row(i: int, row) -> None:  # noqa: ANN001 - ComparisonRow, imported lazily
         value = f"{100 * row.metric_value:.2f}%" if row.metric == "accuracy" else f"{row.metric_value:.4f}"
@@ -106,9 +105,14 @@ def run(args: argparse.Namespace) -> int:
         if i + 1 < len(kinds):
             print(f"  {where.label}: training", flush=True)
 
-    # the first kind starts once the data is prepared (inside run_comparison)
-    print(f"  {where.label}: training (after the data is prepared); the comparison's ETA follows it", flush=True)
+    # the filter is installed only here and always removed: a process that runs more (tests, a notebook) keeps
+    # its own heartbeat lines
+    heartbeat.addFilter(named)
     try:
+        if kinds:  # none: run_comparison refuses in one line
+            # the first kind starts once the data is prepared (inside run_comparison)
+            print(f"  {where.label}: training (after the data is prepared); the comparison's ETA follows it",
+                  flush=True)
         result = run_comparison(base, kinds, out, task_name=task_name, overwrite=args.overwrite,
                                 progress=progress, on_row=on_row)
     finally:
