@@ -109,22 +109,15 @@ def clear_earlier_study(out: Path, keep: Path, spec: StudySpec) -> None:
     then write ``spec``'s manifest."""
     logger.warning("replacing the earlier study in %s", out)
     keep = keep.resolve()
-    for path in sorted(out.iterdir()):
-        if path.name == RunDir.LOCK:
-            continue
-        if path.is_dir() and keep.is_relative_to(path.resolve()):
-            _clear_around(path, keep)
-        elif path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
+    _clear_around(out, keep, spare=(RunDir.LOCK,))
     (keep / "study_result.json").unlink(missing_ok=True)  # the earlier run's result: the run keeps no other
     atomic_write_text(out / MANIFEST, json.dumps(spec.to_json(), indent=1) + "\n")
 
 
-def _clear_around(directory: Path, keep: Path) -> None:
-    for path in directory.iterdir():
-        if path.resolve() == keep:
+def _clear_around(directory: Path, keep: Path, spare: tuple[str, ...] = ()) -> None:
+    """Delete everything in ``directory`` but ``keep`` (and the folders on the way to it) and the names ``spare``."""
+    for path in sorted(directory.iterdir()):
+        if path.resolve() == keep or path.name in spare:
             continue
         if path.is_dir() and keep.is_relative_to(path.resolve()):
             _clear_around(path, keep)
