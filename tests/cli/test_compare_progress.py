@@ -29,8 +29,8 @@ def test_the_whole_comparisons_eta_is_the_finished_kinds_mean_wall_time_per_kind
     where.finish(0, 100.0)
     where.finish(1, 60.0)
     assert where.label == "[3/4] D"
-    assert where.eta() == (160.0, "2 more kinds x 80 s, the mean of the 2 finished wall time")
-    assert where.eta(10.0, 50.0) == (90.0, "1 more kind x 80 s, the mean of the 2 finished wall time")
+    assert where.eta() == (160.0, "2 more kinds x 80 s, the 2 finished kinds' mean wall time")
+    assert where.eta(10.0, 50.0) == (90.0, "1 more kind x 80 s, the 2 finished kinds' mean wall time")
     assert [parse_duration(duration(s)) for s in (7, 65, 3720)] == [7, 65, 3720]
     assert parse_duration("soon") is None
 
@@ -67,7 +67,7 @@ def test_compare_prints_the_kind_the_eta_and_the_threads(tmp_path: Path, capsys,
     done = [line for line in lines if "val loss" in line]
     assert re.fullmatch(r"  \[1/3\] V: .* \(\d+ s\); comparison ETA \S+ \(2 more kinds x \d+ s, the finished "
                         r"kind's wall time\)", done[0]), done[0]
-    assert "the mean of the 2 finished wall time" in done[1] and "comparison ETA" not in done[2]
+    assert "the 2 finished kinds' mean wall time" in done[1] and "comparison ETA" not in done[2]
     beats = [line for line in err.splitlines() if "tokens/s, elapsed" in line]
     assert len(beats) == 9
     assert "[1/3] V: step 1/3" in beats[0] and "this kind's projected wall time" in beats[0]

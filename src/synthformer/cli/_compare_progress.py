@@ -63,7 +63,8 @@ class ComparisonProgress:
         after = len(self.kinds) - len(self.finished) - (0 if current_left is None else 1)
         if self.finished:
             per_kind = sum(self.finished) / len(self.finished)
-            how = f"the mean of the {len(self.finished)} finished" if len(self.finished) > 1 else "the finished kind's"
+            how = (f"the {len(self.finished)} finished kinds' mean" if len(self.finished) > 1
+                   else "the finished kind's")
         elif current_left is not None:
             per_kind = current_elapsed + current_left
             how = "this kind's projected"
