@@ -163,8 +163,11 @@ class RampedLM(ToyLM):
         return out
 
 
-def toy_run(run_dir, model: RampedLM, **overrides) -> Trainer:
+def toy_run(run_dir, ramp: dict | None = None, **overrides) -> Trainer:
+    """A toy run of a :class:`RampedLM` (``ramp``: its arguments), built after seeding: the same weights whatever
+    ran before in the process."""
     seed_everything(0)
+    model = RampedLM(**(ramp or {}))
     return Trainer(model, CountingDataset(64), TrainConfig(**{**BASE, **overrides}), open_run(run_dir),
                    eval_data=CountingDataset(16, seed=1), progress=False)
 
@@ -181,7 +184,7 @@ def lowest_recorded(run_dir) -> tuple[str, float]:
 def test_a_late_divergence_under_rotation_keeps_the_best_checkpoint(tmp_path, case):
     run = tmp_path / "run"
     checked = case == "late-stop"
-    trainer = toy_run(run, RampedLM(start=2 * 12 + 1), divergence_factor=3.0 if checked else 0, eval_every=0,
+    trainer = toy_run(run, {"start": 2 * 12 + 1}, divergence_factor=3.0 if checked else 0, eval_every=0,
                       spike_factor=0 if not checked else 10.0)
     if checked:
         with pytest.raises(TrainingFailed) as caught:
@@ -205,7 +208,7 @@ def test_a_late_divergence_under_rotation_keeps_the_best_checkpoint(tmp_path, ca
 
 def test_a_validation_loss_out_of_range_stops_the_run_before_its_checkpoint(tmp_path):
     run = tmp_path / "run"
-    trainer = toy_run(run, RampedLM(), eval_every=2)
+    trainer = toy_run(run, eval_every=2)
     # the eval loss of step 6 comes out 1000 times what it is (far above the first loss): the run stops before
     # saving step 6
     original = trainer.policy.after_eval
@@ -222,7 +225,7 @@ def test_a_validation_loss_out_of_range_stops_the_run_before_its_checkpoint(tmp_
 @pytest.mark.parametrize("case", cases("garbage-checkpoint")[1:])
 def test_a_nan_right_after_a_checkpoint_does_not_call_it_good(tmp_path, case):
     run = tmp_path / "run"
-    trainer = toy_run(run, RampedLM(nan=(2 * 4 + 1,)), steps=8, eval_every=0)  # NaN in step 5, saved at 2 and 4
+    trainer = toy_run(run, {"nan": (2 * 4 + 1,)}, steps=8, eval_every=0)  # NaN in step 5, saved at 2 and 4
     with pytest.raises(TrainingFailed) as caught:
         trainer.train()
     trainer.close()
