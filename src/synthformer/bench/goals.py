@@ -52,7 +52,8 @@ def _find(rows: Sequence[dict], **match: Any) -> dict | None:
 
 
 def module_goals(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """One line per goal of the issue, from the rows of ``benchmarks/attention.py`` (any subset of runs)."""
+    """One line per speed and memory goal (docs/benchmarks.md), from the rows of ``benchmarks/attention.py`` (any
+    subset of runs)."""
     lines = []
     base = {"mode": "fwd+bwd", "causal": False, "dtype": "fp32"}
     for (kind, length), goal in TIME_GOALS.items():

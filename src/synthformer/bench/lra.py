@@ -89,15 +89,15 @@ DEFAULT_LENGTHS: tuple[int, ...] = (1024, 2048, 3072, 4096)
 DEFAULT_BATCH_SIZE = 1
 #: ``causal``: measure bidirectional and causal models, only causal ones, or only bidirectional ones.
 CAUSAL_MODES: tuple[str, ...] = ("both", "only", "none")
-#: the issue's goal: a synthesized kind's speed at least (1 - this) x its FLOP-ratio limit.
+#: the speed goal: a synthesized kind's speed at least (1 - this) x its FLOP-ratio limit.
 SPEED_TOLERANCE = 0.10
 #: LRA Text's model (configs/lra_text.yaml, LRA's base_tc_config); max_len is the measured length.
 LRA_TEXT_MODEL: dict[str, Any] = {
     "d_model": 256, "n_heads": 4, "n_layers": 4, "d_ff": 1024, "dropout": 0.1, "attention_dropout": 0.1,
     "positions": "sinusoidal", "pooling": "cls", "head": "mlp", "num_classes": 2,
 }
-#: The kinds of the issue, in its order: each a row of :mod:`.rows` (the paper's names and options: k = 32 for FR
-#: and Linformer, as in the Synthesizer paper's encoder comparison), FD added.
+#: The kinds LRA's Table 2 benchmark measures, in its order: each a row of :mod:`.rows` (the paper's names and
+#: options: k = 32 for FR and Linformer, as in the Synthesizer paper's encoder comparison), FD added.
 LRA_KINDS: dict[str, Row] = {
     "V": Row("Transformer", "V"),
     "R": Row("Synthesizer (R)", "R"),

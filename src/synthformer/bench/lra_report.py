@@ -15,7 +15,7 @@ from .lra import SPEED_TOLERANCE
 
 __all__ = ["CAUSAL_AIM", "CAUSAL_AIM_FROM", "causal_markdown", "goal_lines", "table2_markdown"]
 
-#: The issue's aim for causal training: this much faster than bidirectional from this length on (2K-4K).
+#: The aim for causal training: this much faster than bidirectional from this length on (2K-4K).
 CAUSAL_AIM, CAUSAL_AIM_FROM = 1.3, 2048
 
 
@@ -142,7 +142,7 @@ def causal_markdown(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def goal_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """The issue's goals, one line each: every synthesized kind within 10% of its FLOP-ratio limit and at most V's
+    """The goals, one line each: every synthesized kind within 10% of its FLOP-ratio limit and at most V's
     peak memory (bidirectional), and causal training at least as fast as bidirectional (1.3x aimed at 2K-4K)."""
     lines = []
     synthesized = [k for k in _kinds(rows) if k not in ("V", "Linformer")]

@@ -2,8 +2,8 @@
 when most training examples would be cut.
 
 A model trained on examples that lost most of their text can learn nothing (an exact match of 0.0 after 75%
-of the examples were cut, issue 14), and a warning among the loading messages is easy to miss. So with the
-default ``task.overflow: null`` a run whose training split would be more than half truncated does not start;
+of the examples were cut, in a run of this project), and a warning among the loading messages is easy to miss. So
+with the default ``task.overflow: null`` a run whose training split would be more than half truncated does not start;
 ``task.overflow: truncate`` (set explicitly) trains on the cut examples anyway, ``skip`` drops them.
 """
 

@@ -1,4 +1,4 @@
-"""``generator: matching:<pair|control>``: a cross-segment matching probe and its control (issue 34).
+"""``generator: matching:<pair|control>``: a cross-segment matching probe and its control.
 
 The paper explains why Syn (R) and Syn (D) fall behind on GLUE/SuperGLUE pair tasks but not on SST-2: an encoder
 must then compare the tokens of one sentence with those of the other, and synthesized weights do not depend on

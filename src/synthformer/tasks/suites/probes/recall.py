@@ -1,4 +1,4 @@
-"""``generator: mqar:<recall|control>``: multi-query associative recall (MQAR) and its control (issue 34).
+"""``generator: mqar:<recall|control>``: multi-query associative recall (MQAR) and its control.
 
 MQAR is the probe the Zoology paper (Arora et al. 2023, "Zoology: measuring and improving recall in efficient
 language models"; the task as its description defines it, no code taken) uses to separate attention from its
