@@ -4,12 +4,14 @@ The quick start is the one fenced ```bash block between the lines ``<!-- quickst
 ``<!-- /quickstart -->`` of README.md (HTML comments: invisible on GitHub). Its commands are its lines
 without the blank and comment-only ones; a line ending in a backslash continues on the next line, and
 the command keeps both lines as written. ``.ci/run`` runs them; ``tests/test_quickstart.py`` checks them.
-Both read them through :func:`extract`, so neither can drift from the README.
+Both read them through :func:`extract`, so neither can drift from the README. Another marked block is read the
+same way by its name (``--block triton-tests``: the README's commands that run the Triton kernels' tests, which
+CI runs after the quick start's).
 
 Standard library only: ``.ci/run`` calls it with the system Python before any virtual environment exists.
 
-Usage: ``python .ci/quickstart.py [README.md]`` writes the commands to stdout, each followed by a NUL byte
-(a command may span lines); it exits with status 1 and a message when the quick start cannot be found.
+Usage: ``python .ci/quickstart.py [--block NAME] [README.md]`` writes the commands to stdout, each followed by a
+NUL byte (a command may span lines); it exits with status 1 and a message when the block cannot be found.
 """
 
 from __future__ import annotations
@@ -36,22 +38,29 @@ def _marker_line(lines: list[str], marker: str) -> int:
     return hits[0]
 
 
-def extract(text: str) -> list[str]:
-    """The quick-start commands of a README's text, in order, each as written (without trailing spaces).
+def markers(name: str) -> tuple[str, str]:
+    """The lines that open and close the marked block ``name`` (``quickstart``: :data:`START`, :data:`END`)."""
+    return f"<!-- {name} -->", f"<!-- /{name} -->"
+
+
+def extract(text: str, name: str = "quickstart") -> list[str]:
+    """The commands of a README's block ``name`` (the quick start by default), in order, each as written (without
+    trailing spaces).
 
     Raises QuickstartError when a marker is missing or repeated, the end marker precedes the start marker,
     the text between them is not a single fenced bash block, or the block holds no command.
     """
     lines = text.splitlines()
-    start, end = _marker_line(lines, START), _marker_line(lines, END)
+    opening, closing = markers(name)
+    start, end = _marker_line(lines, opening), _marker_line(lines, closing)
     if end <= start:
-        raise QuickstartError(f"{END!r} (line {end + 1}) must come after {START!r} (line {start + 1})")
+        raise QuickstartError(f"{closing!r} (line {end + 1}) must come after {opening!r} (line {start + 1})")
     between = "\n".join(lines[start + 1 : end]) + "\n"
     match = _BLOCK.match(between)
     # a fence inside the body means two blocks (or prose) between the markers
     if match is None or any(line.lstrip().startswith("```") for line in match.group("body").splitlines()):
         raise QuickstartError(
-            f"between {START!r} and {END!r} (lines {start + 1}-{end + 1}) there must be exactly one fenced "
+            f"between {opening!r} and {closing!r} (lines {start + 1}-{end + 1}) there must be exactly one fenced "
             "```bash block and nothing else"
         )
     commands: list[str] = []
@@ -65,17 +74,21 @@ def extract(text: str) -> list[str]:
             commands.append("\n".join(pending))
             pending = []
     if pending:
-        raise QuickstartError(f"the quick start's last command ends in a line continuation: {pending[-1]!r}")
+        raise QuickstartError(f"the {name} block's last command ends in a line continuation: {pending[-1]!r}")
     if not commands:
-        raise QuickstartError(f"the quick-start block between {START!r} and {END!r} holds no command")
+        raise QuickstartError(f"the {name} block between {opening!r} and {closing!r} holds no command")
     return commands
 
 
 def main(argv: list[str]) -> int:
-    """Write the commands of the README named by ``argv`` (default: the repository's) NUL-terminated."""
+    """Write the commands of the README named by ``argv`` (default: the repository's) NUL-terminated; ``--block
+    NAME`` first: another marked block than the quick start."""
+    name = "quickstart"
+    if argv[:1] == ["--block"] and len(argv) >= 2:
+        name, argv = argv[1], argv[2:]
     readme = Path(argv[0]) if argv else Path(__file__).resolve().parents[1] / "README.md"
     try:
-        commands = extract(readme.read_text(encoding="utf-8"))
+        commands = extract(readme.read_text(encoding="utf-8"), name)
     except (OSError, QuickstartError) as err:
         sys.stderr.write(f"quickstart: {readme}: {err}\n")
         return 1

@@ -163,3 +163,15 @@ def test_extraction_keeps_continued_lines_as_one_command(tmp_path):
     readme.write_text(text)
     result = subprocess.run([sys.executable, str(SCRIPT), str(readme)], capture_output=True, text=True, check=True)
     assert result.stdout.split("\0") == ["pip install \\\n  -e .", "python -m pytest  # tests", ""]
+
+
+def test_ci_runs_the_readmes_triton_tests_after_the_quick_start_as_written():
+    text = README.read_text()
+    commands = quickstart.extract(text, "triton-tests")
+    assert [_argv(c)[:4] for c in commands] == [["python", "-m", "pip", "install"], ["python", "-m", "pytest",
+                                                                                   "tests/attention/test_triton.py"]]
+    assert "gpu" in commands[0] and "gpu" not in _installed_extras(quickstart.extract(text))
+    run = (ROOT / ".ci" / "run").read_text()
+    assert ".ci/quickstart.py --block triton-tests README.md" in run
+    # nothing installed between the README's install and its tests but what the README says
+    assert all(command not in run for command in commands) and "'.[gpu]'" not in run
