@@ -22,6 +22,7 @@ from synthformer.train import (
 )
 from synthformer.train.checkpoint_losses import CheckpointLosses, go_back_to, good_checkpoints, guarded
 from synthformer.train.divergence import DivergenceWatch
+from synthformer.train.spikes import LossReference
 from tests.reliability.long_runs import cases
 
 BASE = dict(steps=24, batch_size=4, lr=1e-2, grad_accum=2, warmup_steps=3, save_every=2, log_every=2, seed=3,
@@ -31,40 +32,58 @@ BASE = dict(steps=24, batch_size=4, lr=1e-2, grad_accum=2, warmup_steps=3, save_
 # -- the rule ---------------------------------------------------------------------------------------------------------
 
 
+class Fed(DivergenceWatch):
+    """The rule fed as the trainer feeds it: the spike check's reference accepts each applied loss first."""
+
+    def __init__(self, factor: float, window: int) -> None:
+        super().__init__(factor, window, LossReference(factor=10.0, window=100))
+
+    def accept(self, loss: float) -> str | None:
+        self.reference.accept(loss)
+        return super().accept(loss)
+
+
 def test_the_window_mean_against_the_first_loss_decides():
-    watch = DivergenceWatch(factor=3.0, window=4)
+    watch = Fed(factor=3.0, window=4)
     assert [watch.accept(x) for x in (2.0, 1.0, 0.5, 0.1)] == [None] * 4  # a converging run
     assert watch.accept(0.05) is None and watch.range == 2.0
     # one hard batch far above the others is no divergence (the spike check's job): the mean stays below 6
     assert watch.accept(20.0) is None
-    watch = DivergenceWatch(factor=3.0, window=4)
+    watch = Fed(factor=3.0, window=4)
     assert [watch.accept(x) for x in (2.0, 3.0, 5.0)] == [None] * 3  # the window is not full yet
     why = watch.accept(16.5)
     assert why == "the mean training loss of the last 4 applied steps, 6.625, is 3.31 times the run's range 2"
-    assert DivergenceWatch(factor=0, window=1).accept(1e30) is None  # 0 turns the check off
+    assert Fed(factor=0, window=1).accept(1e30) is None  # 0 turns the check off
 
 
 def test_a_validation_loss_out_of_range_or_not_finite_diverges_and_the_best_joins_the_range():
-    watch = DivergenceWatch(factor=3.0, window=2)
+    watch = Fed(factor=3.0, window=2)
     watch.accept(1.0)
     assert watch.evaluated(2.5) is None and watch.range == 2.5  # above the first loss: the range is the best eval
     assert watch.evaluated(2.0) is None and watch.range == 2.0
     assert watch.evaluated(6.5) == "the validation loss 6.5 is 3.25 times the run's range 2"
     assert watch.evaluated(float("nan")) == "the validation loss is nan"
-    off = DivergenceWatch(factor=0, window=2)
+    off = Fed(factor=0, window=2)
     assert off.evaluated(float("nan")) is None and off.evaluated(1e9) is None
 
 
 def test_the_rule_resumes_where_it_stood():
-    watch = DivergenceWatch(factor=3.0, window=3)
+    watch = Fed(factor=3.0, window=3)
     for x in (4.0, 3.0, 2.0, 1.0):
         watch.accept(x)
     watch.evaluated(1.5)
-    again = DivergenceWatch(factor=3.0, window=3)
-    again.resume(watch.state())
+    saved = {**watch.reference.state(), **watch.state()}  # a checkpoint holds both
+    reference = LossReference(factor=10.0, window=100)
+    again = DivergenceWatch(factor=3.0, window=3, reference=reference)
+    reference.resume(saved)
+    again.resume(saved)
     assert (again.first, list(again.recent), again.best_eval) == (4.0, [3.0, 2.0, 1.0], 1.5)
-    older = DivergenceWatch(factor=3.0, window=3)  # a checkpoint of an earlier version: the spike check's first
-    older.resume({"loss_reference": {"first": 4.0, "recent": [1.0]}})
+    # a checkpoint of an earlier version: the first loss is the spike check's, the window starts afresh
+    reference = LossReference(factor=10.0, window=100)
+    older = DivergenceWatch(factor=3.0, window=3, reference=reference)
+    earlier = {"loss_reference": {"first": 4.0, "recent": [1.0]}}
+    reference.resume(earlier)
+    older.resume(earlier)
     assert older.first == 4.0 and not older.recent
 
 
@@ -117,7 +136,7 @@ def test_save_checkpoint_keeps_the_best_recorded_loss_once_the_run_is_worse(tmp_
 
 
 def test_good_checkpoints_are_those_before_the_bad_weights_with_their_losses_in_range(tmp_path):
-    watch = DivergenceWatch(factor=3.0, window=2)
+    watch = Fed(factor=3.0, window=2)
     watch.accept(2.0)
     record = _record((1.5, None), (1.0, 0.9), (7.0, None), (1.2, math.nan), (1.0, None))["checkpoints"]
     found = [(s, tmp_path / f"step_{s:06d}") for s in (2, 4, 6, 8, 10)]

@@ -26,22 +26,32 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from .spikes import LossReference
+
 __all__ = ["DivergenceWatch"]
 
 
 class DivergenceWatch:
-    """The divergence rule of the module: the first applied loss, a window of the latest, the best eval loss.
+    """The divergence rule of the module: a window of the latest applied losses and the best eval loss; the first
+    applied loss is the spike check's (``reference``: it accepts every applied step's loss before this rule does,
+    and saves and resumes it).
 
     Args:
         factor: ``train.divergence_factor`` (0: no check).
         window: ``train.divergence_window``.
+        reference: the run's :class:`~synthformer.train.spikes.LossReference`.
     """
 
-    def __init__(self, factor: float, window: int) -> None:
+    def __init__(self, factor: float, window: int, reference: LossReference) -> None:
         self.factor = float(factor)
-        self.first: float | None = None
+        self.reference = reference
         self.recent: deque[float] = deque(maxlen=int(window))
         self.best_eval: float | None = None
+
+    @property
+    def first(self) -> float | None:
+        """The run's first applied loss, an untrained model's (None before it)."""
+        return self.reference.first
 
     @property
     def mean(self) -> float | None:
@@ -56,10 +66,8 @@ class DivergenceWatch:
         return self.first if self.best_eval is None else max(self.first, self.best_eval)
 
     def accept(self, loss: float) -> str | None:
-        """The update of a step with this loss was applied; returns why the run diverges (once the window is full),
-        or None."""
-        if self.first is None:
-            self.first = float(loss)
+        """The update of a step with this loss was applied (the reference has accepted it); returns why the run
+        diverges (once the window is full), or None."""
         self.recent.append(float(loss))
         mean, limit = self.mean, self._limit()
         if limit is None or len(self.recent) < (self.recent.maxlen or 1) or mean is None or mean <= limit:
@@ -69,17 +77,14 @@ class DivergenceWatch:
 
     def evaluated(self, eval_loss: float) -> str | None:
         """A validation loss was measured; returns why the run diverges, or None (then it may join the range)."""
-        if self.factor <= 0:  # the check is off: the loss still joins the range
-            if math.isfinite(eval_loss):
-                self.best_eval = eval_loss if self.best_eval is None else min(self.best_eval, eval_loss)
-            return None
-        if not math.isfinite(eval_loss):
-            return f"the validation loss is {eval_loss:g}"
         limit = self._limit()
+        if self.factor > 0 and not math.isfinite(eval_loss):
+            return f"the validation loss is {eval_loss:g}"
         if limit is not None and eval_loss > limit:
             return (f"the validation loss {eval_loss:.4g} is {eval_loss / (self.range or 1.0):.3g} times the run's "
                     f"range {self.range:.4g}")
-        self.best_eval = eval_loss if self.best_eval is None else min(self.best_eval, eval_loss)
+        if math.isfinite(eval_loss):  # with the check off too: the range is kept for the checkpoints' judgement
+            self.best_eval = eval_loss if self.best_eval is None else min(self.best_eval, eval_loss)
         return None
 
     def _limit(self) -> float | None:
@@ -89,27 +94,23 @@ class DivergenceWatch:
         return self.factor * reference
 
     def in_range(self, loss: float) -> bool:
-        """Whether a loss of a checkpoint (its window's mean, its validation loss) is finite and within the
-        divergence limit (True while there is no limit)."""
+        """Whether a loss of a checkpoint (its training or validation loss) is finite and within the divergence
+        limit (any finite loss while there is no limit)."""
         limit = self._limit()
         return math.isfinite(loss) and (limit is None or loss <= limit)
 
     def state(self) -> dict[str, Any]:
-        """What a checkpoint's ``trainer_state.json`` keeps to continue the rule."""
-        if self.first is None:
+        """What a checkpoint's ``trainer_state.json`` keeps to continue the rule (the first loss is the
+        reference's)."""
+        if not self.recent and self.best_eval is None:
             return {}
-        return {"divergence": {"first": self.first, "recent": list(self.recent), "best_eval": self.best_eval}}
+        return {"divergence": {"recent": list(self.recent), "best_eval": self.best_eval}}
 
     def resume(self, trainer_state: Mapping[str, Any]) -> None:
-        """Continue the rule of a checkpoint (one of an earlier version starts it afresh, from the spike check's
-        first loss where that was saved)."""
+        """Continue the rule of a checkpoint (one of an earlier version, without it, starts the window afresh)."""
         saved = trainer_state.get("divergence")
-        if not isinstance(saved, Mapping) or saved.get("first") is None:
-            spike = trainer_state.get("loss_reference")
-            if isinstance(spike, Mapping) and spike.get("first") is not None:
-                self.first = float(spike["first"])
+        if not isinstance(saved, Mapping):
             return
-        self.first = float(saved["first"])
         self.recent.clear()
         self.recent.extend(float(x) for x in saved.get("recent", []))
         best = saved.get("best_eval")

@@ -58,7 +58,7 @@ class LongRunPolicy:
         self.in_a_row = 0
         self.stop_agreed = False
         self.losses = LossReference(config.spike_factor, config.spike_window)
-        self.divergence = DivergenceWatch(config.divergence_factor, config.divergence_window)
+        self.divergence = DivergenceWatch(config.divergence_factor, config.divergence_window, self.losses)
         self.record = CheckpointLosses()  # what each checkpoint's weights computed
         self.metric = metric_key(config.keep_best) if config.keep_best else None
         self.direction = metric_direction(config.keep_best) if config.keep_best else None
