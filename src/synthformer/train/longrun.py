@@ -125,9 +125,19 @@ class LongRunPolicy:
         cfg = self.config
         row = (f" ({self.in_a_row} skipped steps in a row, train.nonfinite_limit {cfg.nonfinite_limit})"
                if cfg.nonfinite == "skip" else "")
-        checkpoints = [(int(read_trainer_state(p / STATE_FILE)["step"]), p) for p in self.rundir.list_checkpoints()]
         return spike_message(step, step - self.in_a_row, loss, self.losses.value or 0.0, cfg.spike_factor,
-                             cfg.spike_window, sorted(checkpoints, key=lambda c: c[0]), row)
+                             cfg.spike_window, self._checkpoints(), row)
+
+    def _checkpoints(self) -> list[tuple[int, Path]]:
+        """``(step, path)`` of the run's complete checkpoints, oldest first (a damaged one left out: no stop can
+        name it as one to go back to)."""
+        found = []
+        for path in self.rundir.list_checkpoints():
+            try:
+                found.append((int(read_trainer_state(path / STATE_FILE)["step"]), path))
+            except CheckpointError:
+                continue
+        return sorted(found, key=lambda c: c[0])
 
     def _divergence_message(self, step: int, why: str, since: int) -> str:
         cfg = self.config
@@ -139,13 +149,7 @@ class LongRunPolicy:
     def go_back_to(self, since: int) -> str:
         """Which checkpoint a run stopped now should go back to (:mod:`.divergence`): the best good one among those
         before step ``since``, the last whose update was applied (its weights and later ones gave the bad loss)."""
-        found = []
-        for path in self.rundir.list_checkpoints():
-            try:
-                found.append((int(read_trainer_state(path / STATE_FILE)["step"]), path))
-            except CheckpointError:  # a damaged checkpoint is no good one
-                continue
-        good = good_checkpoints(found, self.record.judged(), since, self.divergence)
+        good = good_checkpoints(self._checkpoints(), self.record.judged(), since, self.divergence)
         return go_back_to(good, self.rundir.latest_checkpoint(), self.rundir.path)
 
     def stop_after_pause(self) -> bool:
