@@ -289,8 +289,8 @@ def plan_vocabulary(run: RunConfig, data: DataPlan, run_dir: str | Path | None =
         if path is not None and path.is_file():
             saved = json.loads(path.read_text(encoding="utf-8"))
             return int(saved["vocab_size"]), f"{path}", int(saved.get("num_classes") or classes)
-    if task.generator is not None and get_generator(task.generator)[0].fixed_vocabulary:
-        return get_generator(task.generator)[0].tokenizer().vocab_size, "the generator's vocabulary" + note, classes
+    if task.generator is not None and (generator := get_generator(task.generator)[0]).fixed_vocabulary:
+        return generator.task_tokenizer(task).vocab_size, "the generator's vocabulary" + note, classes
     kind = task.tokenizer_kind
     if kind == "byte":
         return 260, "byte tokenizer" + note, classes

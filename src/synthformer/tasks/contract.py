@@ -329,6 +329,11 @@ class Generator:
         """The generator's own vocabulary (only when :attr:`fixed_vocabulary` is True)."""
         raise NotImplementedError(f"generator {self.name!r} has no vocabulary of its own")
 
+    def task_tokenizer(self, task: TaskConfig) -> Tokenizer:
+        """The vocabulary of ``task`` (only when :attr:`fixed_vocabulary` is True): :meth:`tokenizer` unless the
+        generator's options size it (the token-mixing benchmarks' ``vocab_size``)."""
+        return self.tokenizer()
+
     def has_test_split(self, task: TaskConfig) -> bool:
         """Whether :meth:`load` makes a test split with these options."""
         return int(self.options(task).get("num_test", 0)) > 0

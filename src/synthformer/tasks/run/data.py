@@ -32,7 +32,7 @@ def build_task_tokenizer(run: RunConfig, raw: RawData) -> Tokenizer:
     if task.generator is not None:
         gen = get_generator(task.generator)[0]
         if gen.fixed_vocabulary:
-            return gen.tokenizer()
+            return gen.task_tokenizer(task)
     kind = task.tokenizer_kind
     try:
         tokenizer = build_tokenizer(kind, task.task_type.training_texts(raw), task.vocab_size, **task.tokenizer_options)

@@ -1,0 +1,109 @@
+"""``generator: mixing:mqar``: multi-query associative recall in Zoology's form (Arora et al. 2023, "Zoology:
+measuring and improving recall in efficient language models"; written here from the paper's description, no code
+taken).
+
+A sequence is a context of ``num_pairs`` key-value pairs, then every key of the context asked once, in a random
+order, each immediately followed by its value; a causal language model is trained and scored on those values only
+(the answer positions). With ``seq_len = 16`` and 3 pairs::
+
+    k7 v2  k3 v9  k5 v4  _ k3 v9 _ _ k5 v4 k7 v2 _
+    '-- context (2 x num_pairs) --' '---- queries, each key followed by its value ----'
+                                          ^^        ^^    ^^   answers
+
+Tokens: ``_`` (the filler between queries, id 0), keys ``k1 .. k<vocab/2 - 1>`` (the first half of the vocabulary)
+and values ``v0 .. v<vocab/2 - 1>`` (the second half), as in Zoology. In a sequence the keys are distinct and so
+are the values (Zoology draws both without replacement). ``seq_len`` is the model's input length: a sequence has
+``seq_len + 1`` tokens (the inputs and the next token of the last).
+
+One choice differs from Zoology: the queries' positions among the ``seq_len + 1 - 2 * num_pairs`` places after
+the context are uniform (every placement of the query pairs equally likely), where Zoology draws the gaps from a
+power law that puts most queries close to the context. Uniform placement asks the harder lookups as often as the
+easy ones; the answer is recoverable either way.
+
+Trivial baselines: the best context-free guess (the most frequent training value: about ``2 / vocab_size``), and,
+reading the context but not comparing keys, one of the context's values at random (``1 / num_pairs``).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from synthformer.train import ConfigError
+
+from .sequences import MixingBenchmark, MixingSequence, register_benchmark, unigram_guess_accuracy
+
+__all__ = ["FILLER", "MQAR", "generate_mqar", "mqar_vocabulary"]
+
+#: The filler token's id (between the queries).
+FILLER = 0
+MAX_VOCAB = 1 << 16
+
+_DEFAULTS: dict[str, Any] = dict(vocab_size=8192, seq_len=64, num_pairs=4, num_train=20000, num_valid=1000,
+                                 num_test=1000, seed=0)
+
+
+def _int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ConfigError(f"task.generator_options.{name}: expected an integer {bound} for mixing:mqar, got {value!r}")
+    return value
+
+
+def _check(opts: dict[str, Any]) -> dict[str, Any]:
+    vocab = _int("vocab_size", opts["vocab_size"], 4, MAX_VOCAB)
+    if vocab % 2:
+        raise ConfigError(f"task.generator_options.vocab_size: expected an even number (keys and values take a half "
+                          f"each) for mixing:mqar, got {vocab}")
+    pairs = _int("num_pairs", opts["num_pairs"], 1)
+    seq_len = _int("seq_len", opts["seq_len"], 3)
+    if pairs > vocab // 2 - 1:
+        raise ConfigError(f"task.generator_options.num_pairs: {pairs} distinct keys need vocab_size >= "
+                          f"{2 * pairs + 2}, got vocab_size {vocab}")
+    if 4 * pairs > seq_len + 1:
+        raise ConfigError(f"task.generator_options.seq_len: {pairs} pairs and their {pairs} queries take "
+                          f"{4 * pairs} tokens, so seq_len must be at least {4 * pairs - 1}, got {seq_len}")
+    for key in ("num_train", "num_valid", "num_test", "seed"):
+        _int(key, opts[key], 0)
+    return dict(opts)
+
+
+def mqar_vocabulary(opts: dict[str, Any]) -> list[str]:
+    """``_``, then the keys ``k1 .. k<h-1>``, then the values ``v0 .. v<h-1>`` (``h = vocab_size / 2``)."""
+    half = int(opts["vocab_size"]) // 2
+    return ["_", *(f"k{i}" for i in range(1, half)), *(f"v{i}" for i in range(half))]
+
+
+def generate_mqar(n: int, seed: int, opts: dict[str, Any]) -> list[MixingSequence]:
+    """``n`` sequences of ``seq_len + 1`` tokens (see the module docstring), reproducibly for ``seed``."""
+    half, pairs, total = int(opts["vocab_size"]) // 2, int(opts["num_pairs"]), int(opts["seq_len"]) + 1
+    rng = random.Random(seed)
+    free = total - 2 * pairs  # places after the context
+    out: list[MixingSequence] = []
+    for _ in range(n):
+        keys = rng.sample(range(1, half), pairs)
+        values = [half + v for v in rng.sample(range(half), pairs)]
+        tokens = [token for pair in zip(keys, values, strict=True) for token in pair]
+        # the tail is `pairs` query blocks (2 places each) and `free - 2 * pairs` fillers: `free - pairs` items,
+        # of which the blocks are a uniform choice of `pairs`; the i-th block starts i places after its item index
+        starts = sorted(rng.sample(range(free - pairs), pairs))
+        starts = [2 * pairs + s + i for i, s in enumerate(starts)]
+        tail = [FILLER] * free
+        order = rng.sample(range(pairs), pairs)
+        answers = []
+        for start, which in zip(starts, order, strict=True):
+            tail[start - 2 * pairs] = keys[which]
+            tail[start - 2 * pairs + 1] = values[which]
+            answers.append(start + 1)
+        out.append(MixingSequence(tuple(tokens + tail), tuple(answers)))
+    return out
+
+
+def _context_free(train: Any, evaluate: Any, opts: dict[str, Any]) -> float:
+    return unigram_guess_accuracy(train, evaluate)
+
+
+MQAR = register_benchmark(MixingBenchmark(
+    name="mqar", summary="multi-query associative recall (Zoology): the values of keys asked after the context",
+    option_defaults=_DEFAULTS, check=_check, vocabulary=mqar_vocabulary, make=generate_mqar,
+    length=lambda opts: int(opts["seq_len"]) + 1, context_free=_context_free))
