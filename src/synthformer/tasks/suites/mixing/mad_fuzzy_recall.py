@@ -8,8 +8,8 @@ and every token of a value motif whose key motif already appeared earlier is an 
 from disjoint vocabularies, so where a motif ends is visible (a key is a maximal run of key tokens). With
 ``seq_len = 15``::
 
-    _ _  k2 k5 v0  k1 v3 v7  k2 k5 v0  k6 v1  k1 v3 v7
-                                   ^^         ^^ ^^   answers: the value motifs of key motifs seen before
+    _ _ _ _  k2 k5 v0  k1 v3 v7  k2 k5 v0  k1 v3 v7
+                                       ^^     ^^ ^^   answers: the value motifs of key motifs seen before
 
 Layout: ``seq_len`` is the model's input length, as in the rest of this suite: a sequence has ``seq_len + 1``
 tokens. Pairs are drawn while one more of the longest size would still leave room for a final query (a pair whose

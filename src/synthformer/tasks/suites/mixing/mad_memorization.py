@@ -7,7 +7,7 @@ answer. The value depends on the key alone, so it cannot be read from the contex
 in its weights. With ``seq_len = 6``::
 
     k17 v3  k2 v90  k40 v7  k5
-        ^^      ^^      ^^      answers: the fixed map's value of the key just read
+        ^^     ^^^      ^^   answers: the fixed map's value of the key just read
 
 Layout: ``seq_len`` (even) is the model's input length, as in the rest of this suite: a sequence is ``seq_len / 2``
 pairs and one more key (``seq_len + 1`` tokens; the model reads the pairs, and the last key is only the target of
