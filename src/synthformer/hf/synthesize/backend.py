@@ -17,7 +17,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from .layer import ATTRIBUTE
+from .layer import ATTRIBUTE, HIDDEN
 
 __all__ = ["IMPLEMENTATION", "register_backend", "synthformer_attention", "synthformer_mask"]
 
@@ -38,8 +38,9 @@ def synthformer_attention(module: nn.Module, query: Tensor, key: Tensor, value: 
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
                                       **kwargs)
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    return layer.attend(query, key, value, attention_mask, scale, dropout, kwargs.get("position_ids"),
-                        kwargs.get("position_bias"))
+    hidden = module.__dict__.pop(HIDDEN, None)  # read once: the activation is not kept past the call
+    return layer(query, key, value, attention_mask, scale, dropout, kwargs.get("position_ids"),
+                 kwargs.get("position_bias"), hidden)
 
 
 def synthformer_mask(*args: Any, **kwargs: Any) -> Tensor | None:

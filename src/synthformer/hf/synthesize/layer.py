@@ -21,7 +21,7 @@ from synthformer.attention.contract import reject_unknown_options
 from synthformer.attention.masking import disallowed
 from synthformer.common.config import ConfigError
 
-__all__ = ["ATTRIBUTE", "ModelDotProduct", "SynthesizedAttention", "record_input"]
+__all__ = ["ATTRIBUTE", "HIDDEN", "ModelDotProduct", "SynthesizedAttention", "record_input"]
 
 #: The name under which a synthesized module holds its :class:`SynthesizedAttention` (a submodule: its parameters
 #: are saved with the model's, e.g. ``model.layers.0.self_attn.synthformer.synth.parts.1.R``).
@@ -117,8 +117,6 @@ class SynthesizedAttention(nn.Module):
         self.synth: SynthesizingFunction = built[0] if len(built) == 1 else Mixture(built, n_heads)
         self.kind = canonical_kind(kind)
         self.d_model, self.n_heads, self.max_len, self.causal = d_model, n_heads, max_len, causal
-        #: the module's input hidden states (B, T, d_model) of the call in progress, set by :func:`record_input`
-        self.hidden: Tensor | None = None
 
     def extra_repr(self) -> str:
         return f"kind={self.kind!r}, heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}"
@@ -148,10 +146,13 @@ class SynthesizedAttention(nn.Module):
         columns = torch.arange(keys, device=position_ids.device)
         return (columns[None, :] - offset[:, None]).clamp_min(0)  # (B, S)
 
-    def attend(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scaling: float,
-               dropout: float = 0.0, position_ids: Tensor | None = None, position_bias: Tensor | None = None,
-               ) -> tuple[Tensor, Tensor]:
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scaling: float,
+                dropout: float = 0.0, position_ids: Tensor | None = None, position_bias: Tensor | None = None,
+                hidden: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """``softmax(mask(S(X) + position_bias)) value``.
+
+        A forward (not a method of its own), so that what wraps the layer (PEFT's ``modules_to_save`` copies it)
+        is called the same way.
 
         Args:
             query: (B, H, T, d_h) the module's query states; key: (B, H_kv, S, d_h) and value: (B, H_kv, S, d_v)
@@ -161,6 +162,7 @@ class SynthesizedAttention(nn.Module):
             scaling: the module's dot-product scale; dropout: on the probabilities (0 outside training).
             position_ids: (B or 1, T) the queries' positions, or None (positions are the columns).
             position_bias: (1 or B, H, T, S) added to the logits (T5's relative position bias), or None.
+            hidden: (B, T, d_model) the module's input hidden states (the token-conditioned kinds read them).
 
         Returns:
             the output (B, T, H, d_v) as ``transformers`` attention functions return it, and the probabilities
@@ -171,7 +173,7 @@ class SynthesizedAttention(nn.Module):
         if s > self.max_len:
             raise ValueError(f"attention over {s} positions exceeds max_len {self.max_len} of the synthesized "
                              f"{self.kind} attention; synthesize with max_len >= {s} or pass shorter inputs")
-        x, self.hidden = self.hidden, None  # read once: the activation is not kept past the call
+        x = hidden
         if x is None or tuple(x.shape[:2]) != (b, t):
             raise RuntimeError("the module's input hidden states were not recorded for this call (record_input)")
         groups = h // key.shape[1]
@@ -205,10 +207,12 @@ class SynthesizedAttention(nn.Module):
         return out.transpose(1, 2), probs  # (B, T, H, d_v)
 
 
+#: The attribute of a synthesized ``transformers`` module holding its input hidden states during its forward.
+HIDDEN = "_synthformer_hidden"
+
+
 def record_input(module: nn.Module, args: tuple, kwargs: dict) -> None:
-    """Forward pre-hook of a synthesized module: keep its input hidden states for the token-conditioned kinds
-    (D, FD, ...), which the attention function is not given. A module-level function (no closure), so that a
-    deep copy of the model calls its own copy's layer."""
-    layer = module._modules.get(ATTRIBUTE)
-    if layer is not None:
-        layer.hidden = kwargs.get("hidden_states", args[0] if args else None)
+    """Forward pre-hook of a synthesized module: keep its input hidden states (``hidden_states``, by keyword or
+    first) for the token-conditioned kinds (D, FD, ...), which ``transformers`` does not give the attention
+    function. A module-level function (no closure), so that a deep copy of the model keeps its own."""
+    setattr(module, HIDDEN, kwargs.get("hidden_states", args[0] if args else None))

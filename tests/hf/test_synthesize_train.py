@@ -1,0 +1,122 @@
+"""Synthesized transformers models train with the Trainer and with PEFT (LoRA), and come back from
+``save_pretrained`` in a fresh process with their kinds and weights."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+import torch  # noqa: E402
+from transformers import Trainer, TrainingArguments  # noqa: E402
+
+from synthformer.common.config import ConfigError  # noqa: E402
+from synthformer.hf.synthesize import from_pretrained, synthesize, synthesized_layers  # noqa: E402
+
+from .synth_models import build, forward  # noqa: E402
+
+
+def counting_data(n: int = 16, length: int = 12) -> list[dict[str, torch.Tensor]]:
+    """Sequences that count up modulo 8 from a random start."""
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for _ in range(n):
+        ids = 4 + (int(torch.randint(0, 8, (1,), generator=gen)) + torch.arange(length)) % 8
+        rows.append({"input_ids": ids, "labels": ids.clone()})
+    return rows
+
+
+def train(model: torch.nn.Module, out: str, steps: int = 4) -> list[float]:
+    args = TrainingArguments(out, max_steps=steps, per_device_train_batch_size=4, learning_rate=1e-2, report_to=[],
+                             logging_steps=1, use_cpu=True, save_strategy="no", seed=0)
+    trainer = Trainer(model=model, args=args, train_dataset=counting_data())
+    trainer.train()
+    return [h["loss"] for h in trainer.state.log_history if "loss" in h]
+
+
+@pytest.mark.parametrize("family", ["llama_gqa", "gpt2"])
+def test_the_trainer_trains_a_grown_mixture(family, tmp_path):
+    model = build(family)
+    synthesize(model, kind="R+V")
+    layer = next(m for m in model.modules() if type(m).__name__ == "SynthesizedAttention")
+    R, alpha = layer.synth.parts[0].R.detach().clone(), layer.synth.alpha_logits.detach().clone()
+    gain = layer.synth.parts[1].gain.clone()
+    losses = train(model.train(), str(tmp_path))
+    assert len(losses) == 4 and all(torch.isfinite(torch.tensor(losses)))
+    assert not torch.equal(layer.synth.parts[0].R, R) and not torch.equal(layer.synth.alpha_logits, alpha)
+    assert torch.equal(layer.synth.parts[1].gain, gain)  # a buffer: the grown start's scale, never trained
+
+
+def _load_in_a_fresh_process(folder: str, inputs: torch.Tensor, tmp_path) -> tuple[torch.Tensor, dict]:
+    torch.save(inputs, tmp_path / "inputs.pt")
+    script = textwrap.dedent(f"""
+        import json, torch
+        from synthformer.hf.synthesize import from_pretrained, synthesized_layers
+        model = from_pretrained({folder!r}).eval()
+        ids = torch.load({str(tmp_path / "inputs.pt")!r})
+        with torch.no_grad():
+            if model.config.is_encoder_decoder:
+                out = model(input_ids=ids, decoder_input_ids=ids).logits
+            else:
+                out = model(input_ids=ids).logits
+        torch.save(out, {str(tmp_path / "logits.pt")!r})
+        print(json.dumps(synthesized_layers(model)))
+    """)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return torch.load(tmp_path / "logits.pt"), json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(("family", "kinds"), [("llama_gqa", {0: "R+V", 1: "D"}), ("gpt2", {1: "FR+D+V"}),
+                                               ("t5", {0: "R", 3: "D+V"})])
+def test_save_pretrained_and_from_pretrained_in_a_fresh_process(family, kinds, tmp_path):
+    model = build(family)
+    synthesize(model, kinds=kinds, grow=False)
+    folder = str(tmp_path / "saved")
+    model.save_pretrained(folder)
+    inputs = torch.randint(3, 40, (2, 7), generator=torch.Generator().manual_seed(0))
+    logits, layers = _load_in_a_fresh_process(folder, inputs, tmp_path)
+    assert layers == synthesized_layers(model)
+    with torch.no_grad():
+        torch.testing.assert_close(logits, forward(model, inputs), atol=0, rtol=0)
+    again = from_pretrained(folder)
+    mine, theirs = model.state_dict(), again.state_dict()
+    assert set(mine) == set(theirs) and all(torch.equal(mine[k], theirs[k]) for k in mine)
+
+
+def test_lora_adapts_the_projections_and_trains_the_synthesized_layers(tmp_path):
+    from peft import LoraConfig, get_peft_model
+
+    model = build("llama")
+    synthesize(model, kind="R+V")
+    R = model.model.layers[0].self_attn.synthformer.synth.parts[0].R.detach().clone()
+    peft = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"],
+                                            modules_to_save=["synthformer"]))
+    trainable = {n for n, p in peft.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n or ".synthformer." in n for n in trainable)
+    losses = train(peft.train(), str(tmp_path / "out"))
+    assert all(torch.isfinite(torch.tensor(losses)))
+    merged = peft.merge_and_unload().eval()
+    assert set(synthesized_layers(merged).values()) == {"R+V"}
+    assert not torch.equal(merged.model.layers[0].self_attn.synthformer.synth.parts[0].R, R)
+    folder = str(tmp_path / "merged")
+    merged.save_pretrained(folder)
+    inputs = torch.randint(3, 40, (2, 7), generator=torch.Generator().manual_seed(1))
+    logits, _ = _load_in_a_fresh_process(folder, inputs, tmp_path)
+    with torch.no_grad():
+        torch.testing.assert_close(logits, merged(input_ids=inputs).logits, atol=0, rtol=0)
+
+
+def test_a_folder_of_a_plain_model_is_refused_in_one_line(tmp_path):
+    build("llama").save_pretrained(str(tmp_path))
+    with pytest.raises(ConfigError, match="config.json has no 'synthformer' entry") as err:
+        from_pretrained(str(tmp_path))
+    assert "\n" not in str(err.value)
