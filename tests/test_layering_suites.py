@@ -57,7 +57,7 @@ def suite_import_problems(root: Path, suites: str = SUITES, entry: str = ENTRY) 
 def test_every_suite_is_a_package_the_suites_package_imports():
     packages = {suite_of(m) for m in module_names(PACKAGE_DIR)} - {None}
     registered = {suite_of(imp.target) for imp in collect_imports(PACKAGE_DIR) if imp.importer == SUITES}
-    assert packages == {"glue", "summarization", "dialogue", "lra", "probes"}
+    assert packages == {"glue", "summarization", "dialogue", "lra", "probes", "mixing"}
     assert registered == packages, "every suite must be imported by tasks/suites/__init__.py (importing registers)"
 
 

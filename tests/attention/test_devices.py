@@ -65,7 +65,7 @@ def test_every_kind_under_bf16_autocast(kind, mode):
 
 #: the config fields that set every attention stack's kind, per architecture
 KIND_FIELDS = {"lm": ("decoder_kind",), "classifier": ("encoder_kind",), "seq2seq": ("encoder_kind", "decoder_kind"),
-               "dual_encoder": ("encoder_kind",)}
+               "dual_encoder": ("encoder_kind",), "compressor": ("decoder_kind",)}
 
 
 def _model(arch: str, kind: str):

@@ -69,7 +69,15 @@ def pair_batch(g: torch.Generator, batch: int = 16, length: int = 10, vocab: int
             "labels": first["labels"] | second["labels"]}
 
 
-BATCHES = {"lm": lm_batch, "seq2seq": copy_batch, "classifier": cls_batch, "dual_encoder": pair_batch}
+def compress_batch(g: torch.Generator, batch: int = 16, length: int = 8, vocab: int = 16) -> dict[str, torch.Tensor]:
+    """MAD's compression: random tokens then one aggregation token (the last id); labels: the tokens to rebuild."""
+    ids = torch.randint(FIRST_TOKEN, vocab - 1, (batch, length), generator=g)
+    ids[:, -1] = vocab - 1  # (B, L): x_1 .. x_{L-1}, then the aggregation token
+    return {"input_ids": ids, "labels": ids[:, :-1].clone()}
+
+
+BATCHES = {"lm": lm_batch, "seq2seq": copy_batch, "classifier": cls_batch, "dual_encoder": pair_batch,
+           "compressor": compress_batch}
 
 
 def train(model: nn.Module, arch: str, steps: int = 30, lr: float = 3e-3, seed: int = 0) -> list[float]:

@@ -37,6 +37,8 @@ from .helpers import (
     summarization_config,
     t2t_config,
 )
+from .suites.mixing.test_mad_compression import tiny_config as compression_tiny_config
+from .suites.mixing.test_mqar import tiny_config as mqar_tiny_config
 
 TASK_TYPES = list_task_types()
 GENERATORS = list_generators()
@@ -44,7 +46,10 @@ GENERATORS = list_generators()
 SMALL = {"pystdlib": {"max_train_chars": 4000, "max_eval_chars": 1000},
          "listops": {"num_train": 40, "num_valid": 8, "num_test": 8, "max_length": 30},
          "algorithmic": {"num_train": 40, "num_valid": 8, "num_test": 8, "max_len": 5},
-         "pathfinder": {"num_train": 8, "num_valid": 4, "num_test": 4}}
+         "pathfinder": {"num_train": 8, "num_valid": 4, "num_test": 4},
+         # every token-mixing benchmark takes these (a sequence length that fits the default task.max_len)
+         "mixing": {"num_train": 16, "num_valid": 4, "num_test": 4, "seq_len": 64},
+         "compression": {"num_train": 16, "num_valid": 4, "num_test": 4}}
 
 
 @pytest.mark.parametrize("name", TASK_TYPES)
@@ -66,7 +71,8 @@ def test_task_type_describes_itself(name: str) -> None:
 # A tiny run of every registered task type (a new type adds its entry: the first test below fails until it does).
 TINY_RUNS = {"lm": lm_config, "seq2seq": lambda tmp: seq2seq_config(), "classification": classification_config,
              "span_corruption": span_config, "text_to_text": t2t_config, "summarization": summarization_config,
-             "dialogue": dialogue_config, "retrieval": retrieval_config}
+             "dialogue": dialogue_config, "retrieval": retrieval_config,
+             "token_mixing": lambda tmp: mqar_tiny_config(), "compression": lambda tmp: compression_tiny_config()}
 
 
 def test_every_task_type_has_a_tiny_run() -> None:
@@ -118,7 +124,7 @@ def test_generator_makes_the_splits_of_its_task_type(spec: str) -> None:
     assert task.task_type.training_texts(raw)  # the task type can build a tokenizer from it
     assert task.has_test_split == ("test" in raw.splits)
     if gen.fixed_vocabulary:
-        assert gen.tokenizer().vocab_size > 0
+        assert gen.task_tokenizer(task).vocab_size > 0
         with pytest.raises(ConfigError, match="own fixed vocabulary"):
             TaskConfig(type=gen.task_type, generator=spec, tokenizer="char")
     with pytest.raises(ConfigError, match=r"generator_options: unknown option"):

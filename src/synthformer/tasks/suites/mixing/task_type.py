@@ -167,7 +167,8 @@ class TokenMixing(TaskType):
                           f"({', '.join(list_benchmarks())})")
 
     def training_texts(self, raw: RawData) -> list[str]:
-        return []  # the benchmark's fixed vocabulary
+        # the benchmark's fixed vocabulary, as one text (no tokenizer is trained on it)
+        return [" ".join(get_benchmark(raw.info["benchmark"]).vocabulary(raw.info["options"]))]
 
     def build_dataset(self, run: RunConfig, raw: RawData, split: str, tokenizer: Tokenizer,
                       model_config: ModelConfig | None) -> tuple[Any, float | None]:
