@@ -26,7 +26,7 @@ from .backend import IMPLEMENTATION, register_backend
 from .families import max_positions, self_attention_modules, sliding_window
 from .layer import ATTRIBUTE, ModelDotProduct, SynthesizedAttention, record_input
 
-__all__ = ["MAX_LAYER_PARAMS", "SPEC_FORMAT", "T5_MAX_LEN", "from_pretrained", "plan", "synthesize",
+__all__ = ["MAX_LAYER_PARAMS", "added_parameters", "SPEC_FORMAT", "T5_MAX_LEN", "from_pretrained", "plan", "synthesize",
            "synthesized_layers"]
 
 logger = logging.getLogger(__name__)
@@ -112,6 +112,23 @@ def plan(model: nn.Module, kind: str | None = None, kinds: Sequence[str] | Mappi
             raise ConfigError(f"max_len={max_len}: kind {k} would hold {size:,} parameters in each layer of {heads} "
                               f"heads (more than {MAX_LAYER_PARAMS:,}); give a smaller max_len (--max-len)")
     return plan_kinds, max_len
+
+
+def added_parameters(model: nn.Module, plan_kinds: Mapping[int, str], max_len: int,
+                     options: Mapping[str, Any] | None = None) -> int:
+    """The parameters :func:`synthesize` adds for ``plan_kinds`` (as :func:`plan` returns them), counted without
+    building anything: each part's (V's are the module's own) and a mixture's ``H`` weights per part."""
+    modules = self_attention_modules(model)
+    d_model = int(model.config.hidden_size)
+    options = dict(options or {})
+    total = 0
+    for i, k in plan_kinds.items():
+        parts, heads = parse_kind(k), modules[i].heads
+        total += sum(cls.num_params(d_model, heads, max_len,
+                                    **{n: v for n, v in options.items() if n in cls.option_defaults})
+                     for cls in parts if cls.name != "V")
+        total += heads * len(parts) if len(parts) > 1 else 0
+    return total
 
 
 def synthesize(model: nn.Module, kind: str | None = None, *, kinds: Sequence[str] | Mapping[int, str] | None = None,
