@@ -1,6 +1,7 @@
 """``synthformer``: the command line. One thin module per verb (``train``, ``prepare``, ``eval``, ``generate``,
-``compare``, ``study``, ``analyze``, ``bench``, ``export``, ``convert``, ``data``) over the importable functions of
-:mod:`synthformer.tasks`, :mod:`synthformer.study`, :mod:`synthformer.analysis` and :mod:`synthformer.hf`.
+``compare``, ``study``, ``analyze``, ``bench``, ``export``, ``convert``, ``synthesize``, ``data``) over the
+importable functions of :mod:`synthformer.tasks`, :mod:`synthformer.study`, :mod:`synthformer.analysis` and
+:mod:`synthformer.hf`.
 
 User errors (a bad config key or value, a missing file or run directory, a run directory that would be
 overwritten) print one line naming the problem and exit with status 2, never a traceback (``--debug`` shows it).
@@ -13,7 +14,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import analyze, bench, compare, convert, data, evaluate, export, generate, prepare, study, train
+from . import analyze, bench, compare, convert, data, evaluate, export, generate, prepare, study, synthesize, train
 from ._common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CliError, apply_threads, configure_logging, is_user_error
 
 __all__ = ["build_parser", "main"]
@@ -30,12 +31,13 @@ examples:
   synthformer bench --preset lm-base                    # the paper's Table 4 on this machine
   synthformer prepare configs/lm_tiny_shakespeare.yaml --out prepared/shk   # token shards, once (large corpora)
   synthformer convert t5 t5-small/ configs/t5_small_glue.yaml --run-dir runs/t5-small --tokenizer tok.json
+  synthformer synthesize my-llama/ --kind R+V --out my-llama-rv/ --max-len 256   # a transformers model's attention
   synthformer data list                                 # the named data sets configs read, and where they are
 
 'synthformer VERB --help' explains each verb.
 """
 
-_VERBS = (train, prepare, evaluate, generate, compare, study, analyze, bench, export, convert, data)
+_VERBS = (train, prepare, evaluate, generate, compare, study, analyze, bench, export, convert, synthesize, data)
 
 
 def build_parser() -> argparse.ArgumentParser:
