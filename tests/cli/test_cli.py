@@ -13,7 +13,8 @@ from synthformer.cli import compare as compare_cli
 from synthformer.cli.main import build_parser, main
 from tests.tasks.helpers import classification_config, lm_config, seq2seq_config, write_yaml
 
-VERBS = ("train", "prepare", "eval", "generate", "compare", "study", "analyze", "bench", "export", "convert", "data")
+VERBS = ("train", "prepare", "eval", "generate", "compare", "study", "analyze", "bench", "export", "convert",
+         "synthesize", "data")
 
 
 pytestmark = pytest.mark.usefixtures("restore_logging")

@@ -61,6 +61,7 @@ def _stubs(monkeypatch: pytest.MonkeyPatch) -> None:
     import synthformer.bench.plan
     import synthformer.cli.convert
     import synthformer.cli.export
+    import synthformer.cli.synthesize
     import synthformer.data.catalog
     import synthformer.study
     import synthformer.tasks
@@ -88,6 +89,7 @@ def _stubs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(synthformer.data.catalog, "fetch_blocker", lambda: None)
     monkeypatch.setattr(synthformer.cli.export, "import_hf", lambda *a: stub("export_run"))
     monkeypatch.setattr(synthformer.cli.convert, "import_hf", lambda *a: convert)
+    monkeypatch.setattr(synthformer.cli.synthesize, "import_hf", lambda *a: stub("synthesize_folder"))
 
 
 def _scratch(root: Path) -> Path:
