@@ -38,16 +38,17 @@ def test_registered_as_a_generator() -> None:
     assert "mixing:mqar" in list_generators()
 
 
-@pytest.mark.parametrize("seq_len,pairs", [(15, 4), (32, 4), (64, 8), (128, 16)])
-def test_every_answer_is_recoverable_from_the_context(seq_len: int, pairs: int) -> None:
-    opts = options(seq_len=seq_len, num_pairs=pairs)
+@pytest.mark.parametrize("seq_len,pairs,queries", [(15, 4, None), (32, 4, None), (64, 8, None), (128, 16, None),
+                                                   (64, 4, 28), (33, 4, 10)])
+def test_every_answer_is_recoverable_from_the_context(seq_len: int, pairs: int, queries: int | None) -> None:
+    opts = options(seq_len=seq_len, num_pairs=pairs, num_queries=queries)
     half = opts["vocab_size"] // 2
     for seq in MQAR.make(50, 3, opts):
         assert len(seq.tokens) == seq_len + 1 == MQAR.length(opts)
         keys, values = seq.tokens[0: 2 * pairs: 2], seq.tokens[1: 2 * pairs: 2]
         assert len(set(keys)) == pairs and all(1 <= k < half for k in keys)  # distinct keys, first half
         assert len(set(values)) == pairs and all(half <= v < 2 * half for v in values)  # distinct values
-        assert len(seq.answers) == pairs and {seq.tokens[a - 1] for a in seq.answers} <= set(keys)
+        assert len(seq.answers) == (queries or pairs) and {seq.tokens[a - 1] for a in seq.answers} <= set(keys)
         for a in seq.answers:
             assert a >= 2 * pairs + 1 and seq.tokens[a] == solve(seq.tokens, a, pairs)
         tail = [t for i, t in enumerate(seq.tokens[2 * pairs:], 2 * pairs)
@@ -75,8 +76,10 @@ def test_each_difficulty_option_changes_what_it_says() -> None:
     longer = MQAR.make(30, 0, options(seq_len=64))
     more = MQAR.make(30, 0, options(num_pairs=8))
     wider = MQAR.make(30, 0, options(vocab_size=1024))
+    asked = MQAR.make(30, 0, options(num_queries=12))
     assert {len(s.tokens) for s in base} == {33} and {len(s.tokens) for s in longer} == {65}
     assert {len(s.answers) for s in base} == {4} and {len(s.answers) for s in more} == {8}
+    assert {len(s.answers) for s in asked} == {12} and all(s.tokens[:8] for s in asked)
     assert max(max(s.tokens) for s in base) < 64 and max(max(s.tokens) for s in wider) >= 64
     assert len(MQAR.vocabulary(options(vocab_size=1024))) == 1024
 
@@ -85,6 +88,8 @@ def test_each_difficulty_option_changes_what_it_says() -> None:
     ({"vocab_size": 63}, "vocab_size.*even"),
     ({"vocab_size": 2}, "vocab_size.*in \\[4"),
     ({"num_pairs": 9}, "seq_len.*at least 35"),
+    ({"num_queries": 13}, "4 pairs and 13 queries take 34 tokens.*at least 33, got 32"),
+    ({"num_queries": 0}, "num_queries.*>= 1"),
     ({"vocab_size": 8, "num_pairs": 4}, "num_pairs.*vocab_size >= 10"),
     ({"num_pairs": 0}, "num_pairs"),
     ({"num_train": -1}, "num_train"),
