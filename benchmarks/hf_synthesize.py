@@ -3,8 +3,12 @@
 For each family (a Llama- and a GPT-2-shaped model built with transformers' own classes), a small model is
 pretrained on Tiny Shakespeare (characters), then for each kind it is synthesized (``synthformer.hf.synthesize``;
 a kind with R and no V starts from the pretrained mean attention and is distilled for ``--distill-steps``) and
-finetuned for ``--finetune-steps``; V itself (the pretrained model finetuned as long) is the baseline. One row per
-(family, kind): the validation loss of the pretrained model, of the synthesized one at step 0 and after finetuning.
+finetuned for ``--finetune-steps``; V itself (the pretrained model finetuned as long) is the reference. One row per
+(family, kind, seed): the validation loss of the pretrained model, of the synthesized one before and after the
+attention transfer (step 0 of finetuning) and after finetuning, the finetuning's steps per second, and the trivial
+baseline beside them: a unigram model of the training tokens (add-one smoothed) on the same validation tokens.
+Seeds change the synthesized parameters' initialisation and the finetuning's batch order; the pretrained model is
+one (seed 0).
 
 Resumable: pretraining checkpoints go to ``--work`` (``Trainer`` resumes from the last), a finished pretrained model
 is kept there, and a (family, kind) row already in ``--record`` with the same settings is not run again.
@@ -59,15 +63,27 @@ def blocks(ids: torch.Tensor, length: int) -> list[dict[str, torch.Tensor]]:
     return [{"input_ids": r, "labels": r.clone()} for r in rows]
 
 
-def train(model, data, steps: int, args, out: Path, resume: bool = False) -> None:
+def train(model, data, steps: int, args, out: Path, resume: bool = False, seed: int = 0) -> float:
+    """Train ``steps`` steps with transformers' Trainer; returns the training steps per second."""
     from transformers import Trainer, TrainingArguments
 
     targs = TrainingArguments(str(out), max_steps=steps, per_device_train_batch_size=args.batch,
                               learning_rate=args.lr, warmup_steps=min(100, steps // 10), report_to=[],
                               logging_steps=max(1, steps // 20), save_steps=max(1, steps // 10), save_total_limit=1,
-                              use_cpu=not torch.cuda.is_available(), seed=0, disable_tqdm=True)
+                              use_cpu=not torch.cuda.is_available(), seed=seed, disable_tqdm=True)
     resume_from = resume and any(out.glob("checkpoint-*"))
-    Trainer(model=model, args=targs, train_dataset=data).train(resume_from_checkpoint=True if resume_from else None)
+    result = Trainer(model=model, args=targs, train_dataset=data).train(
+        resume_from_checkpoint=True if resume_from else None)
+    return float(result.metrics.get("train_steps_per_second", math.nan))
+
+
+def unigram_loss(train_ids: torch.Tensor, valid: list[dict[str, torch.Tensor]], vocab: int) -> float:
+    """Nats per token of ``valid``'s predicted tokens (the model scores all but each block's first) under the
+    training tokens' add-one smoothed unigram frequencies: what a model that reads no context reaches."""
+    counts = torch.bincount(train_ids, minlength=vocab).double() + 1.0
+    logp = counts.log() - counts.sum().log()  # (V,)
+    targets = torch.cat([d["input_ids"][1:] for d in valid])  # (N,)
+    return float(-logp[targets].mean())
 
 
 @torch.no_grad()
@@ -92,7 +108,7 @@ def done_rows(record: Path | None, settings: dict) -> set[tuple[str, str]]:
             continue  # a torn last line
         for row in entry.get("rows", []):
             if row.get("settings") == settings:
-                seen.add((row["family"], row["kind"]))
+                seen.add((row["family"], row["kind"], row.get("seed", 0)))
     return seen
 
 
@@ -111,6 +127,7 @@ def main() -> None:
     parser.add_argument("--distill-steps", type=int, default=100)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--seeds", type=int, default=3, help="finetuning runs per (family, kind)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes and a few steps: checks that it runs")
     add_record_options(parser)
@@ -133,6 +150,7 @@ def main() -> None:
     train_data, valid = blocks(ids[:split], args.seq_len), blocks(ids[split:], args.seq_len)[:64]
     settings = {k: getattr(args, k) for k in SETTINGS}
     skip = done_rows(args.record, settings)
+    unigram = unigram_loss(ids[:split], valid, len(tokenizer))
     rows = []
     for family in args.families:
         folder = args.work / family / "pretrained"
@@ -146,29 +164,36 @@ def main() -> None:
 
         load_pretrained = getattr(transformers, json.loads((folder / "config.json").read_text())["architectures"][0])
         pretrained_loss = val_loss(load_pretrained.from_pretrained(str(folder)), valid)
-        for kind in ["V", *args.kinds]:
-            if (family, kind) in skip:
-                continue
-            began = time.perf_counter()
-            model = load_pretrained.from_pretrained(str(folder))
-            losses: list[float] = []
-            if kind != "V":
-                sample = [torch.stack([d["input_ids"] for d in train_data[i : i + args.batch]])
-                          for i in range(0, min(len(train_data), 8 * args.batch), args.batch)]
-                means, teacher = mean_attention(model, sample), pretrained_copy(model)
-                synthesize(model, kind=kind, max_len=args.seq_len)
-                init_random_from_attention(model, means)
-                if "V" not in kind.split("+"):
-                    losses = distill(model, teacher, sample, args.distill_steps)
-            step0 = val_loss(model, valid)
-            train(model.train(), train_data, args.finetune_steps, args, args.work / family / f"finetune-{kind}")
-            after = val_loss(model, valid)
-            rows.append({"family": family, "kind": kind, "settings": settings, "val_loss_pretrained": pretrained_loss,
-                         "val_loss_step0": step0, "val_loss_finetuned": after, "val_ppl_finetuned": math.exp(after),
-                         "distill_mse": [losses[0], losses[-1]] if losses else None,
-                         "seconds": round(time.perf_counter() - began, 1)})
-            print(json.dumps(rows[-1]))
-            write_record(args, [rows[-1]], started)  # one entry per row: a killed run keeps what it finished
+        for seed in range(args.seeds):
+            for kind in ["V", *args.kinds]:
+                if (family, kind, seed) in skip:
+                    continue
+                began = time.perf_counter()
+                model = load_pretrained.from_pretrained(str(folder))
+                losses: list[float] = []
+                synthesized = None
+                if kind != "V":
+                    sample = [torch.stack([d["input_ids"] for d in train_data[i : i + args.batch]])
+                              for i in range(0, min(len(train_data), 8 * args.batch), args.batch)]
+                    means, teacher = mean_attention(model, sample), pretrained_copy(model)
+                    torch.manual_seed(seed)  # the synthesized parameters' initialisation
+                    synthesize(model, kind=kind, max_len=args.seq_len)
+                    synthesized = val_loss(model, valid)  # before any transfer (exact start for the +V mixtures)
+                    init_random_from_attention(model, means)
+                    if "V" not in kind.split("+"):
+                        losses = distill(model, teacher, sample, args.distill_steps)
+                step0 = val_loss(model, valid)
+                rate = train(model.train(), train_data, args.finetune_steps, args,
+                             args.work / family / f"finetune-{kind}-seed{seed}", seed=seed)
+                after = val_loss(model, valid)
+                rows.append({"family": family, "kind": kind, "seed": seed, "settings": settings,
+                             "val_loss_pretrained": pretrained_loss, "val_loss_synthesized": synthesized,
+                             "val_loss_step0": step0, "val_loss_finetuned": after, "val_ppl_finetuned": math.exp(after),
+                             "val_loss_unigram": unigram, "finetune_steps_per_second": rate,
+                             "distill_mse": [losses[0], losses[-1]] if losses else None,
+                             "seconds": round(time.perf_counter() - began, 1)})
+                print(json.dumps(rows[-1]))
+                write_record(args, [rows[-1]], started)  # one entry per row: a killed run keeps what it finished
 
 
 if __name__ == "__main__":
