@@ -57,11 +57,14 @@ class Setting:
     overrides: tuple[str, ...] = ()
 
 
-def _mqar(seq_len: int, pairs: int, width: int = 64) -> Setting:
-    name = f"mqar-{seq_len}x{pairs}" + (f"-d{width}" if width != 64 else "")
+def _mqar(seq_len: int, pairs: int, width: int = 128) -> Setting:
+    """An MQAR setting: ``pairs`` pairs in ``seq_len`` tokens, the tail after them full of queries."""
+    name = f"mqar-{seq_len}x{pairs}" + (f"-d{width}" if width != 128 else "")
+    queries = (seq_len + 1 - 2 * pairs) // 2
     return Setting(name, "mqar", "configs/mixing_mqar.yaml",
                    (f"task.generator_options.seq_len={seq_len}", f"task.generator_options.num_pairs={pairs}",
-                    f"task.max_len={seq_len}", f"model.d_model={width}", f"model.d_ff={2 * width}"))
+                    f"task.generator_options.num_queries={queries}", f"task.max_len={seq_len}",
+                    f"model.d_model={width}", f"model.d_ff={2 * width}"))
 
 
 def _mad(task: str, seq_len: int) -> Setting:
@@ -74,7 +77,7 @@ def _mad(task: str, seq_len: int) -> Setting:
 #: the MAD tasks share one choice per kind, made on in-context recall (MAD sweeps every task setting; this CPU
 #: cannot), so a kind's rate is never V's unless its own grid says so.
 SETTINGS: tuple[Setting, ...] = (
-    _mqar(64, 4), _mqar(64, 8), _mqar(64, 16), _mqar(64, 8, 32), _mqar(64, 8, 128),
+    _mqar(64, 4), _mqar(64, 8), _mqar(64, 16), _mqar(64, 8, 32), _mqar(64, 8, 64),
     _mad("recall", 128), _mad("noisy_recall", 128), _mad("fuzzy_recall", 128), _mad("selective_copy", 256),
     _mad("memorization", 32), _mad("compression", 32),
 )
