@@ -1,0 +1,69 @@
+"""Record the runs that chose MQAR's setting (docs/results/mixing.md, "Finding a setting where V learns MQAR"): V
+alone, one seed, trained with ``synthformer train configs/mixing_mqar.yaml KEY=VALUE ... --threads 1`` while the
+config and the generator were being settled. Each entry holds what the run directory itself says (its saved
+``config.yaml``: vocabulary, pairs, queries, width, heads, learning rate, steps, batch; its validation curve from
+``metrics.jsonl``), the layout of the queries of the generator it ran (``once``: every key asked once, Zoology's;
+``drawn``: drawn with replacement, from commit 1ae1c2b on) and whether it was stopped before its last step.
+
+    python benchmarks/mixing_calibration.py RUN_DIR:LAYOUT [RUN_DIR:LAYOUT ...] --shared-cpu
+
+appends one entry per run to ``benchmarks/results/mixing_calibration.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from records import RESULTS, append, metadata  # noqa: E402
+
+RECORD = RESULTS / "mixing_calibration.jsonl"
+LAYOUTS = ("once", "drawn")
+
+
+def entry(run_dir: Path, layout: str) -> dict[str, Any]:
+    """The record entry of one calibration run (see the module docstring)."""
+    config = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+    opts, model, train = config["task"]["generator_options"], config["model"], config["train"]
+    evals = [r for line in (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+             if "eval_accuracy" in (r := json.loads(line))]
+    settings = {"vocab_size": opts["vocab_size"], "seq_len": opts["seq_len"], "num_pairs": opts["num_pairs"],
+                "num_queries": opts.get("num_queries") or opts["num_pairs"], "queries": layout,
+                "d_model": model["d_model"], "n_heads": model["n_heads"], "n_layers": model["n_layers"],
+                "lr": train["lr"], "batch_size": train["batch_size"], "steps": train["steps"]}
+    overrides = [f"task.generator_options.{k}={opts[k]}" for k in ("vocab_size", "seq_len", "num_pairs")]
+    overrides += [f"task.generator_options.num_queries={opts['num_queries']}"] if opts.get("num_queries") else []
+    overrides += [f"model.d_model={model['d_model']}", f"model.n_heads={model['n_heads']}",
+                  f"train.lr={train['lr']}", f"train.steps={train['steps']}", f"train.batch_size={train['batch_size']}"]
+    command = f"synthformer train configs/mixing_mqar.yaml {' '.join(overrides)} --run-dir RUN --threads 1"
+    return {"table": "mixing_calibration", "row": run_dir.name, "settings": settings,
+            "curve": [[r["step"], r["eval_accuracy"]] for r in evals],
+            "last_step": evals[-1]["step"] if evals else 0, "stopped_early": not evals or
+            evals[-1]["step"] < train["steps"], "best_accuracy": max((r["eval_accuracy"] for r in evals), default=None),
+            **metadata(command, 1, True)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", help="RUN_DIR:LAYOUT (LAYOUT: once or drawn)")
+    parser.add_argument("--shared-cpu", action="store_true", help="accepted for symmetry: calibration runs shared it")
+    args = parser.parse_args(argv)
+    for spec in args.runs:
+        path, _, layout = spec.rpartition(":")
+        if layout not in LAYOUTS:
+            parser.error(f"{spec}: expected RUN_DIR:LAYOUT with LAYOUT one of {', '.join(LAYOUTS)}")
+        found = entry(Path(path), layout)
+        append(RECORD, found)
+        print(f"# {Path(path).name}: best validation accuracy {found['best_accuracy']:.3f} by step "
+              f"{found['last_step']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
