@@ -23,8 +23,10 @@ from doc_tables_bench_goals import GOALS_BUILDERS  # noqa: E402 - sections 3 to 
 from doc_tables_facts import FACTS_BUILDERS  # noqa: E402 - single facts quoted inline (compare's whole job)
 from doc_tables_gpu import GPU_BUILDERS  # noqa: E402 - the recorded GPU run (benchmarks/gpu_suite.py)
 from doc_tables_guard import GUARD_BUILDERS  # noqa: E402 - the regression guard (benchmarks/bench_guard.py)
+from doc_tables_hf_synthesize import HF_SYNTHESIZE_BUILDERS  # noqa: E402 - synthesized transformers models
 from doc_tables_lra import LRA_BUILDERS  # noqa: E402 - LRA's Table 2 (issue 31)
 from doc_tables_lra_results import LRA_RESULTS_BUILDERS  # noqa: E402 - LRA's Table 1 (issue 31)
+from doc_tables_mixing import MIXING_BUILDERS  # noqa: E402 - the token-mixing benchmarks (mixing_study.py)
 from doc_tables_speed_goals import SPEED_GOALS_BUILDERS  # noqa: E402 - the long-length goals (speed_goals.py)
 from doc_tables_superglue import SUPERGLUE_BUILDERS  # noqa: E402 - the paper's Table 6 (issue 29)
 from doc_tables_t5 import T5_BUILDERS  # noqa: E402 - the T5 setting's tables (issue 28)
@@ -184,6 +186,8 @@ BUILDERS: dict[str, Callable[[], str]] = {
     **GUARD_BUILDERS,
     **LRA_BUILDERS,
     **LRA_RESULTS_BUILDERS,
+    **HF_SYNTHESIZE_BUILDERS,
+    **MIXING_BUILDERS,
     **SPEED_GOALS_BUILDERS,
     **SUPERGLUE_BUILDERS,
     **T5_BUILDERS,

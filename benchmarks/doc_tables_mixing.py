@@ -1,0 +1,185 @@
+"""docs/results/mixing.md's tables, from ``benchmarks/results/mixing.jsonl`` and ``mixing_lr.jsonl``
+(``benchmarks/mixing_study.py record`` / ``choose``): accuracy per kind and setting with its 95% interval over the
+seeds and the trivial baselines beside it, the verdicts against V by the project's noise rule
+(:func:`synthformer.stats.table_verdicts`: paired differences, Holm across the kinds of one setting), the learning
+rate each kind was given, and each kind's training speed.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mixing_study as study  # noqa: E402 - the sibling script: settings and kinds live there
+from records import RESULTS, ROOT, latest, provenance  # noqa: E402
+
+CALIBRATION = RESULTS / "mixing_calibration.jsonl"
+
+#: What each kind is claimed to do against V (the expected shape, tested and not assumed): kinds without
+#: query-key interaction are worse at recall; the mixtures keep V's dot product and match it within 0.05.
+MATCH_MARGIN = 0.05
+
+
+def claim(kind: str) -> str:
+    """The claim the verdict column tests for ``kind``."""
+    return f"{kind} matches V within {MATCH_MARGIN:g}" if "+V" in kind else f"{kind} is worse than V"
+
+
+def _entries() -> dict[str, dict[str, Any]]:
+    return latest(study.RECORD, study.TABLE)
+
+
+def _record_name(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def interval(values: list[float]) -> tuple[float, float]:
+    """The mean and the half-width of its 95% Student-t interval (nan with one value)."""
+    from scipy import stats
+
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, math.nan
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean, float(half)
+
+
+def _cell(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "—"
+    mean, half = interval([float(v) for v in entry["test"] if v is not None] or [float(v) for v in entry["valid"]])
+    n = len(entry["seeds"])
+    return f"{mean:.3f}" + (f" ± {half:.3f}" if math.isfinite(half) else "") + f" ({n})"
+
+
+def accuracy_table(family: str) -> str:
+    """Test accuracy (mean ± 95% interval, seeds) per kind and setting of ``family``, with the baselines."""
+    found = _entries()
+    settings = [s for s in study.SETTINGS if s.family == family]
+    used = [e for e in found.values() if e["family"] == family]
+    if not used:
+        return (f"(no recorded row yet: `python benchmarks/mixing_study.py record --families {family}` after "
+                f"`run --stage seeds --families {family}`)")
+    lines = ["| kind | " + " | ".join(s.name for s in settings) + " |",
+             "|---|" + "---:|" * len(settings)]
+    for kind in study.KINDS:
+        lines.append(f"| {kind} | " + " | ".join(_cell(found.get(f"{s.name}-{kind}")) for s in settings) + " |")
+    for label, key in (("best context-free guess", "context_free"), ("a context value at random", "context_guess")):
+        cells = []
+        for s in settings:
+            values = [e.get("baselines", {}).get(key) for e in used if e["setting"] == s.name]
+            values = [v for v in values if v is not None]
+            cells.append(f"{values[0]:.3f}" if values else "—")
+        if any(c != "—" for c in cells):
+            lines.append(f"| *{label}* | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n" + provenance(used, _record_name(study.RECORD))
+
+
+def verdict_table(family: str) -> str:
+    """Per setting of ``family``, each kind's verdict against V by the noise rule, on the test accuracy."""
+    from synthformer.stats import table_verdicts
+
+    found = _entries()
+    settings = [s for s in study.SETTINGS if s.family == family]
+    used = [e for e in found.values() if e["family"] == family]
+    if not used:
+        return f"(no recorded row yet: `python benchmarks/mixing_study.py record --families {family}`)"
+    columns: dict[str, dict[str, str]] = {}
+    for s in settings:
+        rows = [e for e in used if e["setting"] == s.name]
+        records = [(e["kind"], seed, float(t)) for e in rows for seed, t in zip(e["seeds"], e["test"], strict=True)
+                   if t is not None]
+        kinds = {e["kind"] for e in rows}
+        if "V" not in kinds:
+            continue
+        baseline = next((e["baselines"]["context_free"] for e in rows if "baselines" in e), None)
+        claims = {k: claim(k) for k in study.KINDS if k in kinds and k != "V"}
+        if not claims:
+            continue
+        columns[s.name] = table_verdicts(records, claims, metric="accuracy", baseline=baseline).verdict_column()
+    if not columns:
+        return "(no setting has V and another kind recorded yet)"
+    names = list(columns)
+    lines = ["| kind | claim | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for kind in study.KINDS:
+        if kind == "V":
+            continue
+        lines.append(f"| {kind} | {claim(kind)} | " + " | ".join(columns[n].get(kind, "—") for n in names) + " |")
+    return "\n".join(lines) + "\n\n" + provenance(used, _record_name(study.RECORD))
+
+
+def rates_table() -> str:
+    """The learning rate each kind was given per family, with the grid's validation accuracies."""
+    found = latest(study.LR_RECORD, "mixing_lr")
+    if not found:
+        return "(no choice recorded yet: `python benchmarks/mixing_study.py choose`)"
+    fams = list(dict.fromkeys(e["family"] for e in found.values()))
+    lines = ["| kind | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
+    for kind in study.KINDS:
+        cells = []
+        for fam in fams:
+            e = found.get(f"{fam}-{kind}")
+            if e is None:
+                cells.append("—")
+                continue
+            grid = ", ".join(f"{v.split('train.lr=')[-1]}: {acc:.2f}" for v, (acc, _) in sorted(e["grid"].items()))
+            cells.append(f"**{e['lr']:g}** ({grid})")
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n" + provenance(list(found.values()), _record_name(study.LR_RECORD))
+
+
+def speed_table() -> str:
+    """Median training steps/s per kind over its recorded runs, and the ratio to V at the same settings."""
+    found = _entries()
+    if not found:
+        return "(no recorded row yet: `python benchmarks/mixing_study.py record`)"
+    lines = ["| kind | " + " | ".join(f"{s.name} steps/s (× V)" for s in study.SETTINGS
+                                    if any(e["setting"] == s.name for e in found.values())) + " |"]
+    settings = [s for s in study.SETTINGS if any(e["setting"] == s.name for e in found.values())]
+    lines.append("|---|" + "---:|" * len(settings))
+    for kind in study.KINDS:
+        cells = []
+        for s in settings:
+            e, v = found.get(f"{s.name}-{kind}"), found.get(f"{s.name}-V")
+            if e is None:
+                cells.append("—")
+                continue
+            rate = statistics.median(e["steps_per_second"])
+            ratio = f" ({rate / statistics.median(v['steps_per_second']):.2f})" if v else ""
+            cells.append(f"{rate:.1f}{ratio}")
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n" + provenance(list(found.values()), _record_name(study.RECORD))
+
+
+def calibration_table() -> str:
+    """The V runs that chose MQAR's setting: their settings and validation accuracy along training."""
+    found = latest(CALIBRATION, "mixing_calibration")
+    if not found:
+        return "(no calibration run recorded: `python benchmarks/mixing_calibration.py RUN_DIR:LAYOUT ...`)"
+    lines = ["| run | vocabulary | pairs | queries | width | heads | lr | batch | validation accuracy at steps "
+             "250 / 500 / 1,000 / 1,500 / 2,000 / 3,000 | best |", "|---|---:|---:|---|---:|---:|---:|---:|---|---:|"]
+    for name, e in found.items():
+        st = e["settings"]
+        curve = dict((int(step), acc) for step, acc in e["curve"])
+        points = " / ".join(f"{curve[k]:.2f}" if k in curve else "·" for k in (250, 500, 1000, 1500, 2000, 3000))
+        asked = f"{st['num_queries']} ({'each key once' if st['queries'] == 'once' else 'drawn'})"
+        stopped = " (stopped)" if e["stopped_early"] else ""
+        lines.append(f"| {name} | {st['vocab_size']:,} | {st['num_pairs']} | {asked} | {st['d_model']} | "
+                     f"{st['n_heads']} | {st['lr']:g} | {st['batch_size']} | {points}{stopped} | "
+                     f"{e['best_accuracy']:.3f} |")
+    return "\n".join(lines) + "\n\n" + provenance(list(found.values()), _record_name(CALIBRATION))
+
+
+MIXING_BUILDERS = {
+    "mixing-calibration": calibration_table,
+    "mixing-mqar": lambda: accuracy_table("mqar"),
+    "mixing-mqar-verdicts": lambda: verdict_table("mqar"),
+    "mixing-mad": lambda: accuracy_table("mad"),
+    "mixing-mad-verdicts": lambda: verdict_table("mad"),
+    "mixing-rates": rates_table,
+    "mixing-speed": speed_table,
+}
