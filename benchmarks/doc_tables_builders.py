@@ -30,6 +30,7 @@ from doc_tables_mixing import MIXING_BUILDERS  # noqa: E402 - the token-mixing b
 from doc_tables_speed_goals import SPEED_GOALS_BUILDERS  # noqa: E402 - the long-length goals (speed_goals.py)
 from doc_tables_superglue import SUPERGLUE_BUILDERS  # noqa: E402 - the paper's Table 6 (issue 29)
 from doc_tables_t5 import T5_BUILDERS  # noqa: E402 - the T5 setting's tables (issue 28)
+from doc_tables_verdicts import VERDICT_BUILDERS  # noqa: E402 - the verdicts by the noise rule
 from records import RESULTS, ROOT, latest, provenance  # noqa: E402
 
 FIGURES = ROOT / "docs" / "figures"
@@ -191,4 +192,5 @@ BUILDERS: dict[str, Callable[[], str]] = {
     **SPEED_GOALS_BUILDERS,
     **SUPERGLUE_BUILDERS,
     **T5_BUILDERS,
+    **VERDICT_BUILDERS,
 }
