@@ -3,8 +3,8 @@
 What is checked, per family (Llama, Llama with grouped-query heads, Mistral, Qwen2, GPT-2, BERT, T5, BART): a grown
 ``+V`` mixture gives the pretrained logits at step 0 (bit for bit against eager attention, within 1e-5 against
 SDPA); the synthesized layer equals the native shell's reference path on the same weights; the causal mask is
-never dropped; cached decoding equals the full forward; a left-padded row equals the row alone; bad input is one
-line naming the bad value.
+never dropped (a future token changes no earlier output, the decoders of T5 and BART included); cached decoding
+equals the full forward; a left-padded row equals the row alone; bad input is one line naming the bad value.
 """
 
 from __future__ import annotations
@@ -64,6 +64,29 @@ def test_an_ungrown_or_new_kind_changes_the_function_and_keeps_causality(family)
         changed[:, 5:] = (changed[:, 5:] + 7) % (VOCAB - 3) + 3  # change the future of position 4
         torch.testing.assert_close(forward(model, changed)[:, :5], full[:, :5], atol=1e-6, rtol=0)
         assert not torch.allclose(forward(model, changed)[:, 5:], full[:, 5:], atol=1e-3), kind
+
+
+@pytest.mark.parametrize("family", [*CAUSAL, "t5", "bart"])
+@pytest.mark.parametrize("kind", ["R", "D", "FR", "FD", "R+V", "D+V", "R+D"])
+@torch.no_grad()
+def test_a_future_token_changes_no_earlier_output(family, kind):
+    """Every causal self-attention (the decoder-only models', T5's and BART's decoders): changing tokens 5.. leaves
+    the outputs at 0..4 as they were, for ungrown mixtures too (every part counts)."""
+    model = build(family)
+    synthesize(model, kind=kind, grow=False)
+    x = ids(2, 9, seed=2)
+    changed = x.clone()
+    changed[:, 5:] = (changed[:, 5:] + 7) % (VOCAB - 3) + 3
+    source = ids(2, 6, seed=3)  # an encoder-decoder's encoder input, the same for both
+
+    def run(decoder_ids: torch.Tensor) -> torch.Tensor:
+        if model.config.is_encoder_decoder:
+            return model(input_ids=source, decoder_input_ids=decoder_ids).logits  # (B, T, V)
+        return model(input_ids=decoder_ids).logits  # (B, T, V)
+
+    full, other = run(x), run(changed)
+    torch.testing.assert_close(other[:, :5], full[:, :5], atol=1e-6, rtol=0)
+    assert not torch.allclose(other[:, 5:], full[:, 5:], atol=1e-3)
 
 
 def _capture(module: torch.nn.Module) -> dict:

@@ -1,5 +1,5 @@
-"""Synthesized transformers models train with the Trainer and with PEFT (LoRA), and come back from
-``save_pretrained`` in a fresh process with their kinds and weights."""
+"""Synthesized transformers models train with the Trainer and with PEFT (LoRA), every kind the backend takes, and
+come back from ``save_pretrained`` in a fresh process with their kinds and weights."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ pytest.importorskip("peft")
 import torch  # noqa: E402
 from transformers import Trainer, TrainingArguments  # noqa: E402
 
+from synthformer.attention import canonical_kind, get_kind, registered_kinds  # noqa: E402
 from synthformer.common.config import ConfigError  # noqa: E402
 from synthformer.hf.synthesize import from_pretrained, synthesize, synthesized_layers  # noqa: E402
 
@@ -52,6 +53,58 @@ def test_the_trainer_trains_a_grown_mixture(family, tmp_path):
     assert len(losses) == 4 and all(torch.isfinite(torch.tensor(losses)))
     assert not torch.equal(layer.synth.parts[0].R, R) and not torch.equal(layer.synth.alpha_logits, alpha)
     assert torch.equal(layer.synth.parts[1].gain, gain)  # a buffer: the grown start's scale, never trained
+
+
+#: Every kind the backend takes alone (the registered kinds that read no neighbouring tokens; V alone is the model's
+#: own attention), and mixtures with V, which start grown (Fix+V cannot: Fix has no zero start).
+PURE = [k for k in registered_kinds() if k != "V" and not get_kind(k).reads_context]
+KINDS = [*PURE, "R+V", "D+V", "FR+V", "R+D"]
+
+
+def _synthesized_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Copies of the trainable tensors of the synthesized layers (a PEFT copy's included)."""
+    return {n: p.detach().clone() for n, p in model.named_parameters() if ".synthformer." in n and p.requires_grad}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_trains_with_the_trainer(kind, tmp_path):
+    assert {"R", "D", "FR", "FD"} <= set(PURE)
+    model = build("llama")
+    synthesize(model, kind=kind, grow="V" in kind)
+    before = _synthesized_tensors(model)
+    assert before or kind == "Fix"  # Fix's table is a buffer: only the projections train
+    losses = train(model.train(), str(tmp_path))
+    assert len(losses) == 4 and all(torch.isfinite(torch.tensor(losses)))
+    after = _synthesized_tensors(model)
+    assert set(after) == set(before)
+    assert all(not torch.equal(after[n], before[n]) for n in before), [n for n in before
+                                                                       if torch.equal(after[n], before[n])]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_trains_with_lora(kind, tmp_path):
+    """LoRA on the query and value projections beside the synthesized tensors (``modules_to_save``): the value
+    adapters and the synthesized tensors train for every kind, the query adapters only where V reads the queries
+    (without V the module's queries reach no output)."""
+    from peft import LoraConfig, get_peft_model
+
+    model = build("llama")
+    synthesize(model, kind=kind, grow="V" in kind)
+    peft = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"],
+                                            modules_to_save=["synthformer"]))
+    trainable = {n for n, p in peft.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n or ".synthformer." in n for n in trainable)
+    before = _synthesized_tensors(peft)
+    adapters = {n: p.detach().clone() for n, p in peft.named_parameters() if "lora_B" in n}
+    losses = train(peft.train(), str(tmp_path))
+    assert all(torch.isfinite(torch.tensor(losses)))
+    after = _synthesized_tensors(peft)
+    assert all(not torch.equal(after[n], before[n]) for n in before), kind
+    moved = {n for n, p in peft.named_parameters() if n in adapters and not torch.equal(p, adapters[n])}
+    assert {n for n in adapters if "v_proj" in n} <= moved
+    assert any("q_proj" in n for n in moved) == ("V" in kind.split("+"))
+    merged = peft.merge_and_unload()
+    assert set(synthesized_layers(merged).values()) == {canonical_kind(kind)}
 
 
 def _load_in_a_fresh_process(folder: str, inputs: torch.Tensor, tmp_path) -> tuple[torch.Tensor, dict]:

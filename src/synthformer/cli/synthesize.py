@@ -20,7 +20,8 @@ MODEL_DIR is a local save_pretrained folder; it is only read. A kind holding V (
 pretrained function (its new parts' logits zero): the written model gives MODEL_DIR's logits until it is trained.
 With --data, a kind with R but without V starts from the pretrained mean attention on that text (per layer and
 head), and --distill-steps fits the synthesized layers to the pretrained layers' outputs on it. Load the result
-with synthformer.hf.synthesize.from_pretrained(DIR). Needs the hf extra: pip install 'synthformer[hf]'.
+with synthformer.hf.synthesize.from_pretrained(DIR), or by path with the Auto class and trust_remote_code=True
+(without it, transformers loads the original attention). Needs the hf extra: pip install 'synthformer[hf]'.
 """
 
 

@@ -22,8 +22,10 @@ from .classification import SynthesizerForSequenceClassification
 from .config import SynthesizerConfig
 from .modeling_base import SynthesizerPreTrainedModel
 from .seq2seq import SynthesizerForConditionalGeneration
+from .synthesize.remote import install_load_warning
 
 register_auto_classes()
+install_load_warning()  # a plain load of a synthesized transformers folder says what it dropped
 
 __all__ = [
     "MODEL_CLASSES",

@@ -7,7 +7,9 @@ What a synthesized model records in its config (``config.synthformer``, saved in
 
 ``kinds`` maps the index of a self-attention module (:func:`.families.self_attention_modules`, an
 encoder-decoder's encoder layers first) to its kind; :func:`from_pretrained` rebuilds exactly those layers
-before the saved weights are loaded into them.
+before the saved weights are loaded into them. A synthesized model's class is :func:`synthesized_class` of its
+``transformers`` class (same name), whose ``save_pretrained`` also writes what loading the folder by path with
+``trust_remote_code=True`` needs (:mod:`.remote`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from torch import nn
@@ -25,11 +28,13 @@ from synthformer.common.config import ConfigError
 from .backend import IMPLEMENTATION, register_backend
 from .families import max_positions, self_attention_modules, sliding_window
 from .layer import ATTRIBUTE, ModelDotProduct, SynthesizedAttention, record_input
+from .remote import auto_map, install_load_warning, write_module
 
 __all__ = ["MAX_LAYER_PARAMS", "added_parameters", "SPEC_FORMAT", "T5_MAX_LEN", "from_pretrained", "plan", "synthesize",
-           "synthesized_layers"]
+           "synthesized_class", "synthesized_layers"]
 
 logger = logging.getLogger(__name__)
+install_load_warning()  # a plain load of a synthesized folder in this process says what it dropped
 
 SPEC_FORMAT = 1
 #: The most length-dependent parameters one synthesized layer may get (R's ``H l^2``, ...): 2**25, 128 MiB in
@@ -159,6 +164,8 @@ def synthesize(model: nn.Module, kind: str | None = None, *, kinds: Sequence[str
 
 def _apply(model: nn.Module, plan_kinds: dict[int, str], max_len: int, options: dict[str, Any],
            grow: bool) -> None:
+    from transformers import PreTrainedModel
+
     register_backend()
     modules = self_attention_modules(model)
     d_model = int(model.config.hidden_size)
@@ -182,6 +189,10 @@ def _apply(model: nn.Module, plan_kinds: dict[int, str], max_len: int, options: 
     model.config.synthformer = {"format": SPEC_FORMAT, "kinds": {str(k): v for k, v in sorted(previous.items())},
                                 "max_len": max_len, "options": options}
     model.set_attn_implementation(IMPLEMENTATION)
+    if isinstance(model, PreTrainedModel):
+        # its save_pretrained then writes what loading by path needs; a subclass that adds no state, so the swap
+        # keeps every attribute, hook and parameter (and isinstance(model, cls) holds)
+        model.__class__ = synthesized_class(type(model))
 
 
 def _grow(layer: SynthesizedAttention, name: str) -> None:
@@ -205,11 +216,25 @@ def synthesized_layers(model: nn.Module) -> dict[str, str]:
     return {name: m.kind for name, m in model.named_modules() if isinstance(m, SynthesizedAttention)}
 
 
+#: The attribute that marks a class built by :func:`synthesized_class`: the ``transformers`` class it extends.
+_BASE = "_synthformer_base"
+
+
+def _rebuild(base: type) -> Any:
+    """An empty instance of ``synthesized_class(base)`` that unpickling fills (see ``__reduce_ex__`` below)."""
+    cls = synthesized_class(base)
+    return cls.__new__(cls)
+
+
 @cache
 def synthesized_class(cls: type) -> type:
     """A subclass of the ``transformers`` class ``cls`` that builds its synthesized layers from
-    ``config.synthformer`` when constructed, so that ``from_pretrained`` loads their weights. It keeps ``cls``'s
-    name, so that the folders it saves name the ``transformers`` architecture."""
+    ``config.synthformer`` when constructed, so that ``from_pretrained`` loads their weights, and whose
+    ``save_pretrained`` makes the folder load by path (``auto_map``, :mod:`.remote`). It keeps ``cls``'s name, so
+    that the folders it saves name the ``transformers`` architecture; a class it built is returned as it is.
+    Without ``config.synthformer`` it behaves as ``cls``."""
+    if getattr(cls, _BASE, None) is not None:
+        return cls
 
     def __init__(self: Any, config: Any, *args: Any, **kwargs: Any) -> None:
         cls.__init__(self, config, *args, **kwargs)
@@ -218,8 +243,41 @@ def synthesized_class(cls: type) -> type:
             kinds = {int(k): v for k, v in spec["kinds"].items()}
             _apply(self, kinds, int(spec["max_len"]), dict(spec.get("options") or {}), grow=False)
 
-    return type(cls.__name__, (cls,), {"__init__": __init__, "__module__": cls.__module__,
-                                       "__qualname__": cls.__qualname__})
+    def save_pretrained(self: Any, save_directory: Any, *args: Any, **kwargs: Any) -> Any:
+        """``cls.save_pretrained``, and for a synthesized model ``auto_map`` in ``config.json`` and
+        :data:`.remote.MODULE` beside it, so that ``from_pretrained(folder, trust_remote_code=True)`` of the Auto
+        classes rebuilds the synthesized layers in a process that never imported synthformer."""
+        if not getattr(self.config, "synthformer", None):
+            return cls.save_pretrained(self, save_directory, *args, **kwargs)
+        entries = auto_map(self.config, cls.__name__)
+        before = getattr(self.config, "auto_map", None)
+        self.config.auto_map = {**(before or {}), **entries}  # written by config.save_pretrained, then restored
+        try:
+            result = cls.save_pretrained(self, save_directory, *args, **kwargs)
+        finally:
+            if before is None:
+                del self.config.auto_map
+            else:
+                self.config.auto_map = before
+        if kwargs.get("is_main_process", args[0] if args else True) and Path(save_directory).is_dir():
+            write_module(save_directory, [name.split(".")[-1] for name in entries.values()])
+        return result
+
+    @classmethod
+    def register_for_auto_class(klass: type, auto_class: Any = "AutoModel") -> None:
+        """Nothing: ``transformers`` calls it on a class loaded with ``trust_remote_code``, and a class so marked
+        copies its defining module into every folder it saves (here ``transformers``' own modeling file);
+        ``save_pretrained`` above writes the folder's module and ``auto_map`` instead."""
+
+    def __reduce_ex__(self: Any, protocol: Any) -> Any:
+        # pickle finds a class by its module and name, which here are cls's: rebuild from cls instead
+        reduced = cls.__reduce_ex__(self, protocol)
+        return (_rebuild, (cls,), *reduced[2:])
+
+    return type(cls.__name__, (cls,), {"__init__": __init__, "save_pretrained": save_pretrained,
+                                       "register_for_auto_class": register_for_auto_class,
+                                       "__reduce_ex__": __reduce_ex__, _BASE: cls, "__module__": cls.__module__,
+                                       "__qualname__": cls.__qualname__, "__doc__": cls.__doc__})
 
 
 def from_pretrained(folder: str, **kwargs: Any) -> nn.Module:

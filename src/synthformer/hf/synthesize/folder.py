@@ -13,8 +13,9 @@ import torch
 
 from synthformer.common.config import ConfigError
 
-from .api import added_parameters, plan, synthesize
+from .api import added_parameters, plan, synthesize, synthesized_class
 from .families import family_of, self_attention_modules
+from .remote import MODULE
 from .transfer import distill, init_random_from_attention, mean_attention, pretrained_copy
 
 __all__ = ["SynthesisReport", "load_folder", "synthesize_folder", "text_batches"]
@@ -22,7 +23,8 @@ __all__ = ["SynthesisReport", "load_folder", "synthesize_folder", "text_batches"
 logger = logging.getLogger(__name__)
 
 #: The files ``save_pretrained`` writes (the rest of the folder, the tokenizer's files, is copied).
-_WRITTEN = ("config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json")
+_WRITTEN = ("config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
+            f"{MODULE}.py")
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack")
 
 
@@ -51,8 +53,9 @@ class SynthesisReport:
 
 
 def load_folder(model_dir: str, weights: bool = True) -> torch.nn.Module:
-    """The ``transformers`` model of a local folder (its ``architectures`` class), refusing in one line a folder
-    without ``config.json`` or of a family that cannot be synthesized (checked before the weights are read).
+    """The ``transformers`` model of a local folder (its ``architectures`` class, synthesized layers included),
+    refusing in one line a folder without ``config.json`` or of a family that cannot be synthesized (checked
+    before the weights are read).
     ``weights=False``: the model built on the ``meta`` device from the config alone (for checks: nothing read)."""
     import transformers
 
@@ -69,6 +72,8 @@ def load_folder(model_dir: str, weights: bool = True) -> torch.nn.Module:
     cls = getattr(transformers, names[0], None) if names else None
     if cls is None:
         raise ConfigError(f"{model_dir}: config.json names no transformers architecture ({names!r})")
+    if getattr(config, "synthformer", None):
+        cls = synthesized_class(cls)  # a synthesized folder keeps its layers (synthesizing more adds to them)
     if not weights:
         with torch.device("meta"):
             return cls(config)
