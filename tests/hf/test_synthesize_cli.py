@@ -89,6 +89,11 @@ def test_transfer_and_distillation(llama_dir, tmp_path, capsys):
 def test_a_dry_run_writes_nothing(llama_dir, tmp_path, capsys):
     code, printed, _ = run(capsys, "synthesize", llama_dir, "--kind", "D", "--dry-run", "--out", tmp_path / "no")
     assert code == 0 and "dry run: nothing written" in printed
+    # the parameters added per layer and the memory they take, summing to the total
+    per_layer = [int(line.split(": ")[1].split(" parameters")[0].replace(",", ""))
+                 for line in printed.splitlines() if line.startswith("  layer ")]
+    total = int(printed.split("synthesized")[1].split(" parameters added")[0].rsplit(", ", 1)[1].replace(",", ""))
+    assert per_layer and sum(per_layer) == total > 0 and "MiB in fp32" in printed and "to train with AdamW" in printed
     assert "parameters added" in printed and not (tmp_path / "no").exists()
 
 

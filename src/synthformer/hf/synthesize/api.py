@@ -120,20 +120,21 @@ def plan(model: nn.Module, kind: str | None = None, kinds: Sequence[str] | Mappi
 
 
 def added_parameters(model: nn.Module, plan_kinds: Mapping[int, str], max_len: int,
-                     options: Mapping[str, Any] | None = None) -> int:
-    """The parameters :func:`synthesize` adds for ``plan_kinds`` (as :func:`plan` returns them), counted without
-    building anything: each part's (V's are the module's own) and a mixture's ``H`` weights per part."""
+                     options: Mapping[str, Any] | None = None) -> dict[int, int]:
+    """The parameters :func:`synthesize` adds to each layer of ``plan_kinds`` (as :func:`plan` returns them),
+    counted without building anything: each part's (V's are the module's own) and a mixture's ``H`` weights per
+    part."""
     modules = self_attention_modules(model)
     d_model = int(model.config.hidden_size)
     options = dict(options or {})
-    total = 0
+    added: dict[int, int] = {}
     for i, k in plan_kinds.items():
         parts, heads = parse_kind(k), modules[i].heads
-        total += sum(cls.num_params(d_model, heads, max_len,
-                                    **{n: v for n, v in options.items() if n in cls.option_defaults})
-                     for cls in parts if cls.name != "V")
-        total += heads * len(parts) if len(parts) > 1 else 0
-    return total
+        added[i] = sum(cls.num_params(d_model, heads, max_len,
+                                      **{n: v for n, v in options.items() if n in cls.option_defaults})
+                       for cls in parts if cls.name != "V")
+        added[i] += heads * len(parts) if len(parts) > 1 else 0
+    return added
 
 
 def synthesize(model: nn.Module, kind: str | None = None, *, kinds: Sequence[str] | Mapping[int, str] | None = None,

@@ -35,21 +35,30 @@ class SynthesisReport:
     model_type: str
     layers: dict[int, str]
     max_len: int
-    added_params: int = 0
+    added_params: dict[int, int] = field(default_factory=dict)
+    """Parameters added per synthesized layer."""
     transferred_tables: int = 0
     distill_losses: list[float] = field(default_factory=list)
     out: str | None = None
 
     def lines(self) -> list[str]:
         kinds = ", ".join(f"{i}: {k}" for i, k in self.layers.items())
+        total = sum(self.added_params.values())
         text = [f"{self.model_type}: {len(self.layers)} self-attention layers synthesized ({kinds}), max_len "
-                f"{self.max_len}, {self.added_params:,} parameters added"]
+                f"{self.max_len}, {total:,} parameters added ({_mib(total)} in fp32; {_mib(4 * total)} to train "
+                "with AdamW: weights, gradients and two moments)"]
+        text += [f"  layer {i} ({self.layers[i]}): {n:,} parameters, {_mib(n)}" for i, n in self.added_params.items()]
         if self.transferred_tables:
             text.append(f"R initialised from the pretrained mean attention in {self.transferred_tables} layers")
         if self.distill_losses:
             text.append(f"distilled {len(self.distill_losses)} steps: layer-output MSE {self.distill_losses[0]:.4g} "
                         f"-> {self.distill_losses[-1]:.4g}")
         return text
+
+
+def _mib(params: int) -> str:
+    """The memory of ``params`` fp32 numbers, in MiB."""
+    return f"{4 * params / 2**20:.2f} MiB"
 
 
 def load_folder(model_dir: str, weights: bool = True) -> torch.nn.Module:
