@@ -42,7 +42,8 @@ def test_every_config_loads_and_resolves(path: Path) -> None:
     assert isinstance(run.model, config_class(arch)) and run.model.arch == arch
     model = resolve_model_config(run, vocab_size=300, num_classes=3)
     archs = {"lm": "lm", "seq2seq": "seq2seq", "classification": "classifier", "span_corruption": "seq2seq",
-             "text_to_text": "seq2seq", "summarization": "seq2seq", "dialogue": "seq2seq", "retrieval": "dual_encoder"}
+             "text_to_text": "seq2seq", "summarization": "seq2seq", "dialogue": "seq2seq", "retrieval": "dual_encoder",
+             "token_mixing": "lm", "compression": "compressor"}
     assert model.arch == archs[run.task.type]
     assert model.vocab_size == 300
     for stack in model.stacks:
