@@ -168,6 +168,9 @@ class TaskType:
     raw_type: ClassVar[str] = ""
     #: The generator used when the config names no data source (None: a source is required).
     default_generator: ClassVar[str | None] = None
+    #: False for a type that trains only on generated data (its ``read`` refuses every file; the token-mixing
+    #: benchmarks): registry-wide checks that feed every type a file skip it.
+    reads_files: ClassVar[bool] = True
 
     # -- configuration ----------------------------------------------------------------------------------
     def check_config(self, task: TaskConfig) -> None:

@@ -174,6 +174,7 @@ class Compression(TaskType):
     formats = ("generated",)
     default_tokenizer = "fixed"
     default_generator = NAME
+    reads_files = False
 
     def check_config(self, task: TaskConfig) -> None:
         if task.generator is not None and str(task.generator) != NAME:

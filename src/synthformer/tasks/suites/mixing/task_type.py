@@ -156,8 +156,12 @@ class TokenMixing(TaskType):
     formats = ("generated",)
     default_tokenizer = "fixed"
     default_generator = "mixing:mqar"
+    reads_files = False
 
     def check_config(self, task: TaskConfig) -> None:
+        if task.train is not None or task.hf_name is not None:
+            raise ConfigError(f"task.{'train' if task.train is not None else 'hf_name'}: token_mixing reads no files; "
+                              f"give task.generator: mixing:<{'|'.join(list_benchmarks())}>")
         if task.generator is None or not str(task.generator).startswith("mixing:"):
             raise ConfigError(f"task.generator: token_mixing trains on a generated benchmark; expected "
                               f"mixing:<{'|'.join(list_benchmarks())}>, got {task.generator!r}")
