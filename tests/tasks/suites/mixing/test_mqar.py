@@ -171,6 +171,7 @@ def test_a_max_len_shorter_than_the_sequences_is_refused(tmp_path: Path, capsys)
 def test_a_data_file_is_refused(tmp_path: Path, capsys) -> None:
     config = tiny_config()
     config["task"]["train"] = str(tmp_path / "text.txt")
+    del config["task"]["generator"], config["task"]["generator_options"]
     assert main(["train", str(write_yaml(tmp_path / "bad.yaml", config)), "--run-dir", str(tmp_path / "r")]) == 2
     assert "task.train: token_mixing reads no files; give task.generator: mixing:<" in capsys.readouterr().err
 
