@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import torch
-from records import ROOT, add_record_options, load, write_record  # benchmarks/records.py, beside this script
+from records import ROOT, add_record_options, commit, load, write_record  # benchmarks/records.py, beside this script
 
 FAMILIES = ("llama", "gpt2")
 KINDS = ("R+V", "D+V", "R", "D")
@@ -140,7 +140,7 @@ def main() -> None:
     from synthformer.hf.synthesize import synthesize
     from synthformer.hf.synthesize.transfer import distill, init_random_from_attention, mean_attention, pretrained_copy
 
-    started = load()
+    started, launched = load(), commit()
     text = args.data.read_text(encoding="utf-8")
     if args.smoke:
         text = text[:20000]
@@ -193,7 +193,8 @@ def main() -> None:
                              "distill_mse": [losses[0], losses[-1]] if losses else None,
                              "seconds": round(time.perf_counter() - began, 1)})
                 print(json.dumps(rows[-1]))
-                write_record(args, [rows[-1]], started)  # one entry per row: a killed run keeps what it finished
+                # one entry per row: a killed run keeps what it finished
+                write_record(args, [rows[-1]], started, launched)
 
 
 if __name__ == "__main__":

@@ -141,9 +141,12 @@ def add_record_options(parser: Any) -> None:
                         help="record that other work shared the CPU (timings from such a run are not publishable)")
 
 
-def write_record(args: Any, rows: Any, started_load: float, **extra: Any) -> None:
+def write_record(args: Any, rows: Any, started_load: float, started_commit: str | None = None,
+                 **extra: Any) -> None:
     """With ``--record``: append one entry for the whole run (its rows, its arguments and the metadata of
-    :func:`metadata`: the command line, date, machine, commit, torch threads and the load average)."""
+    :func:`metadata`: the command line, date, machine, commit, torch threads and the load average).
+    ``started_commit``: :func:`commit` taken when the run started, for a run that records as it goes (the
+    checkout may move on while it runs; the code that runs is the one it imported at the start)."""
     if getattr(args, "record", None) is None:
         return
     import shlex
@@ -159,5 +162,7 @@ def write_record(args: Any, rows: Any, started_load: float, **extra: Any) -> Non
     entry = {"table": name, "row": name, "rows": rows, "args": arguments, **extra,
              **metadata(command, torch.get_num_threads(), bool(args.shared_cpu)),
              "load_1min": [started_load, load()]}
+    if started_commit is not None:
+        entry["commit"] = started_commit
     append(Path(args.record), entry)
     print(f"# recorded in {args.record} as {name!r}")
