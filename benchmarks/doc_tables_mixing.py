@@ -160,15 +160,19 @@ def calibration_table() -> str:
     found = latest(CALIBRATION, "mixing_calibration")
     if not found:
         return "(no calibration run recorded: `python benchmarks/mixing_calibration.py RUN_DIR:LAYOUT ...`)"
-    lines = ["| run | vocabulary | pairs | queries | width | heads | lr | batch | validation accuracy at steps "
-             "250 / 500 / 1,000 / 1,500 / 2,000 / 3,000 | best |", "|---|---:|---:|---|---:|---:|---:|---:|---|---:|"]
+    lines = ["| run | task | vocabulary | pairs | queries | width | heads | lr | batch | validation accuracy at "
+             "steps 250 / 500 / 1,000 / 1,500 / 2,000 / 3,000 | best |",
+             "|---|---|---:|---:|---|---:|---:|---:|---:|---|---:|"]
     for name, e in found.items():
         st = e["settings"]
         curve = dict((int(step), acc) for step, acc in e["curve"])
         points = " / ".join(f"{curve[k]:.2f}" if k in curve else "·" for k in (250, 500, 1000, 1500, 2000, 3000))
-        asked = f"{st['num_queries']} ({'each key once' if st['queries'] == 'once' else 'drawn'})"
+        layout = {"once": " (each key once)", "drawn": " (drawn)"}.get(st["queries"], "")
+        asked = f"{st['num_queries']}{layout}" if st.get("num_queries") else "MAD's"
         stopped = " (stopped)" if e["stopped_early"] else ""
-        lines.append(f"| {name} | {st['vocab_size']:,} | {st['num_pairs']} | {asked} | {st['d_model']} | "
+        task = str(st.get("generator", "mixing:mqar")).removeprefix("mixing:")
+        lines.append(f"| {name} | {task} | {st['vocab_size']:,} | {st.get('num_pairs') or '—'} | {asked} | "
+                     f"{st['d_model']} | "
                      f"{st['n_heads']} | {st['lr']:g} | {st['batch_size']} | {points}{stopped} | "
                      f"{e['best_accuracy']:.3f} |")
     return "\n".join(lines) + "\n\n" + provenance(list(found.values()), _record_name(CALIBRATION))

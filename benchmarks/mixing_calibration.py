@@ -1,9 +1,10 @@
-"""Record the runs that chose MQAR's setting (docs/results/mixing.md, "Finding a setting where V learns MQAR"): V
-alone, one seed, trained with ``synthformer train configs/mixing_mqar.yaml KEY=VALUE ... --threads 1`` while the
-config and the generator were being settled. Each entry holds what the run directory itself says (its saved
-``config.yaml``: vocabulary, pairs, queries, width, heads, learning rate, steps, batch; its validation curve from
-``metrics.jsonl``), the layout of the queries of the generator it ran (``once``: every key asked once, Zoology's;
-``drawn``: drawn with replacement, from commit 1ae1c2b on) and whether it was stopped before its last step.
+"""Record the runs that chose the benchmarks' settings (docs/results/mixing.md, "Finding a setting where V learns"):
+V alone, one seed, trained with ``synthformer train CONFIG KEY=VALUE ... --threads 1`` (or a V run of a study's
+learning-rate grid) while the configs and the generator were being settled. Each entry holds what the run
+directory itself says (its saved ``config.yaml``: task, vocabulary, pairs, queries, width, heads, learning rate,
+steps, batch; its validation curve from ``metrics.jsonl``), the layout of the queries of the generator it ran
+(``once``: every key asked once, Zoology's; ``drawn``: drawn with replacement, from commit 1ae1c2b on; ``mad``: a
+MAD task, whose layout is the generator's) and whether it was stopped before its last step.
 
     python benchmarks/mixing_calibration.py RUN_DIR:LAYOUT [RUN_DIR:LAYOUT ...] --shared-cpu
 
@@ -24,24 +25,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from records import RESULTS, append, metadata  # noqa: E402
 
 RECORD = RESULTS / "mixing_calibration.jsonl"
-LAYOUTS = ("once", "drawn")
+LAYOUTS = ("once", "drawn", "mad")
 
 
 def entry(run_dir: Path, layout: str) -> dict[str, Any]:
     """The record entry of one calibration run (see the module docstring)."""
     config = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
-    opts, model, train = config["task"]["generator_options"], config["model"], config["train"]
+    from synthformer.tasks.suites.mixing import get_benchmark
+
+    generator = str(config["task"]["generator"])
+    # the benchmark's defaults under what the config set (a MAD config leaves them to the generator)
+    opts = {**get_benchmark(generator.removeprefix("mixing:")).option_defaults,
+            **config["task"]["generator_options"]}
+    model, train = config["model"], config["train"]
     evals = [r for line in (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
              if "eval_accuracy" in (r := json.loads(line))]
-    settings = {"vocab_size": opts["vocab_size"], "seq_len": opts["seq_len"], "num_pairs": opts["num_pairs"],
-                "num_queries": opts.get("num_queries") or opts["num_pairs"], "queries": layout,
+    settings = {"generator": generator, "vocab_size": opts.get("vocab_size"), "seq_len": opts.get("seq_len"),
+                "num_pairs": opts.get("num_pairs"), "num_queries": opts.get("num_queries") or opts.get("num_pairs"),
+                "queries": layout,
                 "d_model": model["d_model"], "n_heads": model["n_heads"], "n_layers": model["n_layers"],
                 "lr": train["lr"], "batch_size": train["batch_size"], "steps": train["steps"]}
-    overrides = [f"task.generator_options.{k}={opts[k]}" for k in ("vocab_size", "seq_len", "num_pairs")]
+    overrides = [f"task.generator={generator}"]
+    overrides += [f"task.generator_options.{k}={opts[k]}" for k in ("vocab_size", "seq_len", "num_pairs") if k in opts]
     overrides += [f"task.generator_options.num_queries={opts['num_queries']}"] if opts.get("num_queries") else []
     overrides += [f"model.d_model={model['d_model']}", f"model.n_heads={model['n_heads']}",
                   f"train.lr={train['lr']}", f"train.steps={train['steps']}", f"train.batch_size={train['batch_size']}"]
-    command = f"synthformer train configs/mixing_mqar.yaml {' '.join(overrides)} --run-dir RUN --threads 1"
+    config_file = "configs/mixing_mqar.yaml" if generator == "mixing:mqar" else "configs/mixing_mad.yaml"
+    command = f"synthformer train {config_file} {' '.join(overrides)} --run-dir RUN --threads 1"
     return {"table": "mixing_calibration", "row": run_dir.name, "settings": settings,
             "curve": [[r["step"], r["eval_accuracy"]] for r in evals],
             "last_step": evals[-1]["step"] if evals else 0, "stopped_early": not evals or
