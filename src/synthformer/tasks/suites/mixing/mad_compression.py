@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
-from torch.utils.data import Dataset
 
 from synthformer.data import FixedVocabTokenizer
 from synthformer.models import IGNORE_INDEX
@@ -42,6 +41,7 @@ from ...metrics.likelihood import batches, device_of, to_device
 from ...registry import register_generator, register_task_type
 from . import mad_compressor  # noqa: F401  (registers the arch the task type trains)
 from .mad_options import MAX_VOCAB, SPLIT_DEFAULTS, check_counts, check_int
+from .sequences import StackedDataset
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
@@ -80,7 +80,7 @@ def compression_sequences(n: int, seed: int, opts: dict[str, Any]) -> list[tuple
     return [(*(rng.randrange(data) for _ in range(length - 1)), data) for _ in range(n)]
 
 
-class CompressionDataset(Dataset[dict[str, Tensor]]):
+class CompressionDataset(StackedDataset):
     """Equal-length sequences as ``input_ids`` (N, L) (tokenizer ids) and ``labels`` (N, L - 1), the tokens to
     rebuild."""
 
@@ -89,17 +89,6 @@ class CompressionDataset(Dataset[dict[str, Tensor]]):
             raise ValueError("no sequences")
         self.input_ids = torch.tensor(list(sequences), dtype=torch.long) + offset  # (N, L) tokenizer ids
         self.labels = self.input_ids[:, :-1].clone()  # (N, L - 1): every token but the aggregation token
-
-    def __len__(self) -> int:
-        return self.input_ids.shape[0]
-
-    def __getitem__(self, index: int) -> dict[str, Tensor]:
-        return {"input_ids": self.input_ids[index], "labels": self.labels[index]}
-
-    @staticmethod
-    def collate(batch: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
-        """Stack the items (one length per setting: no padding)."""
-        return {key: torch.stack([item[key] for item in batch]) for key in ("input_ids", "labels")}
 
 
 @torch.no_grad()

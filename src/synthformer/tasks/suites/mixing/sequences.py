@@ -19,8 +19,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MixingBenchmark", "MixingSequence", "get_benchmark", "list_benchmarks", "register_benchmark",
-           "unigram_guess_accuracy"]
+import torch
+from torch import Tensor
+from torch.utils.data import Dataset
+
+__all__ = ["MixingBenchmark", "MixingSequence", "StackedDataset", "get_benchmark", "list_benchmarks",
+           "register_benchmark", "unigram_guess_accuracy"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,25 @@ class MixingBenchmark:
     make: Callable[[int, int, dict[str, Any]], list[MixingSequence]]
     length: Callable[[dict[str, Any]], int]
     context_free: Callable[[Sequence[MixingSequence], Sequence[MixingSequence], dict[str, Any]], float]
+
+
+class StackedDataset(Dataset[dict[str, Tensor]]):
+    """Equal-length examples held as two tensors, ``input_ids`` (N, L) and ``labels`` (N, L'), that a subclass
+    sets: the suite's data sets (one length per setting, so a batch is a stack, with no padding)."""
+
+    input_ids: Tensor
+    labels: Tensor
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def __getitem__(self, index: int) -> dict[str, Tensor]:
+        return {"input_ids": self.input_ids[index], "labels": self.labels[index]}
+
+    @staticmethod
+    def collate(batch: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
+        """Stack the items."""
+        return {key: torch.stack([item[key] for item in batch]) for key in ("input_ids", "labels")}
 
 
 _BENCHMARKS: dict[str, MixingBenchmark] = {}

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
-from torch.utils.data import Dataset
 
 from synthformer.data import FixedVocabTokenizer
 from synthformer.models import IGNORE_INDEX
@@ -29,7 +28,7 @@ from synthformer.train import ConfigError
 from ...contract import Generated, GenerateOptions, Generator, RawData, TaskType, random_ids
 from ...metrics.likelihood import batches, device_of, to_device
 from ...registry import register_generator, register_task_type
-from .sequences import MixingBenchmark, MixingSequence, get_benchmark, list_benchmarks
+from .sequences import MixingBenchmark, MixingSequence, StackedDataset, get_benchmark, list_benchmarks
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
@@ -46,7 +45,7 @@ __all__ = ["AnswerDataset", "MixingGenerator", "TokenMixing", "answer_metrics"]
 SPLITS: tuple[str, ...] = ("train", "valid", "test")
 
 
-class AnswerDataset(Dataset[dict[str, Tensor]]):
+class AnswerDataset(StackedDataset):
     """Equal-length sequences as ``input_ids`` (N, n - 1) and ``labels`` (N, n - 1), -100 off the answers."""
 
     def __init__(self, sequences: Sequence[MixingSequence], offset: int) -> None:
@@ -63,17 +62,6 @@ class AnswerDataset(Dataset[dict[str, Tensor]]):
         self.input_ids = tokens[:, :-1].contiguous()  # (N, n - 1)
         self.labels = tokens[:, 1:].masked_fill(~answer[:, 1:], IGNORE_INDEX)  # (N, n - 1): target of input t
         self.seq_len = length - 1
-
-    def __len__(self) -> int:
-        return self.input_ids.shape[0]
-
-    def __getitem__(self, index: int) -> dict[str, Tensor]:
-        return {"input_ids": self.input_ids[index], "labels": self.labels[index]}
-
-    @staticmethod
-    def collate(batch: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
-        """Stack the items (one length per setting: no padding)."""
-        return {key: torch.stack([item[key] for item in batch]) for key in ("input_ids", "labels")}
 
 
 @torch.no_grad()
