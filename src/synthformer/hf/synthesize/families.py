@@ -88,7 +88,8 @@ def self_attention_modules(model: nn.Module) -> list[SelfAttention]:
 def max_positions(config: Any) -> int | None:
     """The longest input the model's own position scheme allows (``max_position_embeddings``, GPT-2's
     ``n_positions``), or None when it has no limit (T5's relative positions)."""
-    if getattr(config, "model_type", None) == "t5":
+    model_type = getattr(config, "model_type", None)  # Hugging Face's architecture name, not a synthformer variant
+    if model_type == "t5":
         return None
     value = getattr(config, "max_position_embeddings", None)
     return int(value) if value is not None else None
