@@ -172,8 +172,8 @@ def _records(out: Path) -> list[Any]:
 
 
 def _grid_point(variant: str) -> tuple[str, float]:
-    """(kind, learning rate) of a grid study's variant name."""
-    kind, _, rest = variant.partition("/")
+    """(kind, learning rate) of a grid study's variant name (``"R+V train.lr=0.001"``)."""
+    kind, _, rest = variant.partition(" ")
     return kind, float(rest.split("train.lr=")[-1])
 
 
