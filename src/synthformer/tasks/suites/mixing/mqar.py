@@ -41,7 +41,8 @@ from typing import Any
 
 from synthformer.train import ConfigError
 
-from .sequences import MixingBenchmark, MixingSequence, register_benchmark, unigram_guess_accuracy
+from .mad_options import check_int, context_free_unigram
+from .sequences import MixingBenchmark, MixingSequence, register_benchmark
 
 __all__ = ["FILLER", "MQAR", "generate_mqar", "mqar_vocabulary"]
 
@@ -53,32 +54,25 @@ _DEFAULTS: dict[str, Any] = dict(vocab_size=8192, seq_len=64, num_pairs=4, num_q
                                  num_valid=1000, num_test=1000, seed=0)
 
 
-def _int(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ConfigError(f"task.generator_options.{name}: expected an integer {bound} for mixing:mqar, got {value!r}")
-    return value
-
-
 def _check(opts: dict[str, Any]) -> dict[str, Any]:
-    vocab = _int("vocab_size", opts["vocab_size"], 4, MAX_VOCAB)
+    vocab = check_int("mqar", opts, "vocab_size", 4, MAX_VOCAB)
     if vocab % 2:
         raise ConfigError(f"task.generator_options.vocab_size: expected an even number (keys and values take a half "
                           f"each) for mixing:mqar, got {vocab}")
-    pairs = _int("num_pairs", opts["num_pairs"], 1)
-    seq_len = _int("seq_len", opts["seq_len"], 3)
+    pairs = check_int("mqar", opts, "num_pairs", 1)
+    seq_len = check_int("mqar", opts, "seq_len", 3)
     if pairs > vocab // 2 - 1:
         raise ConfigError(f"task.generator_options.num_pairs: {pairs} distinct keys need vocab_size >= "
                           f"{2 * pairs + 2}, got vocab_size {vocab}")
     room = (seq_len + 1 - 2 * pairs) // 2  # the most query pairs that fit after the context
     queries = opts["num_queries"]
-    queries = pairs if queries is None else _int("num_queries", queries, 1)
+    queries = pairs if queries is None else check_int("mqar", opts, "num_queries", 1)
     if queries > room:
         raise ConfigError(f"task.generator_options.seq_len: {pairs} pairs and {queries} queries take "
                           f"{2 * pairs + 2 * queries} tokens, so seq_len must be at least "
                           f"{2 * pairs + 2 * queries - 1}, got {seq_len}")
     for key in ("num_train", "num_valid", "num_test", "seed"):
-        _int(key, opts[key], 0)
+        check_int("mqar", opts, key, 0)
     return {**opts, "num_queries": queries}
 
 
@@ -114,11 +108,7 @@ def generate_mqar(n: int, seed: int, opts: dict[str, Any]) -> list[MixingSequenc
     return out
 
 
-def _context_free(train: Any, evaluate: Any, opts: dict[str, Any]) -> float:
-    return unigram_guess_accuracy(train, evaluate)
-
-
 MQAR = register_benchmark(MixingBenchmark(
     name="mqar", summary="multi-query associative recall (Zoology): the values of keys asked after the context",
     option_defaults=_DEFAULTS, check=_check, vocabulary=mqar_vocabulary, make=generate_mqar,
-    length=lambda opts: int(opts["seq_len"]) + 1, context_free=_context_free))
+    length=lambda opts: int(opts["seq_len"]) + 1, context_free=context_free_unigram))
