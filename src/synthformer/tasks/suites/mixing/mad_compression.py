@@ -23,7 +23,6 @@ Metrics: ``loss`` (nats per rebuilt token) and ``accuracy`` (rebuilt tokens righ
 
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -33,15 +32,15 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.data import FixedVocabTokenizer
-from synthformer.models import IGNORE_INDEX
 from synthformer.train import ConfigError
 
 from ...contract import Generated, GenerateOptions, Generator, RawData, TaskType, random_ids
-from ...metrics.likelihood import batches, device_of, to_device
+from ...metrics.likelihood import device_of
 from ...registry import register_generator, register_task_type
 from . import mad_compressor  # noqa: F401  (registers the arch the task type trains)
 from .mad_options import MAX_VOCAB, SPLIT_DEFAULTS, check_counts, check_int
 from .sequences import StackedDataset
+from .task_type import answer_metrics
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
@@ -91,27 +90,11 @@ class CompressionDataset(StackedDataset):
         self.labels = self.input_ids[:, :-1].clone()  # (N, L - 1): every token but the aggregation token
 
 
-@torch.no_grad()
 def compression_metrics(model: nn.Module, dataset: Any, names: list[str], batch_size: int, max_batches: int = 0,
                         shard: EvalShard | None = None) -> dict[str, Any]:
-    """Loss (nats per rebuilt token) and accuracy of a compressor on ``dataset`` (:class:`CompressionDataset`);
-    with a ``shard``, each process scores its part and the sums are gathered."""
-    device = device_of(model)
-    total, correct, count = 0.0, 0, 0
-    for batch in batches(dataset, batch_size, max_batches, shard):
-        batch = to_device(batch, device)
-        logits = model(input_ids=batch["input_ids"])["logits"].float()  # (B, n, V)
-        labels = batch["labels"]  # (B, n)
-        counted = labels != IGNORE_INDEX
-        total += float(nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(),  # (B*n, V), (B*n,)
-                                                   ignore_index=IGNORE_INDEX, reduction="sum"))
-        correct += int(((logits.argmax(dim=-1) == labels) & counted).sum())
-        count += int(counted.sum())
-    if shard is not None and not shard.whole:
-        total, correct, count = shard.sum(total, correct, count)
-        correct, count = int(correct), int(count)
-    values = {"loss": total / max(count, 1), "accuracy": correct / count if count else math.nan}
-    return {**{n: values[n] for n in names if n in values}, "tokens": count}
+    """Loss (nats per rebuilt token) and accuracy of a compressor on ``dataset`` (:class:`CompressionDataset`):
+    the suite's scoring of labelled positions (:func:`~.task_type.answer_metrics`), the count as ``tokens``."""
+    return answer_metrics(model, dataset, names, batch_size, max_batches, shard, count_key="tokens")
 
 
 def most_frequent_accuracy(train: Sequence[tuple[int, ...]], evaluate: Sequence[tuple[int, ...]]) -> float:

@@ -66,14 +66,16 @@ class AnswerDataset(StackedDataset):
 
 @torch.no_grad()
 def answer_metrics(model: nn.Module, dataset: Any, names: list[str], batch_size: int, max_batches: int = 0,
-                   shard: EvalShard | None = None) -> dict[str, Any]:
-    """Loss (nats per answer token), answer accuracy and sequence accuracy of an LM on ``dataset``
-    (:class:`AnswerDataset`); with a ``shard``, each process scores its part and the sums are gathered."""
+                   shard: EvalShard | None = None, count_key: str = "answers") -> dict[str, Any]:
+    """Loss (nats per counted token: labels not -100), accuracy and sequence accuracy (every counted token of a
+    sequence right) of a model whose ``logits`` (B, L, V) line up with ``dataset``'s ``labels`` (B, L): an LM on an
+    :class:`AnswerDataset`, a compressor on its rebuilt tokens. With a ``shard``, each process scores its part and
+    the sums are gathered. The count of scored tokens is reported under ``count_key``."""
     device = device_of(model)
     total, correct, count, whole, sequences = 0.0, 0, 0, 0, 0
     for batch in batches(dataset, batch_size, max_batches, shard):
         batch = to_device(batch, device)
-        logits = model(**batch)["logits"].float()  # (B, L, V)
+        logits = model(input_ids=batch["input_ids"])["logits"].float()  # (B, L, V); the loss is computed here
         labels = batch["labels"]  # (B, L)
         counted = labels != IGNORE_INDEX
         total += float(nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(),  # (B*L, V), (B*L,)
@@ -88,7 +90,7 @@ def answer_metrics(model: nn.Module, dataset: Any, names: list[str], batch_size:
         correct, count, whole, sequences = (int(s) for s in sums)
     values = {"loss": total / max(count, 1), "accuracy": correct / count if count else math.nan,
               "sequence_accuracy": whole / sequences if sequences else math.nan}
-    return {**{n: values[n] for n in names if n in values}, "answers": count}
+    return {**{n: values[n] for n in names if n in values}, count_key: count}
 
 
 def _benchmark(task: TaskConfig) -> MixingBenchmark:
