@@ -38,14 +38,12 @@ def _record_name(path: Path) -> str:
 
 
 def interval(values: list[float]) -> tuple[float, float]:
-    """The mean and the half-width of its 95% Student-t interval (nan with one value)."""
-    from scipy import stats
+    """The mean and the half-width of its 95% Student-t interval (nan with one value): the noise rule's own
+    interval (:func:`synthformer.stats.summarize_differences`, applied to the values themselves)."""
+    from synthformer.stats import summarize_differences
 
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, math.nan
-    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return mean, float(half)
+    summary = summarize_differences(values)
+    return summary.mean, summary.high - summary.mean
 
 
 def _cell(entry: dict[str, Any] | None) -> str:
