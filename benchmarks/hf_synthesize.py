@@ -79,11 +79,12 @@ def train(model, data, steps: int, args, out: Path, resume: bool = False, seed: 
 
 def unigram_loss(train_ids: torch.Tensor, valid: list[dict[str, torch.Tensor]], vocab: int) -> float:
     """Nats per token of ``valid``'s predicted tokens (the model scores all but each block's first) under the
-    training tokens' add-one smoothed unigram frequencies: what a model that reads no context reaches."""
-    counts = torch.bincount(train_ids, minlength=vocab).double() + 1.0
-    logp = counts.log() - counts.sum().log()  # (V,)
+    training tokens' add-one smoothed unigram frequencies: what a model that reads no context reaches (the
+    language-model task type's baseline, in nats)."""
+    from synthformer.tasks.types.lm import unigram_bits_per_token
+
     targets = torch.cat([d["input_ids"][1:] for d in valid])  # (N,)
-    return float(-logp[targets].mean())
+    return unigram_bits_per_token(train_ids, targets, vocab) * math.log(2)
 
 
 @torch.no_grad()
