@@ -1,23 +1,26 @@
 """The token-mixing study (docs/results/mixing.md): MQAR and the MAD tasks for every kind and baseline, each kind at
 its own learning rate.
 
-Two stages, both ``synthformer study`` directories under RUNS (default ``runs/mixing``), both resumable (the same
-command continues: finished runs are read back, a half-finished one resumes from its checkpoint):
+Every run is a ``synthformer study`` run under RUNS (default ``runs/mixing``, resumable: the same command continues,
+finished runs are read back, a half-finished one resumes from its checkpoint), and every finished run is copied into
+the committed record ``benchmarks/results/mixing_runs.jsonl`` as soon as its study ends (``harvest`` does it by
+hand). That record, not RUNS, is what the later stages read, so a study spread over several machines continues
+where it stopped: a study whose runs are all in it is not started again.
 
-1. ``run --stage lr``: per benchmark family (MQAR; each MAD task), every kind at each learning rate of :data:`LRS`
-   on seed 0 of the family's middle setting (``RUNS/lr-<family>``). ``choose`` then picks, per family and kind, the
-   rate with the best validation accuracy (ties: the lower validation loss) and writes the choice with the grid's
-   numbers to ``benchmarks/results/mixing_lr.jsonl``. The test split is never read for the choice.
+1. ``run --stage lr``: per benchmark family (MQAR; the MAD tasks) and kind, each learning rate of :data:`LRS` on
+   seed 0 of the family's middle setting (``RUNS/lr-<family>/<kind>``). ``choose`` then picks, per family and kind,
+   the rate with the best validation accuracy (ties: the lower validation loss) and writes the choice with the
+   grid's numbers to ``benchmarks/results/mixing_lr.jsonl``. The test split is never read for the choice.
 2. ``run --stage seeds``: per setting and kind, :data:`SEEDS` seeds at the chosen rate (``RUNS/<setting>/<kind>``),
    seed 0 of every setting first, then the other seeds, so a study stopped early already has a row per kind.
 
-``record`` appends one entry per (setting, kind) with its finished seeds (validation and test accuracy per seed,
+``record`` appends one entry per (setting, kind) with its harvested seeds (validation and test accuracy per seed,
 steps/s, parameters) to ``benchmarks/results/mixing.jsonl``; ``benchmarks/docs_tables.py`` builds the page's
-tables from it.
+tables from it. ``--lanes`` studies train at once, one process of ``--threads`` threads each.
 
-    python benchmarks/mixing_study.py run --stage lr --lanes 2        # about 40 min per family on 2 cores
+    python benchmarks/mixing_study.py run --stage lr --families mqar    # 11 kinds x 3 rates: about 70 min on 2 cores
     python benchmarks/mixing_study.py choose
-    python benchmarks/mixing_study.py run --stage seeds --lanes 2
+    python benchmarks/mixing_study.py run --stage seeds
     python benchmarks/mixing_study.py record --shared-cpu
 
 Linformer is not among the kinds: it has no causal form (its projection along the length mixes future positions
@@ -32,6 +35,7 @@ import os
 import shlex
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +48,7 @@ LRS: tuple[float, ...] = (3e-4, 1e-3, 3e-3)
 SEEDS = 3
 RECORD = RESULTS / "mixing.jsonl"
 LR_RECORD = RESULTS / "mixing_lr.jsonl"
+RUNS_RECORD = RESULTS / "mixing_runs.jsonl"
 TABLE = "mixing"
 
 
@@ -97,12 +102,17 @@ def families() -> list[str]:
     return list(dict.fromkeys(s.family for s in SETTINGS))
 
 
-def lr_command(family: str, runs: Path, threads: int) -> list[str]:
-    """The learning-rate grid's ``synthformer study`` command of ``family`` (without the interpreter)."""
+def kind_dir(kind: str) -> str:
+    """A kind's folder name (``R+V`` -> ``R_plus_V``)."""
+    return kind.replace("+", "_plus_")
+
+
+def lr_command(family: str, kind: str, runs: Path, threads: int) -> list[str]:
+    """The ``synthformer study`` command of ``kind``'s learning-rate grid in ``family`` (without the interpreter)."""
     s = setting(LR_SETTING[family])
-    return ["study", s.config, *s.overrides, "--kinds", ",".join(KINDS), "--grid",
-            "train.lr=" + ",".join(f"{lr:g}" for lr in LRS), "--seeds", "1", "--out", str(runs / f"lr-{family}"),
-            "--threads", str(threads)]
+    return ["study", s.config, *s.overrides, "--kinds", kind, "--grid",
+            "train.lr=" + ",".join(f"{lr:g}" for lr in LRS), "--seeds", "1",
+            "--out", str(runs / f"lr-{family}" / kind_dir(kind)), "--threads", str(threads)]
 
 
 def seeds_command(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int) -> list[str]:
@@ -111,7 +121,7 @@ def seeds_command(s: Setting, kind: str, lr: float, seeds: int, runs: Path, thre
     reuse = LR_SETTING[s.family] == s.name
     first = ["train.seed=1"] if reuse else []
     return ["study", s.config, *s.overrides, f"train.lr={lr:g}", *first, "--kinds", kind, "--seeds",
-            str(seeds - 1 if reuse else seeds), "--out", str(runs / s.name / kind.replace("+", "_plus_")),
+            str(seeds - 1 if reuse else seeds), "--out", str(runs / s.name / kind_dir(kind)),
             "--threads", str(threads)]
 
 
@@ -121,16 +131,27 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
-def _run_study(command: list[str], lanes: int) -> bool:
-    """Run one study command in ``lanes`` processes that share its runs; True when every process succeeded."""
+def _study(command: list[str]) -> int:
+    """Run one study command in one process (its output in ``OUT/driver.log``); its exit code."""
+    out = Path(command[command.index("--out") + 1])
+    out.mkdir(parents=True, exist_ok=True)
     argv = ["nice", "-n", "19", sys.executable, "-m", "synthformer.cli.main", *command]
     print(f"# {shlex.join(argv)}", flush=True)
-    procs = [subprocess.Popen(argv, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL if i else None)
-             for i in range(lanes)]
-    codes = [p.wait() for p in procs]
-    if any(codes):
-        print(f"# failed: exit codes {codes}", file=sys.stderr)
-    return not any(codes)
+    with open(out / "driver.log", "a", encoding="utf-8") as log:
+        return subprocess.run(argv, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT).returncode
+
+
+def _run_studies(commands: list[list[str]], lanes: int, shared_cpu: bool) -> bool:
+    """Run the study commands ``lanes`` at a time, harvesting each one's runs as it ends; True when all succeeded."""
+    failed = 0
+    with ThreadPoolExecutor(max_workers=lanes) as pool:
+        futures = {pool.submit(_study, c): c for c in commands}
+        for future in as_completed(futures):  # the record is appended from this thread only
+            if code := future.result():
+                failed += 1
+                print(f"# failed (exit code {code}): {shlex.join(futures[future])}", file=sys.stderr)
+            _harvest_study(Path(futures[future][futures[future].index("--out") + 1]), shared_cpu)
+    return not failed
 
 
 def chosen_rates() -> dict[tuple[str, str], float]:
@@ -138,26 +159,59 @@ def chosen_rates() -> dict[tuple[str, str], float]:
     return {(e["family"], e["kind"]): float(e["lr"]) for e in latest(LR_RECORD, "mixing_lr").values()}
 
 
+def run_key(setting_name: str, kind: str, lr: float, seed: int) -> str:
+    """The row of one run in :data:`RUNS_RECORD`; a grid's seed-0 run and the seeds stage's share it."""
+    return f"{setting_name}-{kind}-lr{lr:g}-seed{seed}"
+
+
+def harvested() -> dict[str, dict[str, Any]]:
+    """row -> the newest entry of every harvested run."""
+    return latest(RUNS_RECORD, "mixing_runs")
+
+
+def _setting_of(out: Path) -> Setting:
+    """The setting a study folder trains: ``RUNS/<setting>/<kind>``, or ``RUNS/lr-<family>/<kind>`` (its grid's)."""
+    name = out.parent.name
+    return setting(LR_SETTING[name[3:]] if name.startswith("lr-") else name)
+
+
+def _pending(command: list[str], done: dict[str, dict[str, Any]]) -> bool:
+    """Whether some run of a study command is not harvested yet (so the study must train)."""
+    name = _setting_of(Path(command[command.index("--out") + 1])).name
+    kind = command[command.index("--kinds") + 1]
+    first = int(next((o.split("=")[1] for o in command if o.startswith("train.seed=")), 0))
+    seeds = range(first, first + int(command[command.index("--seeds") + 1]))
+    if "--grid" in command:
+        rates = [float(x) for x in command[command.index("--grid") + 1].split("=")[1].split(",")]
+    else:
+        rates = [float(next(o for o in command if o.startswith("train.lr=")).split("=")[1])]
+    return any(run_key(name, kind, lr, seed) not in done for lr in rates for seed in seeds)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Train a stage: the learning-rate grids, or the seeds at the chosen rates."""
-    threads = args.threads
+    """Train a stage: the learning-rate grids, or the seeds at the chosen rates (studies already harvested skipped)."""
+    done = harvested()
+    commands: list[list[str]] = []
     if args.stage == "lr":
-        return 0 if all(_run_study(lr_command(f, args.runs, threads), args.lanes) for f in args.families) else 1
-    rates = chosen_rates()
-    for seeds in (1, SEEDS):
-        for s in SETTINGS:
-            if s.family not in args.families:
-                continue
-            for kind in KINDS:
-                if (s.family, kind) not in rates:
-                    print(f"# {s.name} {kind}: no learning rate chosen yet (run --stage lr, then choose)")
-                    continue
-                if seeds == 1 and LR_SETTING[s.family] == s.name:
-                    continue  # its seed 0 is the grid's run
-                if not _run_study(seeds_command(s, kind, rates[(s.family, kind)], seeds, args.runs, threads),
-                                  args.lanes):
-                    return 1
-    return 0
+        commands = [lr_command(f, k, args.runs, args.threads) for f in args.families for k in KINDS]
+    else:
+        rates = chosen_rates()
+        for seeds in (1, SEEDS):  # seed 0 of every setting first
+            for s in (s for s in SETTINGS if s.family in args.families):
+                for kind in KINDS:
+                    if (s.family, kind) not in rates:
+                        print(f"# {s.name} {kind}: no learning rate chosen yet (run --stage lr, then choose)")
+                    elif not (seeds == 1 and LR_SETTING[s.family] == s.name):  # else its seed 0 is the grid's run
+                        commands.append(seeds_command(s, kind, rates[(s.family, kind)], seeds, args.runs,
+                                                      args.threads))
+    todo = [c for c in commands if _pending(c, done)]
+    print(f"# {len(commands) - len(todo)} of {len(commands)} studies already harvested")
+    if args.stage == "seeds":  # the 1-seed pass and the 3-seed pass of one (setting, kind) share a folder
+        firsts = [c for c in todo if c[c.index("--seeds") + 1] == "1" and "train.seed=1" not in c]
+        rest = [c for c in todo if c not in firsts]
+        return 0 if _run_studies(firsts, args.lanes, args.shared_cpu) and _run_studies(
+            [c for c in rest if _pending(c, harvested())], args.lanes, args.shared_cpu) else 1
+    return 0 if _run_studies(todo, args.lanes, args.shared_cpu) else 1
 
 
 def _records(out: Path) -> list[Any]:
@@ -177,23 +231,57 @@ def _grid_point(variant: str) -> tuple[str, float]:
     return kind, float(rest.split("train.lr=")[-1])
 
 
+def _harvest_study(out: Path, shared_cpu: bool) -> int:
+    """Append the finished runs of the study in ``out`` that :data:`RUNS_RECORD` lacks; how many were appended."""
+    if not (out / "study.json").is_file():
+        return 0
+    s = _setting_of(out)
+    overrides = json.loads((out / "study.json").read_text(encoding="utf-8")).get("overrides", [])
+    done, added = harvested(), 0
+    for r in _records(out):
+        if " train.lr=" in r.variant:  # a grid's run
+            kind, lr = _grid_point(r.variant)
+            command = lr_command(s.family, kind, Path("runs/mixing"), 1)
+        else:
+            kind, lr = r.variant, float(next(o for o in overrides if o.startswith("train.lr=")).split("=")[1])
+            command = seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1)
+        if (key := run_key(s.name, kind, lr, r.seed)) in done:
+            continue
+        append(RUNS_RECORD, {"table": "mixing_runs", "row": key, "setting": s.name, "family": s.family,
+                             "kind": kind, "lr": lr, "seed": r.seed, "metric": r.metric, "valid": r.valid_metric,
+                             "valid_loss": r.valid_loss, "test": r.test_metric, "parameters": r.parameters,
+                             "steps": r.steps, "steps_per_second": r.steps_per_second,
+                             "wall_seconds": r.wall_seconds,
+                             **metadata("python -m synthformer.cli.main " + shlex.join(command), 1, shared_cpu)})
+        added += 1
+    return added
+
+
+def harvest(args: argparse.Namespace) -> int:
+    """Copy every finished run under RUNS into :data:`RUNS_RECORD` (the ones it holds already are left)."""
+    added = sum(_harvest_study(p.parent, bool(args.shared_cpu)) for p in sorted(args.runs.rglob("study.json")))
+    print(f"# {added} run(s) harvested into {RUNS_RECORD.relative_to(ROOT)}")
+    return 0
+
+
 def choose(args: argparse.Namespace) -> int:
-    """Pick each kind's rate per family from its grid (validation only) and append the choices."""
+    """Pick each kind's rate per family from its harvested grid (validation only) and append the choices."""
+    harvest(args)
+    done = harvested()
     for family in args.families:
-        found = _records(args.runs / f"lr-{family}")
+        grid_setting = LR_SETTING[family]
         for kind in KINDS:
-            grid = {r.variant: r for r in found if _grid_point(r.variant)[0] == kind}
+            grid = [e for lr in LRS if (e := done.get(run_key(grid_setting, kind, lr, 0)))]
             if len(grid) < len(LRS):
                 print(f"# {family} {kind}: {len(grid)} of {len(LRS)} rates finished; not chosen yet")
                 continue
-            rows = sorted(grid.values(), key=lambda r: (-r.valid_metric, r.valid_loss))
-            best = rows[0]
-            lr = _grid_point(best.variant)[1]
-            command = "python -m synthformer.cli.main " + shlex.join(lr_command(family, Path("runs/mixing"), 1))
+            best = sorted(grid, key=lambda e: (-e["valid"], e["valid_loss"]))[0]
+            command = "python -m synthformer.cli.main " + shlex.join(lr_command(family, kind, Path("runs/mixing"), 1))
             append(LR_RECORD, {"table": "mixing_lr", "row": f"{family}-{kind}", "family": family, "kind": kind,
-                               "lr": lr, "grid": {r.variant: [r.valid_metric, r.valid_loss] for r in rows},
+                               "lr": best["lr"], "grid": {f"{kind} train.lr={e['lr']:g}": [e["valid"], e["valid_loss"]]
+                                                          for e in grid},
                                **metadata(command, 1, bool(args.shared_cpu))})
-            print(f"# {family} {kind}: lr {lr:g} (validation accuracy {best.valid_metric:.3f})")
+            print(f"# {family} {kind}: lr {best['lr']:g} (validation accuracy {best['valid']:.3f})")
     return 0
 
 
@@ -218,50 +306,47 @@ def baselines(s: Setting) -> dict[str, float]:
 
 
 def record(args: argparse.Namespace) -> int:
-    """Append one entry per (setting, kind) with its finished seeds."""
-    rates = chosen_rates()
+    """Append one entry per (setting, kind) with its harvested seeds at the chosen rate."""
+    harvest(args)
+    rates, done = chosen_rates(), harvested()
     trivial_of: dict[str, dict[str, float]] = {}
-    for s in SETTINGS:
-        if s.family not in args.families:
-            continue
+    for s in (s for s in SETTINGS if s.family in args.families):
         for kind in KINDS:
             if (s.family, kind) not in rates:
                 continue
             lr = rates[(s.family, kind)]
-            found = _records(args.runs / s.name / kind.replace("+", "_plus_"))
-            if LR_SETTING[s.family] == s.name:  # seed 0: the grid's run at the chosen rate
-                found += [r for r in _records(args.runs / f"lr-{s.family}") if _grid_point(r.variant) == (kind, lr)]
-            found.sort(key=lambda r: r.seed)
+            found = [e for seed in range(SEEDS) if (e := done.get(run_key(s.name, kind, lr, seed)))]
             if not found:
                 continue
             trivial = trivial_of.setdefault(s.name, baselines(s))
             command = "python -m synthformer.cli.main " + shlex.join(
                 seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1))
             append(RECORD, {"table": TABLE, "row": f"{s.name}-{kind}", "setting": s.name, "family": s.family,
-                            "kind": kind, "lr": lr, "metric": found[0].metric, "seeds": [r.seed for r in found],
-                            "valid": [r.valid_metric for r in found], "test": [r.test_metric for r in found],
-                            "valid_loss": [r.valid_loss for r in found], "parameters": found[0].parameters,
-                            "steps": found[0].steps, "steps_per_second": [r.steps_per_second for r in found],
-                            "baselines": trivial,
-                            "driver": "python benchmarks/mixing_study.py run --stage seeds --lanes 2",
-                            **metadata(command, 1, bool(args.shared_cpu)), "load_1min": [load()]})
+                            "kind": kind, "lr": lr, "metric": found[0]["metric"], "seeds": [e["seed"] for e in found],
+                            "valid": [e["valid"] for e in found], "test": [e["test"] for e in found],
+                            "valid_loss": [e["valid_loss"] for e in found], "parameters": found[0]["parameters"],
+                            "steps": found[0]["steps"], "steps_per_second": [e["steps_per_second"] for e in found],
+                            "baselines": trivial, "trained": sorted({e["date"] for e in found}),
+                            "driver": "python benchmarks/mixing_study.py run --stage seeds",
+                            **metadata(command, 1, bool(args.shared_cpu) or any(e.get("shared_cpu") for e in found)),
+                            "load_1min": [load()]})
             print(f"# {s.name} {kind}: {len(found)} seed(s) recorded")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("run", "choose", "record"))
+    parser.add_argument("action", choices=("run", "harvest", "choose", "record"))
     parser.add_argument("--stage", choices=("lr", "seeds"), default="seeds")
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "mixing", help="where the studies train")
     parser.add_argument("--families", nargs="+", choices=families(), default=families())
-    parser.add_argument("--lanes", type=int, default=2, help="processes per study (one thread each when > 1)")
+    parser.add_argument("--lanes", type=int, default=2, help="studies trained at once (default 2)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
     parser.add_argument("--shared-cpu", action="store_true", help="record that other work shared the CPU")
     args = parser.parse_args(argv)
     if args.lanes < 1:
         parser.error(f"--lanes must be >= 1, got {args.lanes}")
-    return {"run": run, "choose": choose, "record": record}[args.action](args)
+    return {"run": run, "harvest": harvest, "choose": choose, "record": record}[args.action](args)
 
 
 if __name__ == "__main__":

@@ -44,15 +44,60 @@ def test_the_grid_setting_reuses_the_grids_seed_0(study, tmp_path: Path) -> None
     assert study.seeds_command(other, "R+V", 0.001, 3, tmp_path, 1)[-3].endswith("R_plus_V")
 
 
-def test_choose_takes_the_best_validation_accuracy_and_waits_for_the_whole_grid(study, tmp_path: Path,
-                                                                              monkeypatch) -> None:
-    record = tmp_path / "lr.jsonl"
-    monkeypatch.setattr(study, "LR_RECORD", record)
-    runs = [SimpleNamespace(variant=f"{k} train.lr={lr:g}", valid_metric=acc, valid_loss=loss)
-            for k, lr, acc, loss in [("V", 3e-4, 0.2, 2.0), ("V", 1e-3, 1.0, 0.1), ("V", 3e-3, 1.0, 0.05),
-                                     ("R", 3e-4, 0.3, 1.0)]]
-    monkeypatch.setattr(study, "_records", lambda out: runs)
-    study.choose(SimpleNamespace(families=["mqar"], runs=tmp_path, shared_cpu=True))
-    entries = [json.loads(line) for line in record.read_text().splitlines()]
+def _run(variant: str, seed: int, valid: float, loss: float) -> SimpleNamespace:
+    return SimpleNamespace(variant=variant, seed=seed, metric="accuracy", valid_metric=valid, valid_loss=loss,
+                           test_metric=valid, parameters=10, steps=5, steps_per_second=2.0, wall_seconds=3.0)
+
+
+@pytest.fixture
+def records(study, tmp_path: Path, monkeypatch) -> Path:
+    for name in ("LR_RECORD", "RUNS_RECORD", "RECORD"):
+        monkeypatch.setattr(study, name, tmp_path / f"{name}.jsonl")
+    monkeypatch.setattr(study, "ROOT", tmp_path)
+    return tmp_path
+
+
+def _study_dir(root: Path, rel: str, overrides: list[str]) -> Path:
+    out = root / "runs" / rel
+    out.mkdir(parents=True)
+    (out / "study.json").write_text(json.dumps({"overrides": overrides}))
+    return out
+
+
+def test_harvest_copies_each_finished_run_once_keyed_by_setting_kind_rate_seed(study, records: Path,
+                                                                               monkeypatch) -> None:
+    grid = _study_dir(records, "lr-mqar/R_plus_V", [])
+    seeds = _study_dir(records, "mqar-64x4/R_plus_V", ["train.lr=0.003"])
+    found = {grid: [_run("R+V train.lr=0.001", 0, 0.5, 1.0)], seeds: [_run("R+V", 0, 0.7, 0.5), _run("R+V", 2, 0.8, 0.4)]}
+    monkeypatch.setattr(study, "_records", lambda out: found.get(out, []))
+    args = SimpleNamespace(runs=records / "runs", shared_cpu=False)
+    study.harvest(args)
+    study.harvest(args)  # a second harvest appends nothing
+    rows = [json.loads(line)["row"] for line in study.RUNS_RECORD.read_text().splitlines()]
+    assert sorted(rows) == ["mqar-64x4-R+V-lr0.003-seed0", "mqar-64x4-R+V-lr0.003-seed2", "mqar-64x8-R+V-lr0.001-seed0"]
+    entry = study.harvested()["mqar-64x8-R+V-lr0.001-seed0"]
+    assert (entry["family"], entry["valid"], entry["test"]) == ("mqar", 0.5, 0.5) and "--grid" in entry["command"]
+
+
+def test_run_skips_the_studies_whose_runs_are_all_harvested(study, records: Path, monkeypatch) -> None:
+    for kind in study.KINDS[1:]:  # every kind's grid but V's is done
+        for lr in study.LRS:
+            study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", kind, lr, 0)})
+    study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", "V", 1e-3, 0)})
+    started: list[list[str]] = []
+    monkeypatch.setattr(study, "_study", lambda c: started.append(c) or 0)
+    args = SimpleNamespace(stage="lr", families=["mqar"], runs=records / "runs", threads=1, lanes=2,
+                           shared_cpu=False)
+    assert study.run(args) == 0
+    assert [c[c.index("--kinds") + 1] for c in started] == ["V"]  # 2 of V's 3 rates are still to train
+
+
+def test_choose_takes_the_best_validation_accuracy_and_waits_for_the_whole_grid(study, records: Path) -> None:
+    for kind, lr, acc, loss in [("V", 3e-4, 0.2, 2.0), ("V", 1e-3, 1.0, 0.1), ("V", 3e-3, 1.0, 0.05),
+                                ("R", 3e-4, 0.3, 1.0)]:
+        study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", kind, lr, 0),
+                                         "kind": kind, "lr": lr, "valid": acc, "valid_loss": loss})
+    study.choose(SimpleNamespace(families=["mqar"], runs=records / "runs", shared_cpu=True))
+    entries = [json.loads(line) for line in study.LR_RECORD.read_text().splitlines()]
     assert [(e["kind"], e["lr"]) for e in entries] == [("V", 3e-3)]  # ties on accuracy: the lower loss; R waits
     assert study.chosen_rates() == {("mqar", "V"): 3e-3}
