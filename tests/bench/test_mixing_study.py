@@ -68,7 +68,8 @@ def test_harvest_copies_each_finished_run_once_keyed_by_setting_kind_rate_seed(s
                                                                                monkeypatch) -> None:
     grid = _study_dir(records, "lr-mqar/R_plus_V", [])
     seeds = _study_dir(records, "mqar-64x4/R_plus_V", ["train.lr=0.003"])
-    found = {grid: [_run("R+V train.lr=0.001", 0, 0.5, 1.0)], seeds: [_run("R+V", 0, 0.7, 0.5), _run("R+V", 2, 0.8, 0.4)]}
+    found = {grid: [_run("R+V train.lr=0.001", 0, 0.5, 1.0)],
+             seeds: [_run("R+V", 0, 0.7, 0.5), _run("R+V", 2, 0.8, 0.4)]}
     monkeypatch.setattr(study, "_records", lambda out: found.get(out, []))
     args = SimpleNamespace(runs=records / "runs", shared_cpu=False)
     study.harvest(args)
