@@ -1,4 +1,4 @@
-"""The claims of docs/extending.md, "A token mixer" and "An execution path": a kind is one class (its block,
+"""The claims of docs/extending.md, "A synthesizing function (a new kind)" and "An execution path": a kind is one class (its block,
 registered here, gets its FLOP count, a fast path equal to the reference, mixtures, decoding and the Hugging Face
 export without another edit), a kind without ``macs`` gets an error naming what to add, the built-in paths are
 asked in the documented order, and a path registered from a user's file serves exactly the calls its rule names,
@@ -46,7 +46,7 @@ def _run(block: str, namespace: dict) -> dict:
 @pytest.fixture
 def tied() -> Iterator[dict]:
     """The documented kind, registered for one test, and the names its block defines."""
-    namespace = _run(_block("A token mixer"), {})
+    namespace = _run(_block("A synthesizing function (a new kind)"), {})
     try:
         yield namespace
     finally:
