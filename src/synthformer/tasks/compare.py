@@ -9,7 +9,8 @@ training throughput and wall time, next to the unigram baseline (a model that ig
 see the models learn. ``--task listops`` runs the same comparison on short ListOps expressions with encoder
 classifiers (accuracy against the majority class).
 
-The settings below are sized to finish all four variants in about 6-7 minutes on a 2-core CPU;
+The settings below are sized to finish all four variants in a few minutes on a 2-core CPU (the measured time is
+in the README, from the record behind docs/results/compare.md);
 ``configs/compare_pystdlib.yaml`` holds the same settings as a file (a test keeps the two equal).
 """
 
