@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from records import RESULTS, ROOT, append, latest, load, metadata  # noqa: E402 - the sibling module
+from records import RESULTS, ROOT, append, commit, latest, load, metadata, read_entries  # noqa: E402 - the sibling module
 
 KINDS: tuple[str, ...] = ("V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V", "Conv", "LightConv", "DynamicConv")
 LRS: tuple[float, ...] = (3e-4, 1e-3, 3e-3)
@@ -132,12 +132,14 @@ def _env() -> dict[str, str]:
 
 
 def _study(command: list[str]) -> int:
-    """Run one study command in one process (its output in ``OUT/driver.log``); its exit code."""
+    """Run one study command in one process (its output in ``OUT.log``, beside the study: a study folder holds only
+    what the study writes); its exit code."""
     out = Path(command[command.index("--out") + 1])
-    out.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     argv = ["nice", "-n", "19", sys.executable, "-m", "synthformer.cli.main", *command]
     print(f"# {shlex.join(argv)}", flush=True)
-    with open(out / "driver.log", "a", encoding="utf-8") as log:
+    append(_launches(out), {"commit": commit(), "command": shlex.join(command)})  # the code each sitting ran
+    with open(out.with_name(out.name + ".log"), "a", encoding="utf-8") as log:
         return subprocess.run(argv, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT).returncode
 
 
@@ -157,6 +159,12 @@ def _run_studies(commands: list[list[str]], lanes: int, shared_cpu: bool) -> boo
 def chosen_rates() -> dict[tuple[str, str], float]:
     """(family, kind) -> the chosen learning rate, from the newest entries of the choice record."""
     return {(e["family"], e["kind"]): float(e["lr"]) for e in latest(LR_RECORD, "mixing_lr").values()}
+
+
+def _launches(out: Path) -> Path:
+    """``OUT.launches.jsonl``, beside a study folder: one line per sitting the driver started, with its commit,
+    copied into each harvested run (the code the run trained with, besides the harvest's commit)."""
+    return out.with_name(out.name + ".launches.jsonl")
 
 
 def run_key(setting_name: str, kind: str, lr: float, seed: int) -> str:
@@ -237,6 +245,7 @@ def _harvest_study(out: Path, shared_cpu: bool) -> int:
         return 0
     s = _setting_of(out)
     overrides = json.loads((out / "study.json").read_text(encoding="utf-8")).get("overrides", [])
+    launched = sorted({e["commit"] for e in read_entries(_launches(out))})
     done, added = harvested(), 0
     for r in _records(out):
         if " train.lr=" in r.variant:  # a grid's run
@@ -251,7 +260,7 @@ def _harvest_study(out: Path, shared_cpu: bool) -> int:
                              "kind": kind, "lr": lr, "seed": r.seed, "metric": r.metric, "valid": r.valid_metric,
                              "valid_loss": r.valid_loss, "test": r.test_metric, "parameters": r.parameters,
                              "steps": r.steps, "steps_per_second": r.steps_per_second,
-                             "wall_seconds": r.wall_seconds,
+                             "wall_seconds": r.wall_seconds, "launched_at": launched,
                              **metadata("python -m synthformer.cli.main " + shlex.join(command), 1, shared_cpu)})
         added += 1
     return added

@@ -61,6 +61,8 @@ def _study_dir(root: Path, rel: str, overrides: list[str]) -> Path:
     out = root / "runs" / rel
     out.mkdir(parents=True)
     (out / "study.json").write_text(json.dumps({"overrides": overrides}))
+    launch = {"commit": "abc1234", "command": "study ..."}
+    (out.parent / f"{out.name}.launches.jsonl").write_text(json.dumps(launch) + "\n")
     return out
 
 
@@ -78,6 +80,7 @@ def test_harvest_copies_each_finished_run_once_keyed_by_setting_kind_rate_seed(s
     assert sorted(rows) == ["mqar-64x4-R+V-lr0.003-seed0", "mqar-64x4-R+V-lr0.003-seed2", "mqar-64x8-R+V-lr0.001-seed0"]
     entry = study.harvested()["mqar-64x8-R+V-lr0.001-seed0"]
     assert (entry["family"], entry["valid"], entry["test"]) == ("mqar", 0.5, 0.5) and "--grid" in entry["command"]
+    assert entry["launched_at"] == ["abc1234"]  # the code the run trained with, not only the harvest's commit
 
 
 def test_run_skips_the_studies_whose_runs_are_all_harvested(study, records: Path, monkeypatch) -> None:
