@@ -1,8 +1,8 @@
-"""The claims of docs/extending.md, "A synthesizing function (a new kind)" and "An execution path": a kind is one class (its block,
-registered here, gets its FLOP count, a fast path equal to the reference, mixtures, decoding and the Hugging Face
-export without another edit), a kind without ``macs`` gets an error naming what to add, the built-in paths are
-asked in the documented order, and a path registered from a user's file serves exactly the calls its rule names,
-with the reference path's output."""
+"""The claims of docs/extending.md, "A synthesizing function (a new kind)" and "An execution path": a kind is one class
+(its block, registered here, gets its FLOP count, a fast path equal to the reference, mixtures, decoding and the
+Hugging Face export without another edit), a kind without ``macs`` gets an error naming what to add, the built-in
+paths are asked in the documented order, and a path registered from a user's file serves exactly the calls its rule
+names, with the reference path's output."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from synthformer.cli.main import main  # noqa: E402
 from synthformer.data import LMBlockDataset  # noqa: E402
 from synthformer.tasks import load_run  # noqa: E402
 from synthformer.tasks.metrics.likelihood import token_nll  # noqa: E402
-from synthformer.train.metrics import bits_per_byte  # noqa: E402
+from synthformer.tasks.metrics.units import bits_per_byte  # noqa: E402
 
 from .clients import fresh_env, train_and_export  # noqa: E402
 

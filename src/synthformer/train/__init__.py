@@ -1,5 +1,5 @@
-"""Model-agnostic training engine: config, optimizers and schedules, checkpoints, run directories, the loop,
-metrics.
+"""Model-agnostic training engine: config, optimizers and schedules, checkpoints, run directories, the loop (the
+task metrics, text ones included, are the task types': :mod:`synthformer.tasks.metrics`).
 
 Any module whose ``forward(**batch)`` returns ``{"loss": scalar, "logits": ...}`` can be trained::
 
@@ -12,7 +12,7 @@ writer of its files), ``resume`` (every rule of resuming a run), ``recording`` (
 metrics lines, heartbeats, evaluation lines), ``evaluation`` (forward pass, periodic evaluation), ``tracking``
 (``log_with``), ``rundir`` / ``runlock`` / ``run_errors`` (the run directory read-only, its lock, its errors),
 ``checkpoint``, ``config`` (``TrainConfig``; the generic loader and ``ConfigError`` are in
-:mod:`synthformer.common.config`), ``loader``, ``optim``, ``distributed``, ``metrics``, ``hooks``, ``rng``; for
+:mod:`synthformer.common.config`), ``loader``, ``optim``, ``distributed``, ``hooks``, ``rng``; for
 long runs ``longrun`` (its decisions), ``faults`` (their errors), ``signals`` (SIGINT, SIGTERM, SIGUSR1), ``best``
 (``keep_best``) and ``saving`` (the trainer's checkpoints).
 """

@@ -197,6 +197,6 @@ def most_frequent(texts: Iterable[str]) -> tuple[str, int]:
 def copy_source_bleu(sources: Sequence[str], references: Sequence[str]) -> float:
     """Corpus BLEU (sacrebleu's defaults, the translation task's) of the source sentences taken as their own
     translations: what names, numbers and shared words alone score."""
-    from synthformer.train.metrics import bleu
+    from .text import bleu
 
     return bleu(list(sources), list(references)).score

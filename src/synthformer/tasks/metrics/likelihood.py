@@ -16,8 +16,9 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Subset
 
 from synthformer.models import IGNORE_INDEX
-from synthformer.train.metrics import perplexity
 from synthformer.train.sharding import EvalShard
+
+from .units import perplexity
 
 __all__ = ["batches", "device_of", "likelihood_metrics", "sample_indices", "to_device", "token_nll"]
 

@@ -20,8 +20,8 @@ from torch import Tensor, nn
 from synthformer.data import DataError, LMBlockDataset, load_hf_text, read_text_file, split_text
 from synthformer.data.errors import check_data_path
 from synthformer.data.streamed import StreamBlockDataset
+from synthformer.tasks.metrics.units import bits_per_byte, bits_per_character, perplexity
 from synthformer.train import ConfigError
-from synthformer.train.metrics import bits_per_byte, bits_per_character, perplexity
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
 from ..metrics.likelihood import token_nll

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from synthformer.train.metrics import bleu, chrf, rouge
+from synthformer.tasks.metrics.text import bleu, chrf, rouge
 
 from ..metrics.likelihood import device_of, likelihood_metrics
 

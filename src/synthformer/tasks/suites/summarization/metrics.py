@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from synthformer.train.metrics import rouge
+from synthformer.tasks.metrics.text import rouge
 
 __all__ = ["ROUGE_TYPES", "lead_scores", "lead_summaries", "rouge_scores", "split_sentences"]
 

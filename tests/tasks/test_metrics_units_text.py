@@ -7,15 +7,8 @@ import math
 import pytest
 import torch
 
-from synthformer.train.metrics import (
-    accuracy,
-    bits_per_byte,
-    bits_per_character,
-    bleu,
-    chrf,
-    perplexity,
-    rouge,
-)
+from synthformer.tasks.metrics.text import bleu, chrf, rouge
+from synthformer.tasks.metrics.units import accuracy, bits_per_byte, bits_per_character, perplexity
 
 
 def test_perplexity_and_bits():
