@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
+from synthformer.common.config import from_dict
 from synthformer.tasks import RunConfig, train_run
-from synthformer.train import from_dict
 
 
 @dataclass

@@ -12,8 +12,8 @@ import torch
 
 from synthformer.attention import SynthesizerAttention, registered_kinds
 from synthformer.attention.mixture import grown_alpha_logits
+from synthformer.common.config import ConfigError
 from synthformer.tasks.run.grow import rename_grown_keys, start_grown_mixtures_
-from synthformer.train import ConfigError
 
 D, H, L = 32, 4, 12
 T5_V = {"bias": False, "scaled": False}  # T5's V: no biases, the scale folded into the queries' initialisation

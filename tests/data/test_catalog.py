@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli.main import main
+from synthformer.common.config import ConfigError
 from synthformer.data.catalog import CATALOG, cache_root, find_local, get_data_set
 from synthformer.tasks import load_run_config
 from synthformer.tasks.sources import load_raw_data
-from synthformer.train import ConfigError
 
 from .catalog_helpers import HUB_LAYOUTS, no_local_copies
 

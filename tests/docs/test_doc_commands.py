@@ -124,8 +124,8 @@ def _argv(command: Command) -> list[str]:
     """The command's arguments with placeholders filled, and a tiny vocabulary for a prepare that trains one."""
     argv = [PLACEHOLDERS.get(word, word) for word in command.argv]
     if argv[:1] == ["prepare"] and "--check" not in argv and "--tokenizer" not in argv:
+        from synthformer.common.config import ConfigError
         from synthformer.tasks import load_run_config
-        from synthformer.train import ConfigError
 
         overrides = [a for a in argv[2:] if "=" in a and not a.startswith("-")]
         try:

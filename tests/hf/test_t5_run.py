@@ -16,12 +16,14 @@ import torch  # noqa: E402
 from transformers import AutoModelForSeq2SeqLM, T5Config, T5ForConditionalGeneration  # noqa: E402
 
 from synthformer.cli.main import main  # noqa: E402
-from synthformer.common.config import ConfigError  # noqa: E402
+from synthformer.common.config import (
+    ConfigError,  # noqa: E402
+    from_dict,  # noqa: E402
+)
 from synthformer.data.tokenizer_kinds import CharTokenizer  # noqa: E402
 from synthformer.hf.export import export_run  # noqa: E402  (importing synthformer.hf registers the Auto classes)
 from synthformer.hf.t5_run import convert_t5  # noqa: E402
 from synthformer.tasks import RunConfig, generate_texts, load_run, train_run  # noqa: E402
-from synthformer.train import from_dict  # noqa: E402
 
 from ..tasks.helpers import seq2seq_config, write_yaml  # noqa: E402
 

@@ -42,8 +42,8 @@ def test_compare_runtime_is_one_measured_number(capsys) -> None:
 
 
 def test_a_run_without_a_progress_bar_logs_heartbeats_and_rounded_evaluations(tmp_path: Path, caplog) -> None:
+    from synthformer.common.config import from_dict
     from synthformer.tasks import RunConfig, train_run
-    from synthformer.train import from_dict
     from synthformer.train.recording import format_metrics
 
     def every_step(trainer) -> None:

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import torch
 
+from synthformer.common.config import from_dict
 from synthformer.tasks import RunConfig, train_run
 from synthformer.train import checkpoint as ckpt_mod
-from synthformer.train import from_dict, latest_checkpoint
+from synthformer.train import latest_checkpoint
 from tests.reliability.test_faults import disk_full_at_second_save, final_weights
 from tests.tasks.helpers import t2t_config
 from tests.tasks.test_prepared_training import make_corpus, make_t2t_corpus, prepared_config

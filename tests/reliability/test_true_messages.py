@@ -9,10 +9,11 @@ import logging
 import pytest
 
 from synthformer.cli.train import continue_command
+from synthformer.common.config import ConfigError, to_dict
 from synthformer.data import ByteTokenizer, CharTokenizer, FixedVocabTokenizer
 from synthformer.data.tokenizer_base import tokenizer_difference
 from synthformer.tasks import load_run_config
-from synthformer.train import ConfigError, TrainConfig, to_dict
+from synthformer.train import TrainConfig
 from synthformer.train.resume import process_change, warn_resumed_changes
 from tests.tasks.helpers import classification_config, lm_config, seq2seq_config, write_yaml
 

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from synthformer.common.config import ConfigError
 from synthformer.study import DEFAULT_KINDS, StudySpec, Variant, parse_grid
 from synthformer.study.manifest import MANIFEST, check_manifest
-from synthformer.train import ConfigError, RunError
+from synthformer.train import RunError
 
 
 def spec(**changes) -> StudySpec:

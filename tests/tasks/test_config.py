@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from synthformer.attention import parse_kind
+from synthformer.common.config import ConfigError, from_dict, to_dict
 from synthformer.models import config_class, list_presets
 from synthformer.tasks import (
     COMPARE_TASKS,
@@ -15,7 +16,6 @@ from synthformer.tasks import (
     load_run_config,
     resolve_model_config,
 )
-from synthformer.train import ConfigError, from_dict, to_dict
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 CONFIGS = sorted(CONFIG_DIR.glob("*.yaml"))

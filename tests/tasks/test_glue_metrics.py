@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from synthformer.common.config import ConfigError
 from synthformer.tasks.suites.glue.metrics import (
     TaskScore,
     glue_average,
@@ -14,7 +15,6 @@ from synthformer.tasks.suites.glue.metrics import (
     score_predictions,
 )
 from synthformer.tasks.suites.glue.reader import TextToTextExample, get_glue_task
-from synthformer.train import ConfigError
 
 
 def _examples(task: str, labels: list[int] | list[float]) -> list[TextToTextExample]:

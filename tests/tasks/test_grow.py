@@ -11,10 +11,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from synthformer.common.config import from_dict
 from synthformer.models import build_model
 from synthformer.tasks import RunConfig, load_run, train_run
 from synthformer.tasks.run.init_from import load_pretrained_weights
-from synthformer.train import from_dict
 
 from ..attention.test_grown_mixtures import GROWABLE
 from .helpers import seq2seq_config

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from synthformer.common.config import from_dict
 from synthformer.data import load_tokenizer
 from synthformer.tasks import (
     RunConfig,
@@ -21,7 +22,6 @@ from synthformer.tasks import (
     train_run,
     unigram_bits_per_token,
 )
-from synthformer.train import from_dict
 
 from .helpers import classification_config, lm_config, seq2seq_config
 

@@ -13,13 +13,12 @@ from typing import Any
 
 import pytest
 
-from synthformer.common.config import from_dict
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.data import ByteTokenizer, DataError, SentinelTokenizer
 from synthformer.data.prepared import PreparedCorpus
 from synthformer.data.prepared import writer as shard_writer
 from synthformer.tasks import TaskConfig, load_raw_data
 from synthformer.tasks.prepared import PrepareError, check_prepared, prepare_corpus
-from synthformer.train import ConfigError
 
 from .helpers import LM_TEXT, glue_dir, summarization_config
 

@@ -12,14 +12,13 @@ import pytest
 import torch
 
 from synthformer.cli.main import main
-from synthformer.common.config import from_dict
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.data import SentinelTokenizer, build_tokenizer
 from synthformer.data.prepared import PreparedCorpus
 from synthformer.tasks import RunConfig, TaskConfig, prepare_data
 from synthformer.tasks.prepared import prepare_corpus
 from synthformer.tasks.suites.dialogue.dataset import SPEAKER_TOKENS, encode_source, fit_stored_source
 from synthformer.tasks.suites.dialogue.reader import Exchange
-from synthformer.train import ConfigError
 
 from .helpers import dialogue_config, write_yaml
 

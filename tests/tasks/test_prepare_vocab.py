@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 
 from synthformer.cli.main import main
-from synthformer.common.config import from_dict
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.tasks import RunConfig
 from synthformer.tasks.prepared import prepare_corpus
 from synthformer.tasks.prepared.reading import open_prepared
 from synthformer.tasks.prepared.tokenizer import ASKED_VOCAB_SIZE
-from synthformer.train import ConfigError
 
 from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, write_yaml
 

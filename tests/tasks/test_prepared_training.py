@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.data import LMBlockDataset, SentinelTokenizer, Seq2SeqDataset, build_tokenizer
 from synthformer.data.prepared import write_prepared
 from synthformer.data.span_corruption import ArrayStream
 from synthformer.data.streamed import StreamBlockDataset
 from synthformer.tasks import RunConfig, prepare_data, train_run
-from synthformer.train import ConfigError, from_dict
 
 from .helpers import LM_TEXT, TINY_MODEL, TINY_TRAIN, t2t_config
 

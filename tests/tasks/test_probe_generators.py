@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from synthformer.cli.main import main
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.tasks import RunConfig, load_raw_data
 from synthformer.tasks.suites.probes.matching import MatchingGenerator
 from synthformer.tasks.suites.probes.recall import RecallGenerator
-from synthformer.train import ConfigError, from_dict
 from tests.tasks.helpers import TINY_MODEL, TINY_TRAIN, write_yaml
 
 pytestmark = pytest.mark.usefixtures("restore_logging")

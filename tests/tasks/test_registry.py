@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.models import build_model, config_class, get_preset, list_archs, list_presets
 from synthformer.tasks import (
     RunConfig,
@@ -25,7 +26,6 @@ from synthformer.tasks import (
     task_type_for_arch,
     train_run,
 )
-from synthformer.train import ConfigError, from_dict
 
 from .helpers import (
     classification_config,

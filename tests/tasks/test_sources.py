@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.data import DataError
 from synthformer.tasks import RunConfig, load_pystdlib, load_raw_data, stdlib_source_files
-from synthformer.train import ConfigError, from_dict
 
 
 def _task(**task):

@@ -10,10 +10,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.data import SentinelTokenizer, load_tokenizer
 from synthformer.tasks import RunConfig, evaluate_run, generate_texts, load_run, prepare_data, train_run
 from synthformer.tasks.run.init_from import load_pretrained_weights
-from synthformer.train import ConfigError, from_dict
 
 from .helpers import TINY_MODEL, TINY_TRAIN, lm_config, span_config
 

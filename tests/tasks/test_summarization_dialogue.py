@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli.main import main
+from synthformer.common.config import ConfigError
 from synthformer.data import DataError
 from synthformer.tasks import TaskConfig, load_raw_data
-from synthformer.train import ConfigError
 
 from .helpers import PERSONACHAT_LINES, dialogue_config, summarization_config, write_yaml
 

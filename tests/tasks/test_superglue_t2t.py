@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli.main import main
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.data.prepared import PreparedCorpus
 from synthformer.tasks import RunConfig, TaskConfig, prepare_data
 from synthformer.tasks.prepared import prepare_corpus
-from synthformer.train import ConfigError, from_dict
 
 from .helpers import superglue_dir, t2t_config, write_yaml
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli.main import main
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.tasks import RunConfig, evaluate_run, generate_texts, load_run, prepare_data, train_run
 from synthformer.tasks.suites.glue.text_to_text import mixture
-from synthformer.train import ConfigError, from_dict
 
 from .helpers import LM_TEXT, glue_dir, pretrained_finetuning_yaml, t2t_config
 

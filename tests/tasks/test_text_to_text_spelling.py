@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from synthformer.cli.main import main
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.tasks import RunConfig, prepare_data
 from synthformer.tasks.suites.glue.text_to_text import TextToText
-from synthformer.train import ConfigError, from_dict
 
 from .helpers import pretrained_finetuning_yaml, t2t_config
 

@@ -7,7 +7,8 @@ from typing import Literal
 
 import pytest
 
-from synthformer.train import ConfigError, TrainConfig, apply_overrides, from_dict, load_config, to_dict
+from synthformer.common.config import ConfigError, apply_overrides, from_dict, load_config, to_dict
+from synthformer.train import TrainConfig
 
 
 @dataclass

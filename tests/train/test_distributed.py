@@ -166,7 +166,8 @@ def test_accelerate_sharding_setups_are_refused(tmp_path):
     from accelerate.utils import DistributedType
     from toymodels import CountingDataset, ToyLM
 
-    from synthformer.train import ConfigError, Run, TrainConfig, Trainer
+    from synthformer.common.config import ConfigError
+    from synthformer.train import Run, TrainConfig, Trainer
 
     for kind in (DistributedType.FSDP, DistributedType.DEEPSPEED):
         acc = SimpleNamespace(is_main_process=True, process_index=0, num_processes=1, distributed_type=kind)

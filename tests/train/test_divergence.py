@@ -10,8 +10,8 @@ import pytest
 import torch
 from toymodels import CountingDataset, ToyLM, open_run
 
+from synthformer.common.config import ConfigError
 from synthformer.train import (
-    ConfigError,
     TrainConfig,
     Trainer,
     TrainingFailed,

@@ -12,8 +12,8 @@ import pytest
 import torch
 from toymodels import CountingDataset, ToyLM, open_run, state_equal
 
+from synthformer.common.config import ConfigError
 from synthformer.train import (
-    ConfigError,
     TrainConfig,
     Trainer,
     TrainingFailed,

@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
+from synthformer.common.config import ConfigError
 from synthformer.models import ClassifierConfig, LMConfig, Seq2SeqConfig, build_model
-from synthformer.train import ConfigError, TrainConfig, build_optimizer, build_scheduler, lr_multiplier
+from synthformer.train import TrainConfig, build_optimizer, build_scheduler, lr_multiplier
 from synthformer.train.optim import freeze_parts
 
 

@@ -8,8 +8,8 @@ import json
 import pytest
 from toymodels import CountingDataset, ToyLM
 
-from synthformer.common.config import from_dict
-from synthformer.train import ConfigError, Run, TrainConfig, Trainer, seed_everything
+from synthformer.common.config import ConfigError, from_dict
+from synthformer.train import Run, TrainConfig, Trainer, seed_everything
 from synthformer.train.tracking import TRACKERS, check_trackers
 
 

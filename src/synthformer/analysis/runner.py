@@ -20,11 +20,12 @@ from typing import Any
 from torch import nn
 
 from synthformer.attention import Mixture
+from synthformer.common.config import ConfigError
 from synthformer.tasks import LoadedRun, load_run, prepare_data
 from synthformer.tasks.metrics.likelihood import batches
 from synthformer.tasks.run.data import seeded_model
 from synthformer.tasks.run.init_from import load_pretrained_weights
-from synthformer.train import ConfigError, RunDir, RunError
+from synthformer.train import RunDir, RunError
 from synthformer.train.hooks import preserved_rng
 
 from . import figures

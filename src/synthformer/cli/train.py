@@ -76,8 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train; print where the run is and its final metrics."""
+    from synthformer.common.config import ConfigError
     from synthformer.tasks import load_run_config, train_run
-    from synthformer.train import EXIT_PREEMPTED, ConfigError, Preempted
+    from synthformer.train import EXIT_PREEMPTED, Preempted
 
     config_path = Path(args.config)
     overrides = list(args.overrides)
@@ -141,7 +142,7 @@ def _dry_run(args: argparse.Namespace, run_config: object, config_path: Path, ru
     """Print the plan (:func:`synthformer.bench.plan.plan_run`); a fatal problem ends it with a one-line error."""
     from synthformer.bench.memory import fit_report, machine_memory
     from synthformer.bench.plan import format_plan, plan_run
-    from synthformer.train import ConfigError
+    from synthformer.common.config import ConfigError
 
     processes = args.processes if args.processes is not None else int(os.environ.get("WORLD_SIZE", "1"))
     if processes < 1:
@@ -180,7 +181,7 @@ def _check_memory(run_config: object, config_path: Path, run_dir: Path) -> None:
     """
     from synthformer.bench.memory import machine_memory, over_memory
     from synthformer.bench.plan import micro_batch_tokens, plan_run
-    from synthformer.train import ConfigError
+    from synthformer.common.config import ConfigError
 
     processes = int(os.environ.get("WORLD_SIZE") or 1)
     try:

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from synthformer.attention import paper_names
+from synthformer.common.config import ConfigError, apply_overrides, to_dict
 from synthformer.common.io import atomic_write_text
-from synthformer.train import ConfigError, RunDir, RunError, apply_overrides, to_dict
+from synthformer.train import RunDir, RunError
 from synthformer.train.resume import EXECUTION_SETTINGS, config_differences
 
 logger = logging.getLogger(__name__)

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from synthformer.common.config import ConfigError, apply_overrides, from_dict, to_dict
 from synthformer.models import config_class
-from synthformer.train import ConfigError, RunError, apply_overrides, from_dict, to_dict
+from synthformer.train import RunError
 
 from .run.config import RunConfig
 from .run.data import prepare_data

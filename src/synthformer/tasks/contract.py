@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import Tensor
 
-from synthformer.train import ConfigError
+from synthformer.common.config import ConfigError
 
 if TYPE_CHECKING:
     from torch import nn

@@ -17,6 +17,7 @@ long runs ``longrun`` (its decisions), ``faults`` (their errors), ``signals`` (S
 (``keep_best``) and ``saving`` (the trainer's checkpoints).
 """
 
+
 from .checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -30,15 +31,7 @@ from .checkpoint import (
     restore_rng_state,
     save_checkpoint,
 )
-from .config import (
-    ConfigError,
-    TrainConfig,
-    apply_overrides,
-    dump_config,
-    from_dict,
-    load_config,
-    to_dict,
-)
+from .config import TrainConfig
 from .faults import TrainingFailed
 from .loader import BatchStream, eval_batches
 from .optim import build_optimizer, build_scheduler, lr_multiplier, param_groups
@@ -52,7 +45,6 @@ __all__ = [
     "BatchStream",
     "Checkpoint",
     "CheckpointError",
-    "ConfigError",
     "Run",
     "RunDir",
     "RunError",
@@ -62,19 +54,15 @@ __all__ = [
     "TrainingFailed",
     "TrainConfig",
     "Trainer",
-    "apply_overrides",
     "build_optimizer",
     "build_scheduler",
     "capture_rng_state",
     "count_tokens",
-    "dump_config",
     "eval_batches",
-    "from_dict",
     "is_main_process",
     "latest_checkpoint",
     "list_checkpoints",
     "load_checkpoint",
-    "load_config",
     "load_model_weights",
     "lr_multiplier",
     "param_groups",
@@ -84,5 +72,4 @@ __all__ = [
     "select_checkpoint",
     "WeightsMismatchError",
     "seed_everything",
-    "to_dict",
 ]

@@ -1,7 +1,7 @@
 """``TrainConfig``: the settings of the training engine.
 
 The generic loader (YAML files, dotted ``key=value`` overrides, dataclass <-> dict) and :class:`ConfigError` live in
-the lowest layer, :mod:`synthformer.common.config`; they are re-exported here, where every earlier version had them.
+the lowest layer, :mod:`synthformer.common.config`: import them from there.
 """
 
 from __future__ import annotations
@@ -11,15 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from synthformer.common.config import (
-    ConfigError,
-    apply_overrides,
-    dump_config,
-    from_dict,
-    load_config,
-    parse_override,
-    to_dict,
-)
+from synthformer.common.config import ConfigError
 
 from .best import metric_direction
 
@@ -29,17 +21,7 @@ FREEZABLE: tuple[str, ...] = ("embeddings", "output")
 #: The experiment trackers ``log_with`` may name (:mod:`synthformer.train.tracking` starts them).
 TRACKER_NAMES: tuple[str, ...] = ("tensorboard", "wandb", "mlflow")
 
-__all__ = [
-    "TRACKER_NAMES",
-    "ConfigError",
-    "TrainConfig",
-    "apply_overrides",
-    "dump_config",
-    "from_dict",
-    "load_config",
-    "parse_override",
-    "to_dict",
-]
+__all__ = ["TRACKER_NAMES", "TrainConfig"]
 
 
 @dataclass

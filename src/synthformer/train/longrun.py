@@ -21,10 +21,12 @@ from typing import Any
 from accelerate import Accelerator
 from torch import nn
 
+from synthformer.common.config import ConfigError
+
 from .best import BestRecord, improves, metric_direction, metric_key, read_best
 from .checkpoint import STATE_FILE, CheckpointError, checkpoint_name, read_trainer_state
 from .checkpoint_losses import CheckpointLosses, go_back_to, good_checkpoints
-from .config import ConfigError, TrainConfig
+from .config import TrainConfig
 from .divergence import DivergenceWatch
 from .faults import TrainingFailed, agree, agree_max, finite, nonfinite_message, weights_finite
 from .rundir import RunDir

@@ -19,8 +19,10 @@ import torch
 from accelerate import Accelerator
 from torch import nn
 
+from synthformer.common.config import to_dict
+
 from .best import BestRecord
-from .config import TrainConfig, to_dict
+from .config import TrainConfig
 from .run import Run
 
 __all__ = ["Recorder", "format_metrics", "trainer_state"]

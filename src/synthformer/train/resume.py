@@ -12,8 +12,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from synthformer.common.config import to_dict
+
 from .checkpoint import STATE_FILE, read_trainer_state
-from .config import TrainConfig, to_dict
+from .config import TrainConfig
 from .run_errors import RunError, RunExistsError
 from .rundir import RunDir
 

@@ -31,10 +31,10 @@ from typing import Any
 
 from accelerate import Accelerator
 
+from synthformer.common.config import dump_config
 from synthformer.common.io import atomic_output, atomic_write_text
 
 from .checkpoint import STATE_FILE, latest_checkpoint, read_trainer_state, save_checkpoint
-from .config import dump_config
 from .hooks import any_process
 from .resume import check_earlier_run, check_resume_config, check_resumed_files
 from .run_errors import RunError

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import TRACKER_NAMES, ConfigError, TrainConfig, to_dict
+from synthformer.common.config import ConfigError, to_dict
+
+from .config import TRACKER_NAMES, TrainConfig
 
 __all__ = ["TRACKERS", "check_trackers", "open_trackers"]
 

@@ -31,6 +31,8 @@ from accelerate.utils import send_to_device
 from torch import nn
 from tqdm.auto import tqdm
 
+from synthformer.common.config import ConfigError
+
 from . import faults
 from .checkpoint import (
     STATE_FILE,
@@ -40,7 +42,7 @@ from .checkpoint import (
     load_model_weights,
     restore_rng_state,
 )
-from .config import ConfigError, TrainConfig
+from .config import TrainConfig
 from .distributed import ShardedOptimizerState, as_float, gradient_sync, shard_model
 from .evaluation import evaluate_model, forward_loss
 from .hooks import count_tokens, default_accelerator, require_tensorboard, seed_everything

@@ -23,7 +23,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from synthformer.common.config import to_dict
+from synthformer.common.config import ConfigError, to_dict
 from synthformer.common.io import TMP_PREFIX, atomic_write_text, fsync_path
 from synthformer.data import DataError, Tokenizer, load_tokenizer
 from synthformer.data.prepared.format import MANIFEST, TOKENIZER, dtype_for, shard_name
@@ -34,7 +34,6 @@ from synthformer.data.prepared.writer import (
     split_entry,
     write_manifest,
 )
-from synthformer.train import ConfigError
 from synthformer.train.run_errors import RunError
 from synthformer.train.runlock import LOCK_FILE, lock_directory
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import to_dict
+from synthformer.common.config import ConfigError, to_dict
 from synthformer.data import DataError
 from synthformer.data.prepared.format import LAYOUTS
 from synthformer.data.prepared.sources import (
@@ -27,7 +27,6 @@ from synthformer.data.prepared.sources import (
     iter_hf,
     splittable,
 )
-from synthformer.train import ConfigError
 
 from ..run.task_config import TaskConfig
 from .preparation import Preparation, Sources

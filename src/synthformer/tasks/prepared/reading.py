@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 
+from synthformer.common.config import ConfigError
 from synthformer.data import DataError, Tokenizer
 from synthformer.data.prepared import PreparedCorpus, reader
-from synthformer.train import ConfigError
 
 from ..contract import RawData, TaskData
 from ..run.config import RunConfig, resolve_model_config

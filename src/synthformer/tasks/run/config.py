@@ -28,7 +28,7 @@ Example (``configs/lm_tiny_shakespeare.yaml``)::
       lr: 1.0e-3
 
 loaded with ``load_run_config("configs/lm_tiny_shakespeare.yaml", ["train.lr=3e-4", "model.n_layers=4"])``.
-Every problem raises :class:`~synthformer.train.ConfigError` naming the dotted key and the bad value.
+Every problem raises :class:`~synthformer.common.config.ConfigError` naming the dotted key and the bad value.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from synthformer.common.config import ConfigError, load_config, to_dict
 from synthformer.models import ModelConfig, config_class, get_preset, list_presets
-from synthformer.train import ConfigError, TrainConfig, load_config, to_dict
+from synthformer.train import TrainConfig
 from synthformer.train.best import metric_key
 
 from ..registry import get_generator

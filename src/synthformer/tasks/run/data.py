@@ -11,9 +11,10 @@ from typing import Any
 
 from torch import nn
 
+from synthformer.common.config import ConfigError
 from synthformer.data import DataError, Tokenizer, build_tokenizer
 from synthformer.models import ModelConfig, build_model
-from synthformer.train import ConfigError, seed_everything
+from synthformer.train import seed_everything
 
 from ..contract import RawData, TaskData
 from ..prepared.reading import prepared_data

@@ -53,8 +53,8 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.attention import parse_kind
+from synthformer.common.config import ConfigError
 from synthformer.models import ModelConfig
-from synthformer.train import ConfigError
 
 __all__ = ["GROWABLE_FIELDS", "grown_layers", "growth_record", "rename_grown_keys", "start_grown_mixtures_"]
 

@@ -4,8 +4,8 @@ The new run takes the pretrained run's tokenizer file (so the vocabulary, sentin
 the weights of its latest checkpoint (safetensors). The model the new config describes must be the pretrained
 one: the same architecture and every model setting equal except the regularisation ones that finetuning may
 change (:data:`FREE_FIELDS`: dropout, attention dropout, label smoothing). A mismatch is a
-:class:`~synthformer.train.ConfigError` naming each differing setting with both values. Parameters the checkpoint
-does not hold are newly initialised and listed (in the log and in ``RUN/init_from.json``); for the paper's
+:class:`~synthformer.common.config.ConfigError` naming each differing setting with both values. Parameters the
+checkpoint does not hold are newly initialised and listed (in the log and in ``RUN/init_from.json``); for the paper's
 setup (the same encoder-decoder, text-to-text) the list is empty. A parameter with another shape, or one in the
 checkpoint that the model lacks, is an error naming the parameter and both shapes.
 
@@ -30,9 +30,10 @@ from safetensors import safe_open
 from safetensors.torch import load_file, load_model
 from torch import nn
 
+from synthformer.common.config import ConfigError
 from synthformer.data import Tokenizer, load_tokenizer
 from synthformer.models import ModelConfig
-from synthformer.train import ConfigError, RunDir, RunError, select_checkpoint
+from synthformer.train import RunDir, RunError, select_checkpoint
 from synthformer.train.checkpoint import MODEL_FILE, STATE_FILE, read_trainer_state, shape_mismatches
 
 from .grow import GROWABLE_FIELDS, grown_layers, growth_record, rename_grown_keys, start_grown_mixtures_

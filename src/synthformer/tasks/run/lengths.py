@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from synthformer.common.config import ConfigError
 from synthformer.data import LengthReport
-from synthformer.train import ConfigError
 
 from .task_config import TaskConfig
 

@@ -13,10 +13,10 @@ import json
 import logging
 from pathlib import Path
 
+from synthformer.common.config import ConfigError
 from synthformer.data import Tokenizer, load_label_set, load_tokenizer
 from synthformer.models import ModelConfig, build_model
 from synthformer.train import (
-    ConfigError,
     RunDir,
     RunError,
     WeightsMismatchError,

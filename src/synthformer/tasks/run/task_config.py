@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NewType
 
+from synthformer.common.config import ConfigError
 from synthformer.data import MAX_VOCAB_SIZE, OVERFLOW_POLICIES, TOKENIZER_KINDS
-from synthformer.train import ConfigError
 
 from ..registry import get_generator, get_task_type, list_generators, list_task_types
 

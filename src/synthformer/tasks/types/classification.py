@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from synthformer.common.config import ConfigError
 from synthformer.data import (
     CLASSIFICATION_FORMATS,
     ClassificationDataset,
@@ -25,7 +26,6 @@ from synthformer.data import (
     load_hf_dataset,
     read_classification,
 )
-from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
 from ..metrics.likelihood import batches, device_of, to_device

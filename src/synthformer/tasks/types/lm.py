@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+from synthformer.common.config import ConfigError
 from synthformer.data import DataError, LMBlockDataset, load_hf_text, read_text_file, split_text
 from synthformer.data.errors import check_data_path
 from synthformer.data.streamed import StreamBlockDataset
 from synthformer.tasks.metrics.units import bits_per_byte, bits_per_character, perplexity
-from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
 from ..metrics.likelihood import token_nll

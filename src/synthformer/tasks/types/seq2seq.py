@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from synthformer.common.config import ConfigError
 from synthformer.data import (
     Seq2SeqDataset,
     TranslationPair,
@@ -28,7 +29,6 @@ from synthformer.data import (
     read_parallel_tsv,
 )
 from synthformer.data.prepared.sources import expand_glob
-from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
 from ..prepared.preparation import Preparation, Sources, pairs_dataset

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+from synthformer.common.config import ConfigError
 from synthformer.data import SentinelTokenizer
 from synthformer.data.sentinels import with_sentinels
 from synthformer.data.span_corruption import SpanCorruptionDataset, t5_lengths
-from synthformer.train import ConfigError
 
 from ..contract import Generated, GenerateOptions
 from ..metrics.likelihood import likelihood_metrics

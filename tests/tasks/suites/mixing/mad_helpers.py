@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from synthformer.common.config import ConfigError
 from synthformer.tasks.suites.mixing.sequences import MixingBenchmark, MixingSequence
-from synthformer.train import ConfigError
 
 
 def options(bench: MixingBenchmark, **changes: Any) -> dict[str, Any]:

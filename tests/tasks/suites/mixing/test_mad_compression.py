@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.cli.main import main
+from synthformer.common.config import ConfigError, from_dict
 from synthformer.models import ModelConfig, build_model
 from synthformer.tasks import RunConfig, TaskConfig, get_task_type, load_raw_data, with_kind
 from synthformer.tasks.registry import list_generators
@@ -26,7 +27,6 @@ from synthformer.tasks.suites.mixing.mad_compression import (
     most_frequent_accuracy,
 )
 from synthformer.tasks.suites.mixing.mad_compressor import Compressor, CompressorConfig
-from synthformer.train import ConfigError, from_dict
 
 from ...helpers import TINY_MODEL, TINY_TRAIN, write_yaml
 

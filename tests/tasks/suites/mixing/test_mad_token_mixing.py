@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from synthformer.cli.main import main
+from synthformer.common.config import ConfigError
 from synthformer.tasks import TaskConfig, load_raw_data
 from synthformer.tasks.suites.mixing import mad_copying, mad_fuzzy_recall, mad_memorization, mad_recall  # noqa: F401
 from synthformer.tasks.suites.mixing.sequences import get_benchmark
-from synthformer.train import ConfigError
 
 from ...helpers import TINY_MODEL, TINY_TRAIN, write_yaml
 

@@ -12,11 +12,11 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.cli.main import main
+from synthformer.common.config import ConfigError
 from synthformer.models import IGNORE_INDEX
 from synthformer.tasks.registry import list_generators
 from synthformer.tasks.suites.mixing import AnswerDataset, answer_metrics, get_benchmark
 from synthformer.tasks.suites.mixing.mqar import FILLER
-from synthformer.train import ConfigError
 
 from ...helpers import TINY_MODEL, TINY_TRAIN, write_yaml
 

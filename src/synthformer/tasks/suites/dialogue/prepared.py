@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from synthformer.common.config import ConfigError
 from synthformer.data.sentinels import SentinelTokenizer
-from synthformer.train import ConfigError
 
 from .dataset import SPEAKER_TOKENS, PreparedDialogueDataset, encode_source
 from .reader import Exchange, dialogue_exchanges, read_dialogues

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from synthformer.common.config import ConfigError
 from synthformer.data.sentinels import SentinelTokenizer, with_sentinels
-from synthformer.train import ConfigError
 
 from ...contract import Generated, GenerateOptions, RawData
 from ...prepared.preparation import Preparation

@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from synthformer.train import ConfigError
+from synthformer.common.config import ConfigError
 
 from .superglue_metrics import score_with_records
 from .table import GLUE_TASKS, GlueTask, TextToTextExample, get_glue_task
@@ -72,7 +72,7 @@ class TaskScore:
 
 def glue_task_from_config(name: str | GlueTask, key: str = "task.options.tasks") -> GlueTask:
     """:func:`.reader.get_glue_task` for config values: an unknown name raises
-    :class:`~synthformer.train.ConfigError` whose message starts with ``key`` and suggests the closest name.
+    :class:`~synthformer.common.config.ConfigError` whose message starts with ``key`` and suggests the closest name.
     """
     try:
         return get_glue_task(name)

@@ -53,9 +53,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from synthformer.common.config import ConfigError
 from synthformer.data import Seq2SeqDataset
 from synthformer.data.mixture import MixtureDataset, MixtureSchedule, mixing_rates
-from synthformer.train import ConfigError
 
 from ...contract import Generated, GenerateOptions, RawData, TaskType
 from ...metrics.likelihood import likelihood_metrics

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from synthformer.common.config import ConfigError
 from synthformer.data.errors import DataError
 from synthformer.data.mixture import MixtureDataset, MixtureSchedule
 from synthformer.data.prepared.format import sha256_file
 from synthformer.data.streamed import PairsDataset
-from synthformer.train import ConfigError
 
 from ...prepared.preparation import pairs_dataset
 from .metrics import glue_task_from_config

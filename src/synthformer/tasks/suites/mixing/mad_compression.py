@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+from synthformer.common.config import ConfigError
 from synthformer.data import FixedVocabTokenizer
-from synthformer.train import ConfigError
 
 from ...contract import Generated, GenerateOptions, Generator, RawData, TaskType, random_ids
 from ...metrics.likelihood import device_of
@@ -60,7 +60,7 @@ SPLITS: tuple[str, ...] = ("train", "valid", "test")
 
 
 def check_options(opts: dict[str, Any]) -> dict[str, Any]:
-    """The options checked (a :class:`~synthformer.train.ConfigError` names a bad one)."""
+    """The options checked (a :class:`~synthformer.common.config.ConfigError` names a bad one)."""
     check_int(NAME, opts, "vocab_size", 3, MAX_VOCAB)
     check_int(NAME, opts, "seq_len", 2)
     check_counts(NAME, opts)

@@ -1,8 +1,8 @@
 """What the MAD benchmarks (Poli et al. 2024, "Mechanistic Design and Scaling of Hybrid Architectures") share: the
 checks of their options, the split sizes of MAD's protocol and the context-free baseline.
 
-Every check raises :class:`~synthformer.train.ConfigError` naming ``task.generator_options.<name>``, the value given
-and what was expected, so a bad setting fails when the config is read, before any sequence is drawn.
+Every check raises :class:`~synthformer.common.config.ConfigError` naming ``task.generator_options.<name>``, the
+value given and what was expected, so a bad setting fails when the config is read, before any sequence is drawn.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from synthformer.train import ConfigError
+from synthformer.common.config import ConfigError
 
 from .sequences import MixingSequence, unigram_guess_accuracy
 

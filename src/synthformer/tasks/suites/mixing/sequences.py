@@ -54,8 +54,8 @@ class MixingBenchmark:
     """A registered benchmark (see the module docstring).
 
     ``make(n, seed, opts)`` draws ``n`` sequences (``opts``: the checked options); ``vocabulary(opts)`` names the
-    ids; ``check(opts)`` raises :class:`~synthformer.train.ConfigError` naming a bad option and returns the options
-    completed (derived values filled in); ``context_free(train, evaluate, opts)`` is the answer accuracy on
+    ids; ``check(opts)`` raises :class:`~synthformer.common.config.ConfigError` naming a bad option and returns the
+    options completed (derived values filled in); ``context_free(train, evaluate, opts)`` is the answer accuracy on
     ``evaluate`` of the best guess that reads no context (e.g. the most frequent answer of ``train``); ``length(opts)``
     is the longest sequence ``make`` returns (the model's ``task.max_len`` must hold it minus one).
     """

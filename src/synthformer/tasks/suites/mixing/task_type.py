@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+from synthformer.common.config import ConfigError
 from synthformer.data import FixedVocabTokenizer
 from synthformer.models import IGNORE_INDEX
-from synthformer.train import ConfigError
 
 from ...contract import Generated, GenerateOptions, Generator, RawData, TaskType, random_ids
 from ...metrics.likelihood import batches, device_of, to_device

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from synthformer.common.config import ConfigError
 from synthformer.data import FixedVocabTokenizer
-from synthformer.train import ConfigError
 
 from ...registry import register_generator
 from .common import ProbeGenerator, check_int, derived

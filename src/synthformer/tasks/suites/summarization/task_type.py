@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from synthformer.train import ConfigError
+from synthformer.common.config import ConfigError
 
 from ...prepared.preparation import Preparation
 from ...registry import register_task_type
