@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
-from synthformer.models import ModelConfig, build_model
+from synthformer.models import DEFAULT_VARIANT, ModelConfig, build_model
 from synthformer.tasks import RunConfig
 from synthformer.tasks.run.config import resolve_model_config
 from synthformer.train.optim import freeze_parts
@@ -164,7 +164,7 @@ def _recipe(run: RunConfig) -> str:
     """``variant t5 (T5's layer, relative position bias); adafactor, lr 0.01, rsqrt schedule (full rate for 10,000
     steps, then 1/sqrt), ...``: what the plan's numbers do not show of how the run trains."""
     model, t = run.model, run.train
-    variant = getattr(model, "variant", "transformer")
+    variant = getattr(model, "variant", DEFAULT_VARIANT)
     bias = getattr(model, "position_bias", None)
     parts = [f"variant {variant}" + (f" with {bias} relative position bias" if bias not in (None, "none") else "")]
     schedule = {"rsqrt": f"rsqrt schedule (full rate for {t.warmup_steps:,} steps, then lr x sqrt(warm-up / step))",

@@ -37,9 +37,17 @@ from .registry import (
     unregister_arch,
 )
 from .stacks import Decoder, Encoder
-from .variant_parts import VariantParts, get_variant, list_variants, register_variant, unregister_variant
+from .variant_parts import (
+    DEFAULT_VARIANT,
+    VariantParts,
+    get_variant,
+    list_variants,
+    register_variant,
+    unregister_variant,
+)
 
 __all__ = [
+    "DEFAULT_VARIANT",
     "FFN_TYPES",
     "IGNORE_INDEX",
     "NORMS",

@@ -27,7 +27,7 @@ from .losses import token_cross_entropy
 from .positions import put_columns, real_first, take_columns
 from .registry import MixerFactory, register_arch
 from .stacks import Decoder, Encoder
-from .variant_parts import get_variant, list_variants
+from .variant_parts import DEFAULT_VARIANT, get_variant, list_variants
 from .variants import POSITION_BIASES, parts_of
 
 __all__ = ["Seq2SeqConfig", "Seq2SeqTransformer", "build_seq2seq"]
@@ -87,7 +87,7 @@ class Seq2SeqConfig(ModelConfig):
     decoder_kind_options: dict[str, Any] | list[dict[str, Any]] | None = None
     tie_embeddings: bool = True
     label_smoothing: float = 0.0
-    variant: str = "transformer"
+    variant: str = DEFAULT_VARIANT
     position_bias: str = "none"
     relative_attention_num_buckets: int = 32
     relative_attention_max_distance: int = 128
