@@ -131,28 +131,53 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
-def _study(command: list[str]) -> int:
-    """Run one study command in one process (its output in ``OUT.log``, beside the study: a study folder holds only
-    what the study writes); its exit code."""
-    out = Path(command[command.index("--out") + 1])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["nice", "-n", "19", sys.executable, "-m", "synthformer.cli.main", *command]
+@dataclass(frozen=True)
+class Job:
+    """One study to train: its command, its folder and the keys (:func:`run_key`) of the runs it trains."""
+
+    command: list[str]
+    out: Path
+    keys: tuple[str, ...]
+
+
+def lr_job(family: str, kind: str, runs: Path, threads: int) -> Job:
+    """``kind``'s learning-rate grid in ``family`` as a :class:`Job`."""
+    return Job(lr_command(family, kind, runs, threads), runs / f"lr-{family}" / kind_dir(kind),
+               tuple(run_key(LR_SETTING[family], kind, lr, 0) for lr in LRS))
+
+
+def seeds_job(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int) -> Job:
+    """:func:`seeds_command` as a :class:`Job` (seeds 1 on where the setting reuses the grid's seed 0)."""
+    first = 1 if LR_SETTING[s.family] == s.name else 0
+    return Job(seeds_command(s, kind, lr, seeds, runs, threads), runs / s.name / kind_dir(kind),
+               tuple(run_key(s.name, kind, lr, seed) for seed in range(first, seeds)))
+
+
+def _study(job: Job) -> int:
+    """Run one study in one process (its output in ``OUT.log``, beside the study: a study folder holds only what
+    the study writes); its exit code."""
+    job.out.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["nice", "-n", "19", sys.executable, "-m", "synthformer.cli.main", *job.command]
     print(f"# {shlex.join(argv)}", flush=True)
-    append(_launches(out), {"commit": commit(), "command": shlex.join(command)})  # the code each sitting ran
-    with open(out.with_name(out.name + ".log"), "a", encoding="utf-8") as log:
+    append(_launches(job.out), {"commit": commit(), "command": shlex.join(job.command)})  # the code each sitting ran
+    with open(job.out.with_name(job.out.name + ".log"), "a", encoding="utf-8") as log:
         return subprocess.run(argv, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT).returncode
 
 
-def _run_studies(commands: list[list[str]], lanes: int, shared_cpu: bool) -> bool:
-    """Run the study commands ``lanes`` at a time, harvesting each one's runs as it ends; True when all succeeded."""
+def _run_studies(jobs: list[Job], lanes: int, shared_cpu: bool) -> bool:
+    """Run the jobs whose runs are not all harvested, ``lanes`` at a time, harvesting each one's runs as it ends;
+    True when all succeeded."""
+    done = harvested()
+    todo = [j for j in jobs if any(k not in done for k in j.keys)]
+    print(f"# {len(jobs) - len(todo)} of {len(jobs)} studies already harvested")
     failed = 0
     with ThreadPoolExecutor(max_workers=lanes) as pool:
-        futures = {pool.submit(_study, c): c for c in commands}
+        futures = {pool.submit(_study, j): j for j in todo}
         for future in as_completed(futures):  # the record is appended from this thread only
             if code := future.result():
                 failed += 1
-                print(f"# failed (exit code {code}): {shlex.join(futures[future])}", file=sys.stderr)
-            _harvest_study(Path(futures[future][futures[future].index("--out") + 1]), shared_cpu)
+                print(f"# failed (exit code {code}): {shlex.join(futures[future].command)}", file=sys.stderr)
+            _harvest_study(futures[future].out, shared_cpu, done)
     return not failed
 
 
@@ -183,43 +208,21 @@ def _setting_of(out: Path) -> Setting:
     return setting(LR_SETTING[name[3:]] if name.startswith("lr-") else name)
 
 
-def _pending(command: list[str], done: dict[str, dict[str, Any]]) -> bool:
-    """Whether some run of a study command is not harvested yet (so the study must train)."""
-    name = _setting_of(Path(command[command.index("--out") + 1])).name
-    kind = command[command.index("--kinds") + 1]
-    first = int(next((o.split("=")[1] for o in command if o.startswith("train.seed=")), 0))
-    seeds = range(first, first + int(command[command.index("--seeds") + 1]))
-    if "--grid" in command:
-        rates = [float(x) for x in command[command.index("--grid") + 1].split("=")[1].split(",")]
-    else:
-        rates = [float(next(o for o in command if o.startswith("train.lr=")).split("=")[1])]
-    return any(run_key(name, kind, lr, seed) not in done for lr in rates for seed in seeds)
-
-
 def run(args: argparse.Namespace) -> int:
     """Train a stage: the learning-rate grids, or the seeds at the chosen rates (studies already harvested skipped)."""
-    done = harvested()
-    commands: list[list[str]] = []
     if args.stage == "lr":
-        commands = [lr_command(f, k, args.runs, args.threads) for f in args.families for k in KINDS]
-    else:
-        rates = chosen_rates()
-        for seeds in (1, SEEDS):  # seed 0 of every setting first
-            for s in (s for s in SETTINGS if s.family in args.families):
-                for kind in KINDS:
-                    if (s.family, kind) not in rates:
-                        print(f"# {s.name} {kind}: no learning rate chosen yet (run --stage lr, then choose)")
-                    elif not (seeds == 1 and LR_SETTING[s.family] == s.name):  # else its seed 0 is the grid's run
-                        commands.append(seeds_command(s, kind, rates[(s.family, kind)], seeds, args.runs,
-                                                      args.threads))
-    todo = [c for c in commands if _pending(c, done)]
-    print(f"# {len(commands) - len(todo)} of {len(commands)} studies already harvested")
-    if args.stage == "seeds":  # the 1-seed pass and the 3-seed pass of one (setting, kind) share a folder
-        firsts = [c for c in todo if c[c.index("--seeds") + 1] == "1" and "train.seed=1" not in c]
-        rest = [c for c in todo if c not in firsts]
-        return 0 if _run_studies(firsts, args.lanes, args.shared_cpu) and _run_studies(
-            [c for c in rest if _pending(c, harvested())], args.lanes, args.shared_cpu) else 1
-    return 0 if _run_studies(todo, args.lanes, args.shared_cpu) else 1
+        jobs = [lr_job(f, k, args.runs, args.threads) for f in args.families for k in KINDS]
+        return 0 if _run_studies(jobs, args.lanes, args.shared_cpu) else 1
+    rates = chosen_rates()
+    passes: dict[int, list[Job]] = {1: [], SEEDS: []}  # seed 0 of every setting first; one folder per pair
+    for seeds, jobs in passes.items():
+        for s in (s for s in SETTINGS if s.family in args.families):
+            for kind in KINDS:
+                if (s.family, kind) not in rates:
+                    print(f"# {s.name} {kind}: no learning rate chosen yet (run --stage lr, then choose)")
+                elif not (seeds == 1 and LR_SETTING[s.family] == s.name):  # else its seed 0 is the grid's run
+                    jobs.append(seeds_job(s, kind, rates[(s.family, kind)], seeds, args.runs, args.threads))
+    return 0 if all(_run_studies(jobs, args.lanes, args.shared_cpu) for jobs in passes.values()) else 1
 
 
 def _records(out: Path) -> list[Any]:
@@ -239,14 +242,15 @@ def _grid_point(variant: str) -> tuple[str, float]:
     return kind, float(rest.split("train.lr=")[-1])
 
 
-def _harvest_study(out: Path, shared_cpu: bool) -> int:
-    """Append the finished runs of the study in ``out`` that :data:`RUNS_RECORD` lacks; how many were appended."""
+def _harvest_study(out: Path, shared_cpu: bool, done: dict[str, dict[str, Any]]) -> int:
+    """Append the finished runs of the study in ``out`` that ``done`` (the harvested runs, updated) lacks; how many
+    were appended."""
     if not (out / "study.json").is_file():
         return 0
     s = _setting_of(out)
     overrides = json.loads((out / "study.json").read_text(encoding="utf-8")).get("overrides", [])
     launched = sorted({e["commit"] for e in read_entries(_launches(out))})
-    done, added = harvested(), 0
+    added = 0
     for r in _records(out):
         if " train.lr=" in r.variant:  # a grid's run
             kind, lr = _grid_point(r.variant)
@@ -256,19 +260,21 @@ def _harvest_study(out: Path, shared_cpu: bool) -> int:
             command = seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1)
         if (key := run_key(s.name, kind, lr, r.seed)) in done:
             continue
-        append(RUNS_RECORD, {"table": "mixing_runs", "row": key, "setting": s.name, "family": s.family,
+        done[key] = entry = {"table": "mixing_runs", "row": key, "setting": s.name, "family": s.family,
                              "kind": kind, "lr": lr, "seed": r.seed, "metric": r.metric, "valid": r.valid_metric,
                              "valid_loss": r.valid_loss, "test": r.test_metric, "parameters": r.parameters,
                              "steps": r.steps, "steps_per_second": r.steps_per_second,
                              "wall_seconds": r.wall_seconds, "launched_at": launched,
-                             **metadata("python -m synthformer.cli.main " + shlex.join(command), 1, shared_cpu)})
+                             **metadata("python -m synthformer.cli.main " + shlex.join(command), 1, shared_cpu)}
+        append(RUNS_RECORD, entry)
         added += 1
     return added
 
 
 def harvest(args: argparse.Namespace) -> int:
     """Copy every finished run under RUNS into :data:`RUNS_RECORD` (the ones it holds already are left)."""
-    added = sum(_harvest_study(p.parent, bool(args.shared_cpu)) for p in sorted(args.runs.rglob("study.json")))
+    done = harvested()
+    added = sum(_harvest_study(p.parent, bool(args.shared_cpu), done) for p in sorted(args.runs.rglob("study.json")))
     print(f"# {added} run(s) harvested into {RUNS_RECORD.relative_to(ROOT)}")
     return 0
 

@@ -42,6 +42,13 @@ def test_the_grid_setting_reuses_the_grids_seed_0(study, tmp_path: Path) -> None
     assert "train.seed=1" not in fresh and fresh[fresh.index("--seeds") + 1] == "3"
     assert "train.lr=0.001" in reuse and str(tmp_path / "mqar-64x8" / "R") in reuse
     assert study.seeds_command(other, "R+V", 0.001, 3, tmp_path, 1)[-3].endswith("R_plus_V")
+    # the runs each study trains, as the record keys them: the grid setting's seed 0 is the grid's run
+    assert study.seeds_job(grid_setting, "R", 0.001, 3, tmp_path, 1).keys == ("mqar-64x8-R-lr0.001-seed1",
+                                                                             "mqar-64x8-R-lr0.001-seed2")
+    assert study.seeds_job(other, "R", 0.001, 3, tmp_path, 1).keys == tuple(
+        f"mqar-64x4-R-lr0.001-seed{n}" for n in range(3))
+    assert study.lr_job("mqar", "R", tmp_path, 1).keys == tuple(
+        study.run_key("mqar-64x8", "R", lr, 0) for lr in study.LRS)
 
 
 def _run(variant: str, seed: int, valid: float, loss: float) -> SimpleNamespace:
@@ -93,7 +100,8 @@ def test_run_skips_the_studies_whose_runs_are_all_harvested(study, records: Path
     args = SimpleNamespace(stage="lr", families=["mqar"], runs=records / "runs", threads=1, lanes=2,
                            shared_cpu=False)
     assert study.run(args) == 0
-    assert [c[c.index("--kinds") + 1] for c in started] == ["V"]  # 2 of V's 3 rates are still to train
+    assert [j.command[j.command.index("--kinds") + 1] for j in started] == ["V"]  # 2 of V's 3 rates still to train
+    assert started[0].out == records / "runs" / "lr-mqar" / "V"
 
 
 def test_choose_takes_the_best_validation_accuracy_and_waits_for_the_whole_grid(study, records: Path) -> None:
@@ -105,3 +113,18 @@ def test_choose_takes_the_best_validation_accuracy_and_waits_for_the_whole_grid(
     entries = [json.loads(line) for line in study.LR_RECORD.read_text().splitlines()]
     assert [(e["kind"], e["lr"]) for e in entries] == [("V", 3e-3)]  # ties on accuracy: the lower loss; R waits
     assert study.chosen_rates() == {("mqar", "V"): 3e-3}
+
+
+def test_the_seeds_stage_trains_seed_0_of_every_setting_before_the_other_seeds(study, records: Path,
+                                                                            monkeypatch) -> None:
+    study.append(study.LR_RECORD, {"table": "mixing_lr", "row": "mqar-R", "family": "mqar", "kind": "R", "lr": 1e-3})
+    started: list = []
+    monkeypatch.setattr(study, "_study", lambda j: started.append(j) or 0)
+    args = SimpleNamespace(stage="seeds", families=["mqar"], runs=records / "runs", threads=1, lanes=1,
+                           shared_cpu=False)
+    assert study.run(args) == 0
+    mqar = [s.name for s in study.SETTINGS if s.family == "mqar"]
+    firsts = [(j.out.parent.name, len(j.keys)) for j in started[:len(mqar) - 1]]
+    assert firsts == [(n, 1) for n in mqar if n != study.LR_SETTING["mqar"]]  # the grid setting has its seed 0
+    rest = [(j.out.parent.name, len(j.keys)) for j in started[len(mqar) - 1:]]
+    assert rest == [(n, 2 if n == study.LR_SETTING["mqar"] else 3) for n in mqar]
