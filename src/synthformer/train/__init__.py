@@ -17,7 +17,6 @@ long runs ``longrun`` (its decisions), ``faults`` (their errors), ``signals`` (S
 (``keep_best``) and ``saving`` (the trainer's checkpoints).
 """
 
-
 from .checkpoint import (
     Checkpoint,
     CheckpointError,
