@@ -1,9 +1,9 @@
 """Builders of docs/benchmarks.md's section 3 to 5 tables (the paper's Table 4 at model level, ``generate()``
-through the Hugging Face wrapper, issue 15's goals and the fused path's backends) and of docs/reliability.md's
+through the Hugging Face wrapper, the fused path's goals and its backends) and of docs/reliability.md's
 "Threads" table, from the records of ``benchmarks/measure_all.sh``; the helpers are ``doc_tables_bench.py``'s.
 
-The goals each table is checked against are not in the records: they come from the constants below (naming the
-issue that set them) or from ``synthformer.bench.goals`` (issue 15's), so a verdict always matches its numbers.
+The goals each table is checked against are not in the records: they come from the constants below (each saying
+what it bounds) or from ``synthformer.bench.goals`` (the fused path's), so a verdict always matches its numbers.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from doc_tables_bench import find, markdown, newest, note, placeholder, recorded, yes  # noqa: E402 - the sibling
 
-from synthformer.bench.goals import (  # noqa: E402 - issue 15's goals, the ones attention.py --goals prints
+from synthformer.bench.goals import (  # noqa: E402 - the fused path's goals, the ones attention.py --goals prints
     CAUSAL_KINDS,
     CAUSAL_LEN,
     CAUSAL_SPEEDUP,
@@ -26,11 +26,11 @@ from synthformer.bench.goals import (  # noqa: E402 - issue 15's goals, the ones
     TIME_GOALS,
 )
 
-#: Issue 5's acceptance 1: Syn (R)'s training steps/s at least this multiple of the named model's.
-ISSUE5_GOALS: dict[str, float] = {"Transformer": 1.15, "Dynamic Conv": 1.6}
-#: Issue 16's goals: the wrapper's ``generate()`` costs at most this much over the native loop; R's cache bytes per
-#: token are this fraction of V's.
-ISSUE16_OVERHEAD, ISSUE16_CACHE = 0.10, 0.5
+#: The goals for Syn (R)'s training speed: its steps/s at least this multiple of the named model's.
+SYN_R_SPEED_GOALS: dict[str, float] = {"Transformer": 1.15, "Dynamic Conv": 1.6}
+#: The Hugging Face wrapper's goals: its ``generate()`` costs at most this much over the native loop; R's cache
+#: bytes per token are this fraction of V's.
+HF_OVERHEAD_GOAL, HF_CACHE_RATIO_GOAL = 0.10, 0.5
 #: the fused-backends record's configurations, as the table names them (benchmarks/fused_backends.py's CONFIGS)
 CONFIG_LABELS = {"256": "L=256", "1024": "L=1024", "1024-causal": "causal L=1024"}
 GOAL_KINDS = list(dict.fromkeys(kind for kind, _ in TIME_GOALS))
@@ -75,14 +75,14 @@ def model_table(name: str) -> Callable[[], str]:
 
 
 def model_goals_table() -> str:
-    """Issue 5's goals: Syn (R)'s steps/s against the Transformer's and Dynamic Conv's, fp32 and bf16."""
+    """The goals for Syn (R)'s speed: its steps/s against the Transformer's and Dynamic Conv's, fp32 and bf16."""
     entries = {dtype: newest(name) for dtype, name in (("fp32", "model"), ("bf16", "model_bf16"))}
     measured = {dtype: {r["model"]: _float(r["steps_per_s"]) for r in entry["rows"]}
                 for dtype, (entry, _) in entries.items() if entry is not None}
     if not measured:
         return placeholder(entries["fp32"][1])
     body = []
-    for other, goal in ISSUE5_GOALS.items():
+    for other, goal in SYN_R_SPEED_GOALS.items():
         ratios = {dtype: m["Synthesizer (R)"] / m[other] for dtype, m in measured.items()}
         body.append([f"Syn (R) steps/s at least {goal:g}x {other}'s", *(f"{r:.2f}" for r in ratios.values()),
                      " / ".join(f"{dtype} {yes(r >= goal)}" for dtype, r in ratios.items())])
@@ -92,7 +92,8 @@ def model_goals_table() -> str:
 
 @recorded("model")
 def model_efficiency_table(entry: dict[str, Any]) -> str:
-    """Issue 15's model-level goal: every row's steps/s ratio to the Transformer at least 0.95 of its FLOP ratio."""
+    """The fused path's model-level goal: every row's steps/s ratio to the Transformer at least 0.95 of its FLOP
+    ratio."""
     body = []
     for r in entry["rows"]:
         efficiency = _float(r["efficiency"])
@@ -121,15 +122,16 @@ def hf_cache_table(entry: dict[str, Any]) -> str:
 
 @recorded("hf_generate")
 def hf_goals_table(entry: dict[str, Any]) -> str:
-    """Issue 16's goals: the wrapper's largest overhead, R's cache against V's, and whether every row's tokens agree."""
+    """The wrapper's goals: its largest overhead, R's cache against V's, and whether every row's tokens agree."""
     rows, sizes = entry["rows"], entry["cache_bytes_per_token"]
     worst = max(rows, key=lambda r: r["hf_overhead"])
-    body = [[f"the wrapper costs at most {100 * ISSUE16_OVERHEAD:.0f}%",
+    body = [[f"the wrapper costs at most {100 * HF_OVERHEAD_GOAL:.0f}%",
              f"at most {100 * worst['hf_overhead']:+.1f}% ({worst['kind']}, beam {worst['beams']})",
-             yes(worst["hf_overhead"] <= ISSUE16_OVERHEAD)]]
+             yes(worst["hf_overhead"] <= HF_OVERHEAD_GOAL)]]
     if {"R", "V"} <= sizes.keys():
         ratio = sizes["R"] / sizes["V"]
-        body.append([f"R's cache {ISSUE16_CACHE:g}x V's", f"{ratio:.2f}x", yes(abs(ratio - ISSUE16_CACHE) < 0.005)])
+        body.append([f"R's cache {HF_CACHE_RATIO_GOAL:g}x V's", f"{ratio:.2f}x",
+                     yes(abs(ratio - HF_CACHE_RATIO_GOAL) < 0.005)])
     body.append(["the same tokens as the native decoder", f"{sum(r['same_tokens'] for r in rows)} of {len(rows)} rows",
                  yes(all(r["same_tokens"] for r in rows))])
     return markdown(["goal", "measured", "holds"], body, align="---")
@@ -141,8 +143,8 @@ def _goal_rows(entry: dict[str, Any], causal: bool = False, dtype: str = "fp32")
 
 @recorded("goals")
 def goals_table(entry: dict[str, Any]) -> str:
-    """Section 5: issue 15's time goals (fp32, bidirectional, forward+backward) at each length: time ratio to V,
-    FLOP ratio, efficiency, the goal and whether it holds; V's ms in its own row."""
+    """Section 5: the fused path's time goals (fp32, bidirectional, forward+backward) at each length: time ratio to
+    V, FLOP ratio, efficiency, the goal and whether it holds; V's ms in its own row."""
     rows = _goal_rows(entry)
     lengths = sorted({n for _, n in TIME_GOALS})
     body = [["V (ms)", *(c for n in lengths for c in (f"{find(rows, kind='V', L=n)['ms']:,.0f}", "", "", "", ""))]]
@@ -165,7 +167,8 @@ def _order(rows: list[dict[str, Any]]) -> list[str]:
 
 @recorded("goals")
 def goals_other_table(entry: dict[str, Any]) -> str:
-    """Section 5: issue 15's other goals: causal against bidirectional at L=1024, D's peak memory, bf16's order."""
+    """Section 5: the fused path's other goals: causal against bidirectional at L=1024, D's peak memory, bf16's
+    order."""
     fp32, causal = _goal_rows(entry), _goal_rows(entry, causal=True)
     pairs = {k: (find(fp32, kind=k, L=CAUSAL_LEN), find(causal, kind=k, L=CAUSAL_LEN)) for k in ["V", *CAUSAL_KINDS]}
     speedups = {k: b["ms"] / c["ms"] for k, (b, c) in pairs.items() if b is not None and c is not None}

@@ -24,12 +24,12 @@ from doc_tables_facts import FACTS_BUILDERS  # noqa: E402 - single facts quoted 
 from doc_tables_gpu import GPU_BUILDERS  # noqa: E402 - the recorded GPU run (benchmarks/gpu_suite.py)
 from doc_tables_guard import GUARD_BUILDERS  # noqa: E402 - the regression guard (benchmarks/bench_guard.py)
 from doc_tables_hf_synthesize import HF_SYNTHESIZE_BUILDERS  # noqa: E402 - synthesized transformers models
-from doc_tables_lra import LRA_BUILDERS  # noqa: E402 - LRA's Table 2 (issue 31)
-from doc_tables_lra_results import LRA_RESULTS_BUILDERS  # noqa: E402 - LRA's Table 1 (issue 31)
+from doc_tables_lra import LRA_BUILDERS  # noqa: E402 - LRA's Table 2
+from doc_tables_lra_results import LRA_RESULTS_BUILDERS  # noqa: E402 - LRA's Table 1
 from doc_tables_mixing import MIXING_BUILDERS  # noqa: E402 - the token-mixing benchmarks (mixing_study.py)
 from doc_tables_speed_goals import SPEED_GOALS_BUILDERS  # noqa: E402 - the long-length goals (speed_goals.py)
-from doc_tables_superglue import SUPERGLUE_BUILDERS  # noqa: E402 - the paper's Table 6 (issue 29)
-from doc_tables_t5 import T5_BUILDERS  # noqa: E402 - the T5 setting's tables (issue 28)
+from doc_tables_superglue import SUPERGLUE_BUILDERS  # noqa: E402 - the paper's Table 6 (SuperGLUE)
+from doc_tables_t5 import T5_BUILDERS  # noqa: E402 - the T5 setting's tables (Tables 4 and 5)
 from doc_tables_verdicts import VERDICT_BUILDERS  # noqa: E402 - the verdicts by the noise rule
 from records import RESULTS, ROOT, latest, provenance  # noqa: E402
 
@@ -84,8 +84,8 @@ def imdb_table() -> str:
 
 
 def data_goals_table() -> str:
-    """Issue 32's goals from ``bench_data.jsonl`` (``benchmarks/data.py --all``) through the script's own
-    ``goals``, so the docs and the script's printed verdicts cannot differ."""
+    """The data-at-scale goals (docs/data.md) from ``bench_data.jsonl`` (``benchmarks/data.py --all``) through
+    the script's own ``goals``, so the docs and the script's printed verdicts cannot differ."""
     import data as bench_data  # the sibling script (its imports are light: torch is imported only to measure)
 
     path = RESULTS / f"{bench_data.TABLE}.jsonl"
@@ -126,7 +126,7 @@ def study_table(name: str) -> str:
 
 
 def probe_table(task: str) -> str:
-    """Issue 34's study of one matching probe from ``probe.jsonl`` (``benchmarks/probe_study.py record``): the
+    """The study of one cross-segment matching probe from ``probe.jsonl`` (``benchmarks/probe_study.py record``): the
     study module's table over both lengths (one study each; a row's label names its length), the runs finished
     when each was recorded, and the provenance."""
     from synthformer.study import StudyTable

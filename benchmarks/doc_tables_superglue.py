@@ -1,4 +1,4 @@
-"""The SuperGLUE tables of docs/results/t5.md (the paper's Table 6, issue 29) from their record and the paper.
+"""The SuperGLUE tables of docs/results/t5.md (the paper's Table 6) from their record and the paper.
 
 ``benchmarks/results/t5arch_superglue.jsonl`` is written by ``python benchmarks/results_runs.py --table
 t5arch_superglue`` (after ``--table t5arch_pretrain``): one entry per finished row, with the metrics of

@@ -1,4 +1,4 @@
-"""The T5-setting tables of docs/results/t5.md (the paper's Tables 4 and 5, issue 28) from their records.
+"""The T5-setting tables of docs/results/t5.md (the paper's Tables 4 and 5) from their records.
 
 ``benchmarks/results/t5arch_pretrain.jsonl`` and ``t5arch_glue.jsonl`` are written by
 ``python benchmarks/results_runs.py --table t5arch_pretrain`` (then ``--table t5arch_glue``): one entry per

@@ -21,7 +21,7 @@ The mechanism, the lightest that keeps numbers and records equal:
   Numbers derived in prose (a difference of two cells, a rounded ratio) are not detected: avoid them or mark a
   cell that holds them.
 * **Unrecorded tables** are allowed only in a section marked ``<!-- unrecorded: REASON -->`` (the section: up
-  to the next heading of the same or a higher level), REASON naming the issue that replaces them or
+  to the next heading of the same or a higher level), REASON naming what replaces them or
   ``pending re-run: COMMAND``. ``unrecorded_tables`` lists them, so the list stays explicit and shrinking; a
   numeric table outside both kinds of section fails the docs test. Tables that hold no measurement (settings,
   the paper's own numbers, counts that another test keeps equal) are marked ``<!-- not measured: WHAT -->``.
