@@ -12,6 +12,10 @@ import torch
 from synthformer.generate import beam_search, beam_search_loop, gnmt_length_penalty, greedy_search
 from tests.models.helpers import BATCHES, EOS, PAD, tiny_model, train
 
+#: every test of the module in one xdist worker: the trained models are cached per process (``_train_once``, about
+#: 2 s of CPU each), so spread over the workers each trained its own copies of the same three models
+pytestmark = pytest.mark.xdist_group("search-models")
+
 
 def _trained(kind: str = "V", ffn: str = "relu"):
     """A seq2seq model trained briefly on the copy task: its outputs depend on the source and end with <eos>
