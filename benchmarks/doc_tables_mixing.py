@@ -18,6 +18,7 @@ import mixing_study as study  # noqa: E402 - the sibling script: settings and ki
 from records import RESULTS, ROOT, latest, provenance  # noqa: E402
 
 CALIBRATION = RESULTS / "mixing_calibration.jsonl"
+MIXTURE = RESULTS / "mixing_mixture.jsonl"
 
 #: What each kind is claimed to do against V (the expected shape, tested and not assumed): kinds without
 #: query-key interaction are worse at recall; the mixtures keep V's dot product and match it within 0.05.
@@ -112,9 +113,10 @@ def verdict_table(family: str) -> str:
 
 def rates_table() -> str:
     """The learning rate each kind was given per family, with the grid's validation accuracies."""
-    found = latest(study.LR_RECORD, "mixing_lr")
+    found = study.current_choices()
     if not found:
-        return "(no choice recorded yet: `python benchmarks/mixing_study.py choose`)"
+        return ("(no choice recorded yet at the current budget: `python benchmarks/mixing_study.py run --stage lr`, "
+                "then `choose`)")
     fams = list(dict.fromkeys(e["family"] for e in found.values()))
     lines = ["| kind | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
     for kind in study.KINDS:
@@ -128,6 +130,45 @@ def rates_table() -> str:
             cells.append(f"**{e['lr']:g}** ({grid})")
         lines.append(f"| {kind} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n\n" + provenance(list(found.values()), _record_name(study.LR_RECORD))
+
+
+def earlier_grid_table(family: str = "mqar") -> str:
+    """The learning-rate grid of ``family`` at budgets other than the current one (validation accuracy per kind and
+    rate): the history that set the budget, from ``mixing_runs.jsonl``."""
+    grid_setting = study.setting(study.LR_SETTING[family])
+    rows = [e for e in latest(study.RUNS_RECORD, "mixing_runs").values()
+            if e["setting"] == grid_setting.name and e["seed"] == 0 and e["steps"] != grid_setting.steps]
+    if not rows:
+        return "(no grid of an earlier budget recorded)"
+    budgets = sorted({e["steps"] for e in rows})
+    cells = {(e["steps"], e["kind"], e["lr"]): e["valid"] for e in rows}
+    head = [f"{steps:,} steps, lr {lr:g}" for steps in budgets for lr in study.LRS]
+    lines = ["| kind | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
+    for kind in study.KINDS:
+        vals = [cells.get((steps, kind, lr)) for steps in budgets for lr in study.LRS]
+        lines.append(f"| {kind} | " + " | ".join("—" if v is None else f"{v:.3f}" for v in vals) + " |")
+    return "\n".join(lines) + "\n\n" + provenance(rows, _record_name(study.RUNS_RECORD))
+
+
+def mixture_check_table() -> str:
+    """The mixtures' parts at the start (logit spread over the keys) and after training (mixture weights per
+    layer), from ``mixing_mixture.jsonl`` (``benchmarks/mixing_mixture_check.py``)."""
+    found = latest(MIXTURE, "mixing_mixture")
+    if not found:
+        return "(no check recorded: `python benchmarks/mixing_mixture_check.py init`)"
+    lines = ["| run | kind | logit spread over the keys, per part | mixture weights (parts in the kind's order) |",
+             "|---|---|---|---|"]
+    for e in found.values():
+        if e["what"] == "init":
+            spread = ", ".join(f"{part} {value:.3f}" for part, value in e["parts"].items())
+            weights = " / ".join(f"{a:.2f}" for a in e["alpha"])
+            lines.append(f"| at the start, width {e['width']} ({e['seeds']} seeds) | {e['kind']} | {spread} | "
+                         f"{weights} |")
+        else:
+            weights = "; ".join(f"layer {n}: " + " / ".join(f"{a:.2f}" for a in alpha)
+                                for n, alpha in enumerate(e["layers"].values()))
+            lines.append(f"| {e['run']} ({e['checkpoint']}) | {e['kind']} | — | {weights} |")
+    return "\n".join(lines) + "\n\n" + provenance(list(found.values()), _record_name(MIXTURE))
 
 
 def speed_table() -> str:
@@ -154,24 +195,26 @@ def speed_table() -> str:
 
 
 def calibration_table() -> str:
-    """The V runs that chose MQAR's setting: their settings and validation accuracy along training."""
+    """The runs that chose the settings (V's, and the +V mixtures' that set MQAR's budget): their settings and
+    validation accuracy along training."""
     found = latest(CALIBRATION, "mixing_calibration")
     if not found:
         return "(no calibration run recorded: `python benchmarks/mixing_calibration.py RUN_DIR:LAYOUT ...`)"
-    lines = ["| run | task | vocabulary | pairs | queries | width | heads | lr | batch | validation accuracy at "
-             "steps 250 / 500 / 1,000 / 1,500 / 2,000 / 3,000 | best |",
-             "|---|---|---:|---:|---|---:|---:|---:|---:|---|---:|"]
+    lines = ["| run | kind | task | vocabulary | pairs | queries | width | heads | lr | batch | steps | validation "
+             "accuracy at steps 250 / 500 / 1,000 / 1,250 / 1,500 / 2,000 / 3,000 | best |",
+             "|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|"]
     for name, e in found.items():
         st = e["settings"]
         curve = dict((int(step), acc) for step, acc in e["curve"])
-        points = " / ".join(f"{curve[k]:.2f}" if k in curve else "·" for k in (250, 500, 1000, 1500, 2000, 3000))
+        points = " / ".join(f"{curve[k]:.2f}" if k in curve else "·"
+                            for k in (250, 500, 1000, 1250, 1500, 2000, 3000))
         layout = {"once": " (each key once)", "drawn": " (drawn)"}.get(st["queries"], "")
         asked = f"{st['num_queries']}{layout}" if st.get("num_queries") else "MAD's"
         stopped = " (stopped)" if e["stopped_early"] else ""
         task = str(st.get("generator", "mixing:mqar")).removeprefix("mixing:")
-        lines.append(f"| {name} | {task} | {st['vocab_size']:,} | {st.get('num_pairs') or '—'} | {asked} | "
-                     f"{st['d_model']} | "
-                     f"{st['n_heads']} | {st['lr']:g} | {st['batch_size']} | {points}{stopped} | "
+        lines.append(f"| {name} | {st.get('kind', 'V')} | {task} | {st['vocab_size']:,} | "
+                     f"{st.get('num_pairs') or '—'} | {asked} | {st['d_model']} | {st['n_heads']} | {st['lr']:g} | "
+                     f"{st['batch_size']} | {st['steps']} | {points}{stopped} | "
                      f"{e['best_accuracy']:.3f} |")
     return "\n".join(lines) + "\n\n" + provenance(list(found.values()), _record_name(CALIBRATION))
 
@@ -183,5 +226,7 @@ MIXING_BUILDERS = {
     "mixing-mad": lambda: accuracy_table("mad"),
     "mixing-mad-verdicts": lambda: verdict_table("mad"),
     "mixing-rates": rates_table,
+    "mixing-mqar-first-grid": earlier_grid_table,
+    "mixing-mixture-check": mixture_check_table,
     "mixing-speed": speed_table,
 }

@@ -18,7 +18,7 @@ where it stopped: a study whose runs are all in it is not started again.
 steps/s, parameters) to ``benchmarks/results/mixing.jsonl``; ``benchmarks/docs_tables.py`` builds the page's
 tables from it. ``--lanes`` studies train at once, one process of ``--threads`` threads each.
 
-    python benchmarks/mixing_study.py run --stage lr --families mqar    # 11 kinds x 3 rates: about 70 min on 2 cores
+    python benchmarks/mixing_study.py run --stage lr --families mqar    # 11 kinds x 3 rates, one study per kind
     python benchmarks/mixing_study.py choose
     python benchmarks/mixing_study.py run --stage seeds
     python benchmarks/mixing_study.py record --shared-cpu
@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from records import RESULTS, ROOT, append, commit, latest, load, metadata, read_entries  # noqa: E402 - the sibling module
 
@@ -60,6 +62,16 @@ class Setting:
     family: str
     config: str
     overrides: tuple[str, ...] = ()
+
+    @property
+    def steps(self) -> int:
+        """The training budget in steps: the config's ``train.steps`` (an override wins). A harvested run counts for
+        this setting only if it trained this many steps, so the rows of an earlier budget stay in the record as
+        history (the page's first MQAR grid) without being chosen from or tabled as current."""
+        for o in self.overrides:
+            if o.startswith("train.steps="):
+                return int(o.split("=", 1)[1])
+        return int(yaml.safe_load((ROOT / self.config).read_text(encoding="utf-8"))["train"]["steps"])
 
 
 def _mqar(seq_len: int, pairs: int, width: int = 128) -> Setting:
@@ -181,9 +193,16 @@ def _run_studies(jobs: list[Job], lanes: int, shared_cpu: bool) -> bool:
     return not failed
 
 
+def current_choices() -> dict[str, dict[str, Any]]:
+    """The newest entry of the choice record per (family, kind), where it was chosen at its family's budget
+    (choices of an earlier budget, made before ``steps`` was recorded with them, are not current)."""
+    budgets = {f: setting(LR_SETTING[f]).steps for f in LR_SETTING}
+    return {k: e for k, e in latest(LR_RECORD, "mixing_lr").items() if e.get("steps") == budgets.get(e["family"])}
+
+
 def chosen_rates() -> dict[tuple[str, str], float]:
-    """(family, kind) -> the chosen learning rate, from the newest entries of the choice record."""
-    return {(e["family"], e["kind"]): float(e["lr"]) for e in latest(LR_RECORD, "mixing_lr").values()}
+    """(family, kind) -> the chosen learning rate, from :func:`current_choices`."""
+    return {(e["family"], e["kind"]): float(e["lr"]) for e in current_choices().values()}
 
 
 def _launches(out: Path) -> Path:
@@ -198,8 +217,11 @@ def run_key(setting_name: str, kind: str, lr: float, seed: int) -> str:
 
 
 def harvested() -> dict[str, dict[str, Any]]:
-    """row -> the newest entry of every harvested run."""
-    return latest(RUNS_RECORD, "mixing_runs")
+    """row -> the newest entry of every harvested run of a known setting at that setting's budget
+    (:attr:`Setting.steps`); rows of another budget are history, not current."""
+    budgets = {s.name: s.steps for s in SETTINGS}
+    return {k: e for k, e in latest(RUNS_RECORD, "mixing_runs").items()
+            if budgets.get(e["setting"]) == e.get("steps")}
 
 
 def _setting_of(out: Path) -> Setting:
@@ -260,6 +282,9 @@ def _harvest_study(out: Path, shared_cpu: bool, done: dict[str, dict[str, Any]])
             command = seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1)
         if (key := run_key(s.name, kind, lr, r.seed)) in done:
             continue
+        if r.steps != s.steps:  # a study folder of an earlier budget: its rows are in the record already
+            print(f"# {key}: trained {r.steps} steps, the setting's budget is {s.steps}; not harvested")
+            continue
         done[key] = entry = {"table": "mixing_runs", "row": key, "setting": s.name, "family": s.family,
                              "kind": kind, "lr": lr, "seed": r.seed, "metric": r.metric, "valid": r.valid_metric,
                              "valid_loss": r.valid_loss, "test": r.test_metric, "parameters": r.parameters,
@@ -293,8 +318,8 @@ def choose(args: argparse.Namespace) -> int:
             best = sorted(grid, key=lambda e: (-e["valid"], e["valid_loss"]))[0]
             command = "python -m synthformer.cli.main " + shlex.join(lr_command(family, kind, Path("runs/mixing"), 1))
             append(LR_RECORD, {"table": "mixing_lr", "row": f"{family}-{kind}", "family": family, "kind": kind,
-                               "lr": best["lr"], "grid": {f"{kind} train.lr={e['lr']:g}": [e["valid"], e["valid_loss"]]
-                                                          for e in grid},
+                               "lr": best["lr"], "steps": best["steps"],
+                               "grid": {f"{kind} train.lr={e['lr']:g}": [e["valid"], e["valid_loss"]] for e in grid},
                                **metadata(command, 1, bool(args.shared_cpu))})
             print(f"# {family} {kind}: lr {best['lr']:g} (validation accuracy {best['valid']:.3f})")
     return 0

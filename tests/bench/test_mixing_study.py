@@ -61,6 +61,8 @@ def records(study, tmp_path: Path, monkeypatch) -> Path:
     for name in ("LR_RECORD", "RUNS_RECORD", "RECORD"):
         monkeypatch.setattr(study, name, tmp_path / f"{name}.jsonl")
     monkeypatch.setattr(study, "ROOT", tmp_path)
+    # every setting's budget is the fake runs' 5 steps (the budget filter has tests of its own)
+    monkeypatch.setattr(study.Setting, "steps", property(lambda self: 5))
     return tmp_path
 
 
@@ -93,8 +95,10 @@ def test_harvest_copies_each_finished_run_once_keyed_by_setting_kind_rate_seed(s
 def test_run_skips_the_studies_whose_runs_are_all_harvested(study, records: Path, monkeypatch) -> None:
     for kind in study.KINDS[1:]:  # every kind's grid but V's is done
         for lr in study.LRS:
-            study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", kind, lr, 0)})
-    study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", "V", 1e-3, 0)})
+            study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", kind, lr, 0),
+                                             "setting": "mqar-64x8", "steps": 5})
+    study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", "V", 1e-3, 0),
+                                     "setting": "mqar-64x8", "steps": 5})
     started: list[list[str]] = []
     monkeypatch.setattr(study, "_study", lambda c: started.append(c) or 0)
     args = SimpleNamespace(stage="lr", families=["mqar"], runs=records / "runs", threads=1, lanes=2,
@@ -108,7 +112,8 @@ def test_choose_takes_the_best_validation_accuracy_and_waits_for_the_whole_grid(
     for kind, lr, acc, loss in [("V", 3e-4, 0.2, 2.0), ("V", 1e-3, 1.0, 0.1), ("V", 3e-3, 1.0, 0.05),
                                 ("R", 3e-4, 0.3, 1.0)]:
         study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", kind, lr, 0),
-                                         "kind": kind, "lr": lr, "valid": acc, "valid_loss": loss})
+                                         "setting": "mqar-64x8", "steps": 5, "kind": kind, "lr": lr, "valid": acc,
+                                         "valid_loss": loss})
     study.choose(SimpleNamespace(families=["mqar"], runs=records / "runs", shared_cpu=True))
     entries = [json.loads(line) for line in study.LR_RECORD.read_text().splitlines()]
     assert [(e["kind"], e["lr"]) for e in entries] == [("V", 3e-3)]  # ties on accuracy: the lower loss; R waits
@@ -117,7 +122,8 @@ def test_choose_takes_the_best_validation_accuracy_and_waits_for_the_whole_grid(
 
 def test_the_seeds_stage_trains_seed_0_of_every_setting_before_the_other_seeds(study, records: Path,
                                                                             monkeypatch) -> None:
-    study.append(study.LR_RECORD, {"table": "mixing_lr", "row": "mqar-R", "family": "mqar", "kind": "R", "lr": 1e-3})
+    study.append(study.LR_RECORD, {"table": "mixing_lr", "row": "mqar-R", "family": "mqar", "kind": "R", "lr": 1e-3,
+                                   "steps": 5})
     started: list = []
     monkeypatch.setattr(study, "_study", lambda j: started.append(j) or 0)
     args = SimpleNamespace(stage="seeds", families=["mqar"], runs=records / "runs", threads=1, lanes=1,
