@@ -107,45 +107,46 @@ def test_every_kind_trains_with_lora(kind, tmp_path):
     assert set(synthesized_layers(merged).values()) == {canonical_kind(kind)}
 
 
-def _load_in_a_fresh_process(folder: str, inputs: torch.Tensor, tmp_path) -> tuple[torch.Tensor, dict]:
-    torch.save(inputs, tmp_path / "inputs.pt")
-    script = textwrap.dedent(f"""
-        import json, torch
-        from synthformer.hf.synthesize import from_pretrained, synthesized_layers
-        model = from_pretrained({folder!r}).eval()
-        ids = torch.load({str(tmp_path / "inputs.pt")!r})
+_FRESH_LOADER = textwrap.dedent("""
+    import json, sys, torch
+    from synthformer.hf.synthesize import from_pretrained, synthesized_layers
+    layers = {}
+    for name, folder, inputs, logits in json.loads(sys.argv[1]):
+        model = from_pretrained(folder).eval()
+        ids = torch.load(inputs)
         with torch.no_grad():
             if model.config.is_encoder_decoder:
                 out = model(input_ids=ids, decoder_input_ids=ids).logits
             else:
                 out = model(input_ids=ids).logits
-        torch.save(out, {str(tmp_path / "logits.pt")!r})
-        print(json.dumps(synthesized_layers(model)))
-    """)
+        torch.save(out, logits)
+        layers[name] = synthesized_layers(model)
+    print(json.dumps(layers))
+""")
+
+
+def _load_in_a_fresh_process(folders: dict[str, str], inputs: dict[str, torch.Tensor],
+                             tmp) -> dict[str, tuple[torch.Tensor, dict]]:
+    """{name: (logits, synthesized layers)} of each folder loaded with ``from_pretrained`` in one new interpreter,
+    which never held the saved models: a fresh process per folder would check nothing more and pays the imports of
+    torch and transformers each time."""
+    jobs = []
+    for name, folder in folders.items():
+        torch.save(inputs[name], tmp / f"{name}.inputs.pt")
+        jobs.append((name, folder, str(tmp / f"{name}.inputs.pt"), str(tmp / f"{name}.logits.pt")))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run([sys.executable, "-c", _FRESH_LOADER, json.dumps(jobs)], capture_output=True, text=True,
+                          env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    return torch.load(tmp_path / "logits.pt"), json.loads(done.stdout.strip().splitlines()[-1])
+    layers = json.loads(done.stdout.strip().splitlines()[-1])
+    return {name: (torch.load(tmp / f"{name}.logits.pt"), layers[name]) for name in folders}
 
 
-@pytest.mark.parametrize(("family", "kinds"), [("llama_gqa", {0: "R+V", 1: "D"}), ("gpt2", {1: "FR+D+V"}),
-                                               ("t5", {0: "R", 3: "D+V"})])
-def test_save_pretrained_and_from_pretrained_in_a_fresh_process(family, kinds, tmp_path):
-    model = build(family)
-    synthesize(model, kinds=kinds, grow=False)
-    folder = str(tmp_path / "saved")
-    model.save_pretrained(folder)
-    inputs = torch.randint(3, 40, (2, 7), generator=torch.Generator().manual_seed(0))
-    logits, layers = _load_in_a_fresh_process(folder, inputs, tmp_path)
-    assert layers == synthesized_layers(model)
-    with torch.no_grad():
-        torch.testing.assert_close(logits, forward(model, inputs), atol=0, rtol=0)
-    again = from_pretrained(folder)
-    mine, theirs = model.state_dict(), again.state_dict()
-    assert set(mine) == set(theirs) and all(torch.equal(mine[k], theirs[k]) for k in mine)
+FRESH = [("llama_gqa", {0: "R+V", 1: "D"}), ("gpt2", {1: "FR+D+V"}), ("t5", {0: "R", 3: "D+V"})]
 
 
-def test_lora_adapts_the_projections_and_trains_the_synthesized_layers(tmp_path):
+def _lora_merged(tmp) -> dict:
+    """A Llama with R+V trained with LoRA and merged, saved; what the LoRA test checks of it."""
     from peft import LoraConfig, get_peft_model
 
     model = build("llama")
@@ -154,18 +155,54 @@ def test_lora_adapts_the_projections_and_trains_the_synthesized_layers(tmp_path)
     peft = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"],
                                             modules_to_save=["synthformer"]))
     trainable = {n for n, p in peft.named_parameters() if p.requires_grad}
-    assert trainable and all("lora_" in n or ".synthformer." in n for n in trainable)
-    losses = train(peft.train(), str(tmp_path / "out"))
-    assert all(torch.isfinite(torch.tensor(losses)))
+    losses = train(peft.train(), str(tmp / "out"))
     merged = peft.merge_and_unload().eval()
-    assert set(synthesized_layers(merged).values()) == {"R+V"}
-    assert not torch.equal(merged.model.layers[0].self_attn.synthformer.synth.parts[0].R, R)
-    folder = str(tmp_path / "merged")
-    merged.save_pretrained(folder)
-    inputs = torch.randint(3, 40, (2, 7), generator=torch.Generator().manual_seed(1))
-    logits, _ = _load_in_a_fresh_process(folder, inputs, tmp_path)
+    merged.save_pretrained(str(tmp / "merged"))
+    return {"R": R, "trainable": trainable, "losses": losses, "merged": merged, "folder": str(tmp / "merged")}
+
+
+@pytest.fixture(scope="module")
+def fresh_loads(tmp_path_factory):
+    """The models of the fresh-process tests below (each family of :data:`FRESH` synthesized and saved, and the
+    LoRA-trained merged Llama), their inputs, and what one new interpreter loaded from their folders."""
+    tmp = tmp_path_factory.mktemp("fresh_loads")
+    models, folders, inputs = {}, {}, {}
+    for family, kinds in FRESH:
+        model = build(family)
+        synthesize(model, kinds=kinds, grow=False)
+        folders[family] = str(tmp / family)
+        model.save_pretrained(folders[family])
+        models[family] = model
+        inputs[family] = torch.randint(3, 40, (2, 7), generator=torch.Generator().manual_seed(0))
+    lora = _lora_merged(tmp)
+    folders["lora"] = lora["folder"]
+    inputs["lora"] = torch.randint(3, 40, (2, 7), generator=torch.Generator().manual_seed(1))
+    return {"models": models, "folders": folders, "inputs": inputs, "lora": lora,
+            "loaded": _load_in_a_fresh_process(folders, inputs, tmp)}
+
+
+@pytest.mark.parametrize(("family", "kinds"), FRESH)
+def test_save_pretrained_and_from_pretrained_in_a_fresh_process(family, kinds, fresh_loads):
+    model, folder, inputs = (fresh_loads[key][family] for key in ("models", "folders", "inputs"))
+    logits, layers = fresh_loads["loaded"][family]
+    assert layers == synthesized_layers(model)
     with torch.no_grad():
-        torch.testing.assert_close(logits, merged(input_ids=inputs).logits, atol=0, rtol=0)
+        torch.testing.assert_close(logits, forward(model, inputs), atol=0, rtol=0)
+    again = from_pretrained(folder)
+    mine, theirs = model.state_dict(), again.state_dict()
+    assert set(mine) == set(theirs) and all(torch.equal(mine[k], theirs[k]) for k in mine)
+
+
+def test_lora_adapts_the_projections_and_trains_the_synthesized_layers(fresh_loads):
+    lora = fresh_loads["lora"]
+    trainable, merged = lora["trainable"], lora["merged"]
+    assert trainable and all("lora_" in n or ".synthformer." in n for n in trainable)
+    assert all(torch.isfinite(torch.tensor(lora["losses"])))
+    assert set(synthesized_layers(merged).values()) == {"R+V"}
+    assert not torch.equal(merged.model.layers[0].self_attn.synthformer.synth.parts[0].R, lora["R"])
+    logits, _ = fresh_loads["loaded"]["lora"]
+    with torch.no_grad():
+        torch.testing.assert_close(logits, merged(input_ids=fresh_loads["inputs"]["lora"]).logits, atol=0, rtol=0)
 
 
 def test_a_folder_of_a_plain_model_is_refused_in_one_line(tmp_path):
