@@ -42,51 +42,99 @@ from .shared_alignment import attend_causal_shared, attend_shared_alignment
 __all__ = ["is_materialized", "is_shared"]
 
 
+def _not_shared(call: AttentionCall) -> str | None:
+    """Why ``call`` takes no shared-alignment path, or None when it does (its probabilities the same for every
+    sample)."""
+    synth = call.synth
+    if call.position_bias is not None:
+        return "a position bias (per call, no table computed once per batch)"
+    if call.state is not None:
+        return "a decoding step (no table computed once per batch)"
+    if synth.input_dependent:
+        return f"{synth.name} is input-dependent (each sample has its own probabilities)"
+    if synth is not call.layer.synth:
+        return "a grown mixture's part (the alignment cache holds the layer's own probabilities)"
+    if synth.has_features and call.keys >= (limit := current().fr_sdpa_min_len) and sdpa_runs_fused(
+            call.drop, call.v.device):
+        return f"long feature-form call ({call.keys} keys >= fr_sdpa_min_len={limit}): SDPA, no L x L matrix"
+    return None
+
+
 def is_shared(call: AttentionCall) -> bool:
     """Whether ``call`` takes one of the shared-alignment paths (its probabilities the same for every sample)."""
-    synth = call.synth
-    if call.position_bias is not None or call.state is not None or synth.input_dependent:
-        return False  # a per-call bias or a decoding step: no table computed once per batch
-    if synth is not call.layer.synth:
-        return False  # the alignment cache holds the layer's own probabilities, not a grown part's
-    long_features = synth.has_features and call.keys >= current().fr_sdpa_min_len
-    return not (long_features and sdpa_runs_fused(call.drop, call.v.device))  # long FR: SDPA, no L x L matrix
+    return _not_shared(call) is None
+
+
+def _not_materialized(call: AttentionCall) -> str | None:
+    """Why ``call`` does not compute its L x L logits in blocks, or None when it does."""
+    if call.position_bias is not None:
+        return "a position bias (the blocks and kernels take the logits' factors only, no additive bias)"
+    if is_shared(call):
+        return "a shared call (one table for the batch)"
+    if call.synth.has_features and not materializes(call):
+        return f"{call.synth.name}'s feature form runs through SDPA at {call.keys} keys (feature_form settings)"
+    return None
 
 
 def is_materialized(call: AttentionCall) -> bool:
     """Whether ``call`` computes its L x L logits in blocks (``blocks``, ``fused`` or ``triton``)."""
-    if call.position_bias is not None or is_shared(call):
-        return False  # the blocks and kernels take the logits' factors only, no additive bias
-    return not call.synth.has_features or materializes(call)
+    return _not_materialized(call) is None
 
 
-def _triton(call: AttentionCall) -> bool:
-    # the kernels hold no decoding state and draw no dropout masks
-    return is_materialized(call) and call.state is None and call.drop == 0.0 and triton_kernels.available(call.v.device)
+def _not_triton(call: AttentionCall) -> str | None:
+    if not triton_kernels.available(call.v.device):
+        return f"the Triton kernels do not serve {call.v.device.type} tensors (settings.triton={current().triton!r})"
+    if (reason := _not_materialized(call)) is not None:
+        return reason
+    if call.state is not None:  # the kernels hold no decoding state and draw no dropout masks
+        return "a decoding step (the kernels hold no decoding state)"
+    return f"attention dropout {call.drop:g} (the kernels draw no masks)" if call.drop != 0.0 else None
 
 
-def _fused(call: AttentionCall) -> bool:
-    if not is_materialized(call) or call.state is not None:
-        return False  # a decoding step has nothing to recompute in a backward pass
-    return fused.should_fuse(torch.is_grad_enabled(), call.keys, call.layer.causal and call.start == 0)
+def _not_fused(call: AttentionCall) -> str | None:
+    if (reason := _not_materialized(call)) is not None:
+        return reason
+    if call.state is not None:
+        return "a decoding step (nothing to recompute in a backward pass)"
+    causal = call.layer.causal and call.start == 0
+    if fused.should_fuse(torch.is_grad_enabled(), call.keys, causal):
+        return None
+    settings = current()
+    if settings.fused == "never":
+        return "settings.fused is 'never'"
+    if not torch.is_grad_enabled():
+        return "no gradients (nothing to save: the plain blocks run in one pass)"
+    name = "fuse_min_keys_causal" if causal else "fuse_min_keys"
+    return f"{call.keys} keys < {name}={getattr(settings, name)}"
 
 
-def _causal_shared(call: AttentionCall) -> bool:
-    training = call.layer.causal and call.key_padding_mask is None and torch.is_grad_enabled()
-    # per-sample padding would end the chunks' sharing; without gradients the cached whole matrix is cheaper
-    return training and call.keys >= current().causal_shared_min_len and is_shared(call)
+def _not_causal_shared(call: AttentionCall) -> str | None:
+    if not call.layer.causal:
+        return "a bidirectional layer"
+    if call.key_padding_mask is not None:  # per-sample padding would end the chunks' sharing
+        return "a padding mask (per-sample padding ends the chunks' sharing)"
+    if not torch.is_grad_enabled():  # without gradients the cached whole matrix is cheaper
+        return "no gradients (the cached whole matrix is cheaper)"
+    if call.keys < (limit := current().causal_shared_min_len):
+        return f"{call.keys} keys < causal_shared_min_len={limit}"
+    return _not_shared(call)
 
 
-def _sdpa(call: AttentionCall) -> bool:
-    if not call.synth.has_features or is_shared(call):
-        return False
-    return call.position_bias is not None or not materializes(call)  # SDPA takes the bias in its additive mask
+def _not_sdpa(call: AttentionCall) -> str | None:
+    if not call.synth.has_features:
+        return f"{call.synth.name} has no feature form (q k^T)"
+    if is_shared(call):
+        return "a shared call (one table for the batch)"
+    if call.position_bias is None and materializes(call):  # SDPA takes a bias in its additive mask
+        return f"{call.synth.name}'s features take the materialized blocks at {call.keys} keys (feature_form settings)"
+    return None
 
 
 # The order the rules are asked in (see the table above); a user path slots in by its own priority.
-register_path("triton", applies=_triton, priority=70)(attend_triton)
-register_path("fused", applies=_fused, priority=60)(attend_fused)
-register_path("blocks", applies=is_materialized, priority=50)(attend_blocks)
-register_path("causal_shared", applies=_causal_shared, priority=40)(attend_causal_shared)
-register_path("shared_alignment", applies=is_shared, priority=30)(attend_shared_alignment)
-register_path("sdpa", applies=_sdpa, priority=20)(attend_sdpa)
+# Each rule is the reason it gives: a path serves a call where its reason is None (``paths.explain_call``).
+register_path("triton", why_not=_not_triton, priority=70)(attend_triton)
+register_path("fused", why_not=_not_fused, priority=60)(attend_fused)
+register_path("blocks", why_not=_not_materialized, priority=50)(attend_blocks)
+register_path("causal_shared", why_not=_not_causal_shared, priority=40)(attend_causal_shared)
+register_path("shared_alignment", why_not=_not_shared, priority=30)(attend_shared_alignment)
+register_path("sdpa", why_not=_not_sdpa, priority=20)(attend_sdpa)

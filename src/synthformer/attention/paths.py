@@ -27,22 +27,30 @@ path's name (:func:`path_calls`, :func:`reset_path_calls`), so tests can check w
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import torch
 from torch import Tensor
 
 from .base import SynthesizingFunction
 from .settings import current
 
+_log = logging.getLogger(__name__)
+
 __all__ = [
     "AttentionCall",
     "AttentionLayer",
     "ExecutionPath",
+    "PathChoice",
+    "describe_call",
     "dispatch",
+    "explain_call",
     "get_path",
+    "observe_paths",
     "path_calls",
     "register_path",
     "registered_paths",
@@ -116,10 +124,18 @@ class AttentionCall:
     @property
     def fast(self) -> bool:
         """Whether any path but the reference may serve this call."""
-        if not self.layer.use_fast_paths or self.positions is not None:
-            return False  # the fast paths assume column j is position j (one table, cropped length axes)
+        return self.why_reference_only() is None
+
+    def why_reference_only(self) -> str | None:
+        """Why only the reference path may serve this call, or None when every path's rule is asked."""
+        if not self.layer.use_fast_paths:
+            return "the layer's use_fast_paths is off"
+        if self.positions is not None:  # the fast paths assume column j is position j (one table, cropped axes)
+            return "per-row key positions (left padding)"
         # a decoding step's (T, S) logits are small; the other paths would copy the whole cache at every step
-        return self.state is None or self.queries > current().decode_plain_max_new
+        if self.state is not None and self.queries <= (most := current().decode_plain_max_new):
+            return f"a decoding step of {self.queries} position(s), at most decode_plain_max_new={most}"
+        return None
 
     def features(self) -> tuple[Tensor, Tensor]:
         """``synth.features(...)`` of this call, computed once (rules and the path that runs share it): the
@@ -134,22 +150,35 @@ class AttentionCall:
 PathFunction = Callable[[AttentionCall], Tensor]
 #: Whether a path serves a call.
 PathRule = Callable[[AttentionCall], bool]
+#: Why a path does not serve a call (one sentence), or None when it does: a rule that explains itself.
+PathReason = Callable[[AttentionCall], "str | None"]
+#: Told of every dispatched call and the path chosen for it (:func:`observe_paths`).
+PathObserver = Callable[[AttentionCall, "ExecutionPath"], None]
 
 
 @dataclass(frozen=True)
 class ExecutionPath:
-    """A registered path: ``run(call)`` where ``applies(call)``; higher ``priority`` is asked first."""
+    """A registered path: ``run(call)`` where ``applies(call)``; higher ``priority`` is asked first. ``why_not``,
+    when the path was registered with one, says why it does not serve a call (:meth:`reason`)."""
 
     name: str
     run: PathFunction
     applies: PathRule
     priority: int
     order: int  # registration order: breaks ties of priority (the earlier first)
+    why_not: PathReason | None = None
+
+    def reason(self, call: AttentionCall) -> str | None:
+        """Why this path does not serve ``call`` by its own rule (None: it applies)."""
+        if self.why_not is not None:
+            return self.why_not(call)
+        return None if self.applies(call) else "its rule does not apply (the path was registered without reasons)"
 
 
 _PATHS: dict[str, ExecutionPath] = {}
 _BY_PRIORITY: list[ExecutionPath] = []
 _CALLS: Counter = Counter()  # written by dispatch() only
+_OBSERVERS: list[PathObserver] = []
 REFERENCE = "reference"
 
 
@@ -157,20 +186,32 @@ def _always(call: AttentionCall) -> bool:
     return True
 
 
-def register_path(name: str, applies: PathRule, priority: int) -> Callable[[PathFunction], PathFunction]:
+def register_path(
+    name: str, applies: PathRule | None = None, priority: int | None = None, *, why_not: PathReason | None = None
+) -> Callable[[PathFunction], PathFunction]:
     """Decorator: register ``fn(call) -> (B, H, T, d_h)`` as the path ``name`` for the calls where ``applies``.
 
+    ``why_not(call) -> str | None`` may stand for ``applies`` (the path serves a call where it returns None) or
+    come beside it; it is what :func:`synthformer.attention.explain_call` and ``synthformer bench --explain``
+    show for a call the path does not serve.
+
     Raises:
-        ValueError: ``name`` already registered (unregister it first), or not a non-empty string.
+        ValueError: ``name`` already registered (unregister it first), or not a non-empty string; neither
+            ``applies`` nor ``why_not`` given; ``priority`` not an integer.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a path name must be a non-empty string, got {name!r}")
     if name in _PATHS:
         raise ValueError(f"attention path {name!r} is already registered; registered: {registered_paths()}")
+    if applies is None and why_not is None:
+        raise ValueError(f"attention path {name!r}: give its rule, applies=... or why_not=...")
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise ValueError(f"attention path {name!r}: priority must be an integer, got {priority!r}")
+    rule = applies if applies is not None else (lambda call: why_not(call) is None)
 
     def wrap(fn: PathFunction) -> PathFunction:
         order = max((p.order for p in _PATHS.values()), default=-1) + 1
-        _PATHS[name] = ExecutionPath(name, fn, applies, priority, order)
+        _PATHS[name] = ExecutionPath(name, fn, rule, priority, order, why_not)
         _BY_PRIORITY[:] = sorted(_PATHS.values(), key=lambda p: (-p.priority, p.order))
         return fn
 
@@ -207,10 +248,74 @@ def select_path(call: AttentionCall) -> ExecutionPath:
 
 
 def dispatch(call: AttentionCall) -> Tensor:
-    """Run the path :func:`select_path` picks for ``call`` and count it: (B, H, T, d_h)."""
+    """Run the path :func:`select_path` picks for ``call`` and count it: (B, H, T, d_h). Observers
+    (:func:`observe_paths`) are told, and a debug log line says why, once per layer and call shape
+    (:mod:`.explain`)."""
     path = select_path(call)
     _CALLS[path.name] += 1
+    for observer in _OBSERVERS:
+        observer(call, path)
+    if _log.isEnabledFor(logging.DEBUG):
+        _log_choice_once(call, path)
     return path.run(call)
+
+
+def observe_paths(observer: PathObserver) -> Callable[[], None]:
+    """Tell ``observer(call, path)`` of every dispatched call from now on; returns the function that stops it."""
+    _OBSERVERS.append(observer)
+    return lambda: _OBSERVERS.remove(observer)
+
+
+@dataclass(frozen=True)
+class PathChoice:
+    """One registered path for one call: chosen or not, and why not (None for the chosen one)."""
+
+    path: str
+    priority: int
+    chosen: bool
+    reason: str | None
+
+
+def explain_call(call: AttentionCall) -> list[PathChoice]:
+    """For every registered path, in the order :func:`select_path` asks them, whether it serves ``call`` and, if
+    not, why: its own rule's reason, the call being one only the reference serves, or a path asked before it
+    that serves the call. Asking runs the rules only (no path), as :func:`dispatch` would."""
+    chosen = select_path(call)
+    first = call.why_reference_only()
+    out = []
+    for p in _BY_PRIORITY:
+        if p is chosen:
+            out.append(PathChoice(p.name, p.priority, True, None))
+            continue
+        reason = first if first is not None else p.reason(call)
+        if reason is None:  # its rule applies: a path asked earlier serves the call
+            reason = f"applies, but {chosen.name!r} is asked first (higher priority)"
+        out.append(PathChoice(p.name, p.priority, False, reason))
+    return out
+
+
+def describe_call(call: AttentionCall) -> str:
+    """``"<kind>, T=.., S=.., training|no grad[, decoding]"``: what a call's path choice depends on, in words."""
+    grad = "training" if call.layer.training and torch.is_grad_enabled() else (
+        "gradients on" if torch.is_grad_enabled() else "no grad")
+    extra = ", decoding" if call.state is not None else ""
+    extra += ", padding mask" if call.key_padding_mask is not None else ""
+    extra += ", position bias" if call.position_bias is not None else ""
+    return f"{call.synth.name}, {'causal' if call.layer.causal else 'bidirectional'}, T={call.queries}, " \
+           f"S={call.keys}, {grad}{extra}, {call.v.device.type}"
+
+
+_LOGGED: set[tuple] = set()
+
+
+def _log_choice_once(call: AttentionCall, path: ExecutionPath) -> None:
+    key = (id(call.layer), call.queries, call.keys, call.layer.training, torch.is_grad_enabled(),
+           call.state is None, call.key_padding_mask is None, call.position_bias is None)
+    if key in _LOGGED:
+        return
+    _LOGGED.add(key)
+    others = "; ".join(f"{c.path}: {c.reason}" for c in explain_call(call) if not c.chosen)
+    _log.debug("attention path %r for %s (others: %s)", path.name, describe_call(call), others)
 
 
 def path_calls() -> Counter:

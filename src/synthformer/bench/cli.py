@@ -87,6 +87,9 @@ def build_parser(prog: str = DEFAULT_PROG) -> argparse.ArgumentParser:
     p.add_argument("--calibrate", action="store_true",
                    help="measure this machine's fast-path length thresholds instead and store them for later runs; "
                    f"its options: {prog} --calibrate --help")
+    p.add_argument("--explain", action="store_true",
+                   help="print, for each attention layer of a run config's model, the execution path it takes on "
+                   f"this machine and why every other path does not: {prog} --explain CONFIG [KEY=VALUE ...]")
     p.add_argument("-v", "--verbose", action="store_true", help="log each model's parameters and speed")
     return p
 
@@ -105,6 +108,11 @@ def main(argv: Sequence[str] | None = None, prog: str = DEFAULT_PROG) -> int:
         from .calibrate import calibrate_main
 
         return calibrate_main([a for a in args_list if a != CALIBRATE], prog=f"{prog} {CALIBRATE}")
+    if "--explain" in args_list:  # its own arguments (synthformer.bench.explain)
+        from .explain import FLAG as EXPLAIN
+        from .explain import explain_main
+
+        return explain_main([a for a in args_list if a != EXPLAIN], prog=f"{prog} {EXPLAIN}")
     if "--lra-table2" in args_list:  # its own options (synthformer.bench.lra_cli)
         from .lra_cli import FLAG, lra_main
 
