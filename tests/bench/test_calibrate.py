@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
 
@@ -63,21 +62,36 @@ def test_the_file_follows_the_environment(tmp_path, monkeypatch):
         calibration.save_calibration({"chunk_elements": 5}, [], tmp_path / "x.json")
 
 
+#: one child process forks a process per setting after importing torch (the import most of a process's start
+#: costs, paid once instead of once per setting); each fork sets SYNTHFORMER_CALIBRATION and then imports
+#: synthformer for the first time, so its defaults are read at import as in a fresh process
+_DEFAULTS_CHILD = """
+import os, sys
+import torch
+assert "synthformer" not in sys.modules
+for setting in sys.argv[1:]:
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.environ["SYNTHFORMER_CALIBRATION"] = setting
+        from synthformer.attention.settings import DEFAULTS as d
+        print(setting, d.fuse_min_keys, d.features_materialize_max_len, d.fr_sdpa_min_len, flush=True)
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0, setting
+"""
+
+
 def test_the_settings_defaults_carry_a_stored_calibration(tmp_path):
     """In a fresh process (the defaults are read once, at import), with and without the file."""
     path = tmp_path / "fast_paths.json"
     calibration.save_calibration({"features_materialize_max_len": 511, "fr_sdpa_min_len": 1024}, [], path)
-    code = ("from synthformer.attention.settings import DEFAULTS as d; "
-            "print(d.fuse_min_keys, d.features_materialize_max_len, d.fr_sdpa_min_len)")
-
-    def defaults(setting: str) -> str:
-        env = dict(os.environ, SYNTHFORMER_CALIBRATION=setting)
-        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                              check=True).stdout.split()
+    done = subprocess.run([sys.executable, "-c", _DEFAULTS_CHILD, str(path), "off"], capture_output=True,
+                          text=True, check=True)
+    defaults = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()}
 
     base = FastPathSettings()
-    assert defaults(str(path)) == [str(base.fuse_min_keys), "511", "1024"]
-    assert defaults("off") == [str(base.fuse_min_keys), str(base.features_materialize_max_len),
+    assert defaults[str(path)] == [str(base.fuse_min_keys), "511", "1024"]
+    assert defaults["off"] == [str(base.fuse_min_keys), str(base.features_materialize_max_len),
                                str(base.fr_sdpa_min_len)]
 
 
