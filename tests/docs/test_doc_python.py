@@ -5,8 +5,10 @@ Each block runs in a subprocess, in a scratch folder of its own where the page's
 their names (``my_tasks.py``, ``parity/data.py``: what the user saves) and ``configs/`` and ``../shared`` are the
 repository's, as in a checkout. A file block runs by being imported as its module, any other block as a script.
 What a page's earlier shell commands or prose leave for a block (an exported folder, a T5 checkpoint, a prepared
-corpus, a JSONL file the config reads) is made here, tiny, only for the blocks that name it: :data:`GIVEN`. The
-processes are offline (Hugging Face's offline switches) and single-threaded (the machine is shared).
+corpus, a JSONL file the config reads) is made here, tiny, only for the blocks that name it: :data:`GIVEN` (once
+per session, each block getting a copy of its own). The processes are offline (Hugging Face's offline switches)
+and single-threaded (the machine is shared), forked from one that imported torch (``block_server.py``: the import
+is most of what a small block costs; ``test_a_block_leaves_nothing_for_the_next`` checks the forks are fresh).
 
 A block that is not meant to run is fenced ``text``; a fence without a language fails ``test_every_fence_names_
 its_language``, so nothing is left out unseen.
@@ -20,13 +22,14 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.tasks.helpers import LM_TEXT
 
+from .block_server import BlockRunner
 from .doc_blocks import LANGUAGES, ROOT, Block, all_blocks, blocks_of
 
 #: Fences without a language on pages this change may not edit, each with what it needs: kept visible here (and
@@ -103,6 +106,7 @@ GIVEN: dict[str, Callable[[Path], Path]] = {
 }
 WORDS = LM_TEXT.split()
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+ENV = {**os.environ, **OFFLINE, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}  # each block's, with its HF_HOME
 
 
 def _page_files(block: Block) -> list[Block]:
@@ -110,8 +114,9 @@ def _page_files(block: Block) -> list[Block]:
     return [b for b in blocks_of(text, block.page) if b.file]
 
 
-def _scratch(tmp: Path, block: Block, files: list[Block]) -> Path:
-    """The folder a block runs in: the page's files, configs/, ../shared and what the block names of GIVEN."""
+def _scratch(tmp: Path, block: Block, files: list[Block], given: Callable[[str], Path]) -> Path:
+    """The folder a block runs in: the page's files, configs/, ../shared and what the block names of GIVEN (each a
+    copy of its own, so that no block sees what another did to it)."""
     work = tmp / "work"
     work.mkdir()
     (work / "configs").symlink_to(ROOT / "configs")
@@ -121,25 +126,49 @@ def _scratch(tmp: Path, block: Block, files: list[Block]) -> Path:
         (work / f.file).parent.mkdir(parents=True, exist_ok=True)
         (work / f.file).write_text(f.code, encoding="utf-8")
     named = block.code + "".join(f.code for f in files)
-    for path, make in GIVEN.items():
+    for path in GIVEN:
         if path in named:
             (work / path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(make(tmp), work / path)
+            shutil.copytree(given(path), work / path)
     return work
 
 
-def run_block(block: Block, tmp: Path, files: list[Block] | None = None) -> subprocess.CompletedProcess[str]:
+def run_block(block: Block, tmp: Path, runner: BlockRunner, given: Callable[[str], Path],
+              files: list[Block] | None = None) -> subprocess.CompletedProcess[str]:
     """Run one block on its own (see the module docstring)."""
     files = _page_files(block) if files is None else files
-    work = _scratch(tmp, block, files)
+    work = _scratch(tmp, block, files, given)
     if block.module:
         argv = [sys.executable, "-c", f"import importlib; importlib.import_module({block.module!r})"]
     else:
         (work / "_doc_block.py").write_text(block.code, encoding="utf-8")
         argv = [sys.executable, "_doc_block.py"]
-    env = {**os.environ, **OFFLINE, "HF_HOME": str(tmp / "hf_home"), "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
-    return subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    env = {**ENV, "HF_HOME": str(tmp / "hf_home")}
+    return runner.run(argv, cwd=work, env=env, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def runner() -> Iterator[BlockRunner]:
+    """Fresh interpreters for the blocks, forked from one that imported torch (``block_server.py``): the import
+    is most of a small block's cost, and no part of what a block is checked for."""
+    made = BlockRunner(ENV)
+    yield made
+    made.close()
+
+
+@pytest.fixture(scope="session")
+def given(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``GIVEN[path]``'s folder, made once per session when a block first names it (a tiny run trained and
+    exported costs seconds; every block that names it gets a copy, the same as it would have made)."""
+    made: dict[str, Path] = {}
+    root = tmp_path_factory.mktemp("given")
+
+    def get(path: str) -> Path:
+        if path not in made:
+            made[path] = GIVEN[path](root)
+        return made[path]
+
+    return get
 
 
 PYTHON_BLOCKS = [b for b in all_blocks() if b.language == "python"]
@@ -147,8 +176,9 @@ PYTHON_BLOCKS = [b for b in all_blocks() if b.language == "python"]
 
 @pytest.mark.usefixtures("restore_logging")
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[b.where for b in PYTHON_BLOCKS])
-def test_every_python_block_runs_on_its_own(block: Block, tmp_path: Path) -> None:
-    done = run_block(block, tmp_path)
+def test_every_python_block_runs_on_its_own(block: Block, tmp_path: Path, runner: BlockRunner,
+                                            given: Callable[[str], Path]) -> None:
+    done = run_block(block, tmp_path, runner, given)
     assert done.returncode == 0, f"{block.where} does not run on its own:\n{done.stderr[-3000:]}"
 
 
@@ -174,9 +204,10 @@ def test_the_blocks_and_files_are_found() -> None:
     ("x = torch.zeros(1)\n", "NameError: name 'torch' is not defined"),  # a block that needs an earlier one's import
     ("from helper import VALUE\nassert VALUE == 2\n", "AssertionError"),  # it reads the page's file, saved
 ])
-def test_a_block_runs_alone_with_only_the_pages_files(code: str, error: str | None, tmp_path: Path) -> None:
+def test_a_block_runs_alone_with_only_the_pages_files(code: str, error: str | None, tmp_path: Path,
+                                                      runner: BlockRunner, given: Callable[[str], Path]) -> None:
     helper = Block("planted.md", 1, "python", "VALUE = 1\n", "helper.py")
-    done = run_block(Block("planted.md", 5, "python", code), tmp_path, files=[helper])
+    done = run_block(Block("planted.md", 5, "python", code), tmp_path, runner, given, files=[helper])
     assert (done.returncode == 0) == (error is None) and (error or "") in done.stderr, done.stderr[-2000:]
 
 
@@ -189,3 +220,18 @@ def test_every_shell_block_is_one_the_commands_test_reads() -> None:
         assert page in read, f"{page} has shell blocks that test_doc_commands.py does not read"
         blocks = [b for b in all_blocks() if b.page == page and b.language in shell]
         assert len(_FENCE.findall((ROOT / page).read_text(encoding="utf-8"))) == len(blocks), page
+
+
+def test_a_block_leaves_nothing_for_the_next(tmp_path: Path, runner: BlockRunner,
+                                             given: Callable[[str], Path]) -> None:
+    """The blocks' interpreters are forked from one server (``block_server.py``): what a block does to its modules,
+    environment or working directory is gone for the next, which starts as ``python _doc_block.py`` does."""
+    first = "import os\nimport torch\ntorch.planted = 1\nos.environ['PLANTED'] = '1'\nos.chdir('..')\n"
+    second = ("import os\nimport sys\nimport torch\n"
+              "assert not hasattr(torch, 'planted') and 'PLANTED' not in os.environ\n"
+              "assert os.path.isfile('_doc_block.py') and sys.argv == ['_doc_block.py']\n"
+              "assert sys.path[0] == os.getcwd() and torch.get_num_threads() == 1 and __name__ == '__main__'\n")
+    for n, code in enumerate((first, second)):
+        (tmp_path / str(n)).mkdir()
+        done = run_block(Block("planted.md", 1 + 8 * n, "python", code), tmp_path / str(n), runner, given, files=[])
+        assert done.returncode == 0, done.stderr[-2000:]
