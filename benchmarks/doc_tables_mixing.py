@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mixing_study as study  # noqa: E402 - the sibling script: settings and kinds live there
-from records import RESULTS, ROOT, latest, provenance  # noqa: E402
+from records import RESULTS, ROOT, latest, provenance, read_entries  # noqa: E402
 
 CALIBRATION = RESULTS / "mixing_calibration.jsonl"
 MIXTURE = RESULTS / "mixing_mixture.jsonl"
@@ -136,7 +136,9 @@ def earlier_grid_table(family: str = "mqar") -> str:
     """The learning-rate grid of ``family`` at budgets other than the current one (validation accuracy per kind and
     rate): the history that set the budget, from ``mixing_runs.jsonl``."""
     grid_setting = study.setting(study.LR_SETTING[family])
-    rows = [e for e in latest(study.RUNS_RECORD, "mixing_runs").values()
+    # every entry, not the newest per row: a run of the current budget has the same row name as its earlier one
+    newest = {(e["row"], e["steps"]): e for e in read_entries(study.RUNS_RECORD) if e.get("table") == "mixing_runs"}
+    rows = [e for e in newest.values()
             if e["setting"] == grid_setting.name and e["seed"] == 0 and e["steps"] != grid_setting.steps]
     if not rows:
         return "(no grid of an earlier budget recorded)"

@@ -56,3 +56,18 @@ def test_harvest_leaves_a_study_folder_of_another_budget(study, tmp_path: Path, 
     rows = [json.loads(line) for line in study.RUNS_RECORD.read_text().splitlines()]
     assert [(r["lr"], r["steps"]) for r in rows] == [(3e-3, budget)]
     assert f"trained {budget // 2} steps" in capsys.readouterr().out
+
+
+def test_the_first_grid_table_shows_the_earlier_budget_though_the_row_names_repeat(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    tables = load_script("doc_tables_mixing", monkeypatch)
+    study = tables.study
+    monkeypatch.setattr(study, "RUNS_RECORD", tmp_path / "runs.jsonl")
+    budget = study.setting("mqar-64x8").steps
+    for steps, valid in ((budget // 2, 0.25), (budget, 0.75)):  # the same row name at two budgets, newest last
+        study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", "D+V", 1e-3, 0),
+                                         "setting": "mqar-64x8", "kind": "D+V", "lr": 1e-3, "seed": 0,
+                                         "steps": steps, "valid": valid})
+    table = tables.earlier_grid_table()
+    assert f"{budget // 2:,} steps, lr 0.001" in table and "| D+V | — | 0.250 | — |" in table
+    assert "0.750" not in table and set(study.harvested()) == {study.run_key("mqar-64x8", "D+V", 1e-3, 0)}
