@@ -14,6 +14,10 @@ from synthformer.tasks import load_run
 from ..tasks.helpers import lm_config
 from .runs import train_tiny
 
+#: the tests of tests/analysis that read the session's tiny trained runs (tests/analysis/conftest.py) in one
+#: xdist worker, so each run is trained once per suite instead of once per worker that uses it
+pytestmark = pytest.mark.xdist_group("analysis-runs")
+
 
 @pytest.mark.parametrize("which", ["lm_run", "seq2seq_run"])
 def test_reinitialisation_gives_the_weights_the_run_started_from(which, request) -> None:

@@ -22,6 +22,10 @@ from synthformer.tasks import RunError
 from ..tasks.helpers import classification_config
 from .runs import train_tiny
 
+#: the tests of tests/analysis that read the session's tiny trained runs (tests/analysis/conftest.py) in one
+#: xdist worker, so each run is trained once per suite instead of once per worker that uses it
+pytestmark = pytest.mark.xdist_group("analysis-runs")
+
 
 def _expected_sizes(data: dict) -> dict[str, tuple[int, int]]:
     """The pixel size (width, height) of each figure, from the layout each one has."""
