@@ -63,6 +63,7 @@ def test_the_first_grid_table_shows_the_earlier_budget_though_the_row_names_repe
     tables = load_script("doc_tables_mixing", monkeypatch)
     study = tables.study
     monkeypatch.setattr(study, "RUNS_RECORD", tmp_path / "runs.jsonl")
+    monkeypatch.setattr(tables, "_record_name", lambda path: path.name)
     budget = study.setting("mqar-64x8").steps
     for steps, valid in ((budget // 2, 0.25), (budget, 0.75)):  # the same row name at two budgets, newest last
         study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", "D+V", 1e-3, 0),
