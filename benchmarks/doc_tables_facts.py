@@ -26,4 +26,17 @@ def compare_job() -> str:
     return "\n".join(rows)
 
 
-FACTS_BUILDERS: dict[str, Callable[[], str]] = {"compare-job": compare_job}
+def suite_time() -> str:
+    """The newest ``python -m pytest`` timing of ``suite_time.jsonl`` (``benchmarks/suite_time.py``): seconds,
+    minutes, tests passed."""
+    found = latest(RESULTS / "suite_time.jsonl", "suite_time")
+    if "suite" not in found:
+        return "(no timing recorded yet: `python benchmarks/suite_time.py`)"
+    e = found["suite"]
+    rows = ["| run | seconds | minutes | passed | machine | date |", "|---|---:|---:|---:|---|---|",
+            f"| suite | {e['wall_seconds']:.0f} | {e['wall_seconds'] / 60:.1f} | {e.get('passed', 0)} | "
+            f"{e['machine']} | {e['date']} |"]
+    return "\n".join(rows)
+
+
+FACTS_BUILDERS: dict[str, Callable[[], str]] = {"compare-job": compare_job, "suite-time": suite_time}
