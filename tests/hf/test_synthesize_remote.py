@@ -91,24 +91,53 @@ def _case(name: str, folder: Path, auto: str, inputs: torch.Tensor, tmp_path: Pa
             "out": str(tmp_path / f"{name}.out.pt"), **extra}
 
 
-def test_every_family_loads_by_path_in_a_fresh_process(tmp_path):
+@pytest.fixture(scope="module")
+def loaded_by_path(tmp_path_factory):
+    """The folders of the two tests below (every family of :data:`CASES` saved with ``save_pretrained``, and a Llama
+    synthesized by the command line) loaded by path in one new interpreter: a process per test would check nothing
+    more and pays the imports of torch and transformers each time."""
+    tmp = tmp_path_factory.mktemp("by_path")
     inputs = torch.randint(3, VOCAB, (2, 7), generator=torch.Generator().manual_seed(0))
-    cases, expected = [], {}
+    cases, saved = [], {}
     for name, make, kinds, auto in CASES:
         model = make()
         synthesize(model, kinds=kinds, grow=False)
-        folder = tmp_path / name
+        folder = tmp / name
         model.save_pretrained(str(folder))
+        extra = {"again": str(tmp / f"{name}-again")} if name == "llama_gqa" else {}
+        cases.append(_case(name, folder, auto, inputs, tmp, **extra))
+        saved[name] = (model, folder, auto)
+    # a head's folder loads as the family's base model too (AutoModel: LlamaModel), its layers synthesized
+    cases.append(_case("llama_base", tmp / "llama_gqa", "AutoModel", inputs, tmp))
+
+    source, cli = tmp / "llama", tmp / "llama-rv"
+    pretrained = build("llama")
+    pretrained.save_pretrained(str(source))
+    root = logging.getLogger()  # the CLI configures the root logger: put it back as it was
+    level, handlers = root.level, list(root.handlers)
+    try:
+        status = main(["synthesize", str(source), "--kind", "R+V", "--layers", "1", "--out", str(cli)])
+    finally:
+        root.setLevel(level)
+        for handler in list(root.handlers):
+            if handler not in handlers:
+                root.removeHandler(handler)
+    cli_inputs = torch.randint(3, VOCAB, (2, 9), generator=torch.Generator().manual_seed(1))
+    if status == 0:
+        cases.append(_case("cli", cli, "AutoModelForCausalLM", cli_inputs, tmp))
+    return {"tmp": tmp, "inputs": inputs, "saved": saved, "report": load_by_path(cases, tmp), "cli_status": status,
+            "cli": (pretrained, cli, cli_inputs)}
+
+
+def test_every_family_loads_by_path_in_a_fresh_process(loaded_by_path):
+    tmp_path, inputs, report = (loaded_by_path[key] for key in ("tmp", "inputs", "report"))
+    expected = {}
+    for name, (model, folder, auto) in loaded_by_path["saved"].items():
         assert not hasattr(model.config, "auto_map")  # written into the folder only
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         assert config["auto_map"][auto] == f"{MODULE}.{type(model).__name__}" and (folder / f"{MODULE}.py").is_file()
-        extra = {"again": str(tmp_path / f"{name}-again")} if name == "llama_gqa" else {}
-        cases.append(_case(name, folder, auto, inputs, tmp_path, **extra))
         with torch.no_grad():
             expected[name] = (model, forward(model, inputs))
-    # a head's folder loads as the family's base model too (AutoModel: LlamaModel), its layers synthesized
-    cases.append(_case("llama_base", tmp_path / "llama_gqa", "AutoModel", inputs, tmp_path))
-    report = load_by_path(cases, tmp_path)
     assert report["fresh"]
     for name, (model, out) in expected.items():
         got = report["results"][name]
@@ -129,18 +158,14 @@ def test_every_family_loads_by_path_in_a_fresh_process(tmp_path):
     assert set(mine) == set(theirs) and all(torch.equal(mine[k], theirs[k]) for k in mine)
 
 
-def test_a_folder_of_the_command_line_loads_by_path(tmp_path, capsys):
-    source, out = tmp_path / "llama", tmp_path / "llama-rv"
-    pretrained = build("llama")
-    pretrained.save_pretrained(str(source))
-    assert main(["synthesize", str(source), "--kind", "R+V", "--layers", "1", "--out", str(out)]) == 0
-    capsys.readouterr()
-    inputs = torch.randint(3, VOCAB, (2, 9), generator=torch.Generator().manual_seed(1))
-    report = load_by_path([_case("cli", out, "AutoModelForCausalLM", inputs, tmp_path)], tmp_path)
+def test_a_folder_of_the_command_line_loads_by_path(loaded_by_path, tmp_path, capsys):
+    assert loaded_by_path["cli_status"] == 0
+    pretrained, out, inputs = loaded_by_path["cli"]
+    report = loaded_by_path["report"]
     assert report["fresh"] and report["results"]["cli"]["layers"] == {"model.layers.1.self_attn.synthformer": "R+V"}
     with torch.no_grad():  # grown: the pretrained logits
-        torch.testing.assert_close(torch.load(tmp_path / "cli.out.pt"), pretrained(input_ids=inputs).logits,
-                                   atol=1e-5, rtol=0)
+        torch.testing.assert_close(torch.load(loaded_by_path["tmp"] / "cli.out.pt"),
+                                   pretrained(input_ids=inputs).logits, atol=1e-5, rtol=0)
     # synthesizing the synthesized folder again keeps its layers and adds the new ones
     more = tmp_path / "llama-more"
     assert main(["synthesize", str(out), "--kind", "D", "--layers", "0", "--out", str(more)]) == 0
