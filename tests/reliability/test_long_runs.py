@@ -36,15 +36,14 @@ TIMEOUT_S = 30  # train.collective_timeout_s of the two-process runs
 QUIET = ["--no-progress", "-q"]
 
 
-def launch(spec: list[dict], out: Path, env: dict[str, str] | None = None, torchrun: bool = False
-           ) -> subprocess.Popen[str]:
+def launch(spec: list[dict], out: Path, torchrun: bool = False) -> subprocess.Popen[str]:
     """Start the launcher on ``spec`` (see longrun_launcher.py), writing its records to ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "spec.json").write_text(json.dumps(spec))
     start = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"] if torchrun else [
         sys.executable]
     return subprocess.Popen([*start, str(LAUNCHER), str(out / "spec.json"), str(out)], text=True,
-                            env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+                            env={**os.environ, "OMP_NUM_THREADS": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -139,18 +138,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def two_processes(spec: list[dict], out: Path) -> list[subprocess.Popen[str]]:
-    """Two processes of one run, started with the environment torchrun gives its workers (as a SLURM script that
-    starts one task per process does)."""
-    port = str(free_port())
-    return [launch(spec, out, {"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
-                               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}) for r in (0, 1)]
+def two_runs(specs: list[tuple[list[dict], Path]], folder: Path) -> list[tuple[int, str]]:
+    """Each spec run by two processes, all at once, each given the environment torchrun gives its workers (as a
+    SLURM script that starts one task per process does): what each process ended with (its exit status, or minus
+    its signal) and its stderr, in the order of ``specs`` and of the ranks.
+
+    The processes are forked from one launcher process that has imported torch and synthformer (longrun_launcher.py
+    ``--fork``): each is a process of its own, with its own signals, sockets and end; only the imports (about 5 s of
+    CPU a process) are not paid once per process."""
+    processes = []
+    for spec, out in specs:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "spec.json").write_text(json.dumps(spec))
+        port = str(free_port())
+        processes += [{"spec": str(out / "spec.json"), "out": str(out),
+                       "env": {"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+                               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}} for r in (0, 1)]
+    folder.mkdir(parents=True)
+    (folder / "processes.json").write_text(json.dumps(processes))
+    launcher = subprocess.run([sys.executable, str(LAUNCHER), "--fork", str(folder / "processes.json")], text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, timeout=900)
+    assert launcher.returncode == 0, launcher.stderr
+    ends = json.loads((folder / "returncodes.json").read_text())
+    return [(end, (Path(p["out"]) / f"stderr-{p['env']['RANK']}.txt").read_text()) for end, p in
+            zip(ends, processes, strict=True)]
 
 
-def survivor(proc: subprocess.Popen[str], out: Path, rank: int) -> str:
+def survivor(ended: tuple[int, str], out: Path, rank: int) -> str:
     """Check that the process that was left ended within the timeout, with one error line; return stderr."""
-    _, err = proc.communicate(timeout=900)
-    assert proc.returncode == 0 and codes(out, rank)[-1] == 2, err
+    returncode, err = ended
+    assert returncode == 0 and codes(out, rank)[-1] == 2, err
     took = json.loads((out / f"ended-{rank}.json").read_text()) - json.loads((out / "died.json").read_text())
     assert took < TIMEOUT_S, (took, err)
     assert "Traceback" not in err, err
@@ -172,15 +189,16 @@ def test_a_process_that_dies_mid_step_or_mid_save_costs_no_checkpoint_and_sigter
         return ["train", str(cfg), "--run-dir", str(run), *QUIET, *extra]
 
     # an uninterrupted run; run a loses process 1 during step 5; run b loses process 0 while step 4 is saved
-    first = two_processes([run_spec(train(ref)), run_spec(train(a), ["SIGKILL", 1, "step", 5])], tmp_path / "one")
-    second = two_processes([run_spec(train(b), ["SIGKILL", 0, "save", 2])], tmp_path / "two")
-    for dead in (first[1], second[0]):
-        dead.communicate(timeout=900)  # reads its output as it goes: a full pipe would block it
-        assert dead.returncode == -9
-    line = survivor(first[0], tmp_path / "one", 0)
+    one_0, one_1, two_0, two_1 = two_runs([([run_spec(train(ref)), run_spec(train(a), ["SIGKILL", 1, "step", 5])],
+                                            tmp_path / "one"),
+                                           ([run_spec(train(b), ["SIGKILL", 0, "save", 2])], tmp_path / "two")],
+                                          tmp_path / "forked")
+    for dead in (one_1, two_0):
+        assert dead[0] == -9, dead[1]
+    line = survivor(one_0, tmp_path / "one", 0)
     assert line.endswith(f"the newest complete checkpoint is {a / 'checkpoints' / 'step_000004'}; continue with "
                          "--resume (on any number of processes)")
-    survivor(second[1], tmp_path / "two", 1)
+    survivor(two_1, tmp_path / "two", 1)
     assert latest_checkpoint(a).name == "step_000004" and latest_checkpoint(b).name == "step_000002"
     intact(a), intact(b)
     rewind(b, tmp_path / "b-one", 2)  # for the resume on one process below
