@@ -40,6 +40,9 @@ def main() -> int:
     append(RECORD, {"table": "suite_time", "row": "suite", "wall_seconds": round(wall, 1), "status": done.returncode,
                     **found, "load_1min_before": load_before, **metadata("python -m pytest", None, False)})
     print(f"# python -m pytest: {wall:.0f} s, exit status {done.returncode}, {found}")
+    for line in (done.stdout + done.stderr).splitlines():  # what failed, so a failing timing need not be re-run
+        if line.startswith(("FAILED", "ERROR")):
+            print(line)
     return done.returncode
 
 
