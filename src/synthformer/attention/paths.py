@@ -22,7 +22,9 @@ A user adds a path from a file of their own, without editing the library::
 
 docs/extending.md, "An execution path", walks through one.
 The built-in paths and their priorities are registered by :mod:`.fast_paths`. Every dispatch is counted under the
-path's name (:func:`path_calls`, :func:`reset_path_calls`), so tests can check which path served a call.
+path's name (:func:`path_calls`, :func:`reset_path_calls`), so tests can check which path served a call, and
+:func:`explain_call` says for a call why each other path does not serve it (a rule registered with ``why_not``
+gives its reason; ``synthformer bench --explain CONFIG`` prints it per layer of a model).
 """
 
 from __future__ import annotations
@@ -250,7 +252,7 @@ def select_path(call: AttentionCall) -> ExecutionPath:
 def dispatch(call: AttentionCall) -> Tensor:
     """Run the path :func:`select_path` picks for ``call`` and count it: (B, H, T, d_h). Observers
     (:func:`observe_paths`) are told, and a debug log line says why, once per layer and call shape
-    (:mod:`.explain`)."""
+    (:func:`explain_call`)."""
     path = select_path(call)
     _CALLS[path.name] += 1
     for observer in _OBSERVERS:
