@@ -37,6 +37,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ class Setting:
     config: str
     overrides: tuple[str, ...] = ()
 
-    @property
+    @cached_property  # read once per setting: harvest asks it for every run
     def steps(self) -> int:
         """The training budget in steps: the config's ``train.steps`` (an override wins). A harvested run counts for
         this setting only if it trained this many steps, so the rows of an earlier budget stay in the record as
