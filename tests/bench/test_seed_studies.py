@@ -1,0 +1,89 @@
+"""benchmarks/seed_studies.py: a study trains only the seeds its earlier record lacks, the page reads the earlier
+and the new runs together by (variant, seed), a repro run is set against the earlier run it repeats, and the noise
+floor pairs runs of one seed and one library source under different CPU kernels only."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from .scripts import load_script
+
+
+@pytest.fixture
+def seeds(monkeypatch, tmp_path: Path):
+    module = load_script("seed_studies", monkeypatch)
+    monkeypatch.setattr(module, "RECORD", tmp_path / "seed_studies.jsonl")
+    return module
+
+
+def _earlier(tmp_path: Path, runs: list[tuple[str, int, float]]) -> str:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"runs": [{"variant": v, "seed": s, "valid_metric": x, "test_metric": None}
+                                         for v, s, x in runs]}), encoding="utf-8")
+    return str(path)  # absolute: ROOT / absolute is the absolute path
+
+
+def _row(seeds, study: str, variant: str, seed: int, valid: float, *, capability: str = "machine",
+         tree: str = "abc", machine: str = "CPU X, torch CPU capability AVX2") -> None:
+    seeds.append(seeds.RECORD, {"table": seeds.TABLE, "row": seeds.row_key(study, variant, seed), "study": study,
+                                "variant": variant, "seed": seed, "valid": valid, "cpu_capability": capability,
+                                "src_tree": [tree], "machine": machine})
+
+
+def test_a_study_trains_only_the_seeds_its_earlier_record_lacks(seeds, tmp_path: Path) -> None:
+    earlier = _earlier(tmp_path, [(k, s, 1.0) for k in ("V", "R") for s in (0, 1, 2)] + [("V", 3, 1.0)])
+    s = seeds.SeedStudy("x", "configs/c.yaml", ("train.steps=9",), ("V", "R"), earlier=earlier)
+    assert s.earlier_seeds() == {0, 1, 2}  # seed 3 only for V: R still needs it
+    assert s.new_seeds() == [3, 4]
+    command = s.command(Path("runs/seeds"))
+    assert command[:4] == ["study", "configs/c.yaml", "train.steps=9", "train.seed=3"]
+    assert command[command.index("--seeds") + 1] == "2" and command[command.index("--out") + 1] == "runs/seeds/x"
+    fresh = seeds.SeedStudy("y", "configs/c.yaml", (), ("V",), seeds=(0, 1, 2))
+    assert not any(a.startswith("train.seed=") for a in fresh.command(Path("r")))  # the config's seed first
+    gap = seeds.SeedStudy("z", "configs/c.yaml", (), ("V",), seeds=(0, 2), earlier=None)
+    with pytest.raises(ValueError, match="not contiguous"):
+        gap.new_seeds()
+
+
+def test_a_noise_study_runs_under_the_named_kernels(seeds) -> None:
+    noise, repro = seeds.study("shk-noise"), seeds.study("shk-repro")
+    assert noise.env()["ATEN_CPU_CAPABILITY"] == "default"
+    # the same training as the run it pairs with, into its own folder
+    a, b = noise.command(Path("r")), repro.command(Path("r"))
+    assert [x for x in a if x != "r/shk-noise"] == [x for x in b if x != "r/shk-repro"] and a != b
+    assert seeds.study("shk").env().get("ATEN_CPU_CAPABILITY") == os.environ.get("ATEN_CPU_CAPABILITY")
+
+
+def test_the_page_reads_earlier_and_new_runs_by_variant_and_seed(seeds, tmp_path: Path, monkeypatch) -> None:
+    earlier = _earlier(tmp_path, [("V", 0, 2.0), ("R", 0, 2.5)])
+    monkeypatch.setattr(seeds, "STUDIES", (seeds.SeedStudy("t", "c.yaml", (), ("V", "R"), earlier=earlier),
+                                           seeds.SeedStudy("t-repro", "c.yaml", (), ("V",), seeds=(0,))))
+    _row(seeds, "t", "V", 1, 2.1)
+    _row(seeds, "t", "R", 1, 2.6)
+    _row(seeds, "other", "V", 1, 9.0)  # another study's row is not this one's
+    assert seeds.runs_of("t") == [("R", 0, 2.5), ("V", 0, 2.0), ("R", 1, 2.6), ("V", 1, 2.1)]
+    assert seeds.reproduction("t-repro") is None  # not recorded yet
+    _row(seeds, "t-repro", "V", 0, 2.25)
+    found = seeds.reproduction("t-repro")
+    assert found["earlier"] == 2.0 and found["now"] == 2.25 and found["difference"] == pytest.approx(0.25)
+
+
+def test_the_noise_floor_pairs_one_seed_and_source_under_different_kernels(seeds) -> None:
+    _row(seeds, "t-repro", "V", 0, 2.00)
+    _row(seeds, "t-noise", "V", 0, 2.03, capability="default")
+    _row(seeds, "t-noise", "R", 0, 2.50, capability="default")  # no partner: R never ran on the machine's kernels
+    _row(seeds, "u-repro", "V", 0, 1.00, tree="abc")
+    _row(seeds, "u-noise", "V", 0, 1.50, capability="default", tree="def")  # other library code: not noise
+    pairs = seeds.noise_pairs()
+    assert len(pairs) == 1
+    (pair,) = pairs
+    assert pair["study"] == "t" and pair["difference"] == pytest.approx(0.03)
+    assert {pair["a"], pair["b"]} == {"CPU X, torch CPU capability AVX2",
+                                      "CPU X, torch CPU capability DEFAULT (forced)"}
+    _row(seeds, "t", "V", 3, 2.2, machine="CPU Y, torch CPU capability AVX512")
+    _row(seeds, "t-repro", "V", 3, 2.1)  # the same seed and source on two hosts pairs too
+    assert len(seeds.noise_pairs()) == 2
