@@ -27,6 +27,7 @@ from doc_tables_hf_synthesize import HF_SYNTHESIZE_BUILDERS  # noqa: E402 - synt
 from doc_tables_lra import LRA_BUILDERS  # noqa: E402 - LRA's Table 2
 from doc_tables_lra_results import LRA_RESULTS_BUILDERS  # noqa: E402 - LRA's Table 1
 from doc_tables_mixing import MIXING_BUILDERS  # noqa: E402 - the token-mixing benchmarks (mixing_study.py)
+from doc_tables_noise import NOISE_BUILDERS  # noqa: E402 - the same-seed noise floor (seed_studies.py)
 from doc_tables_reach import REACH_BUILDERS  # noqa: E402 - the compute the out-of-reach tables would need
 from doc_tables_speed_goals import SPEED_GOALS_BUILDERS  # noqa: E402 - the long-length goals (speed_goals.py)
 from doc_tables_superglue import SUPERGLUE_BUILDERS  # noqa: E402 - the paper's Table 6 (SuperGLUE)
@@ -195,4 +196,5 @@ BUILDERS: dict[str, Callable[[], str]] = {
     **T5_BUILDERS,
     **VERDICT_BUILDERS,
     **REACH_BUILDERS,
+    **NOISE_BUILDERS,
 }

@@ -24,6 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import doc_tables_baselines as baselines  # noqa: E402 - the recorded trivial baselines
+import seed_studies  # noqa: E402 - the studies' later seeds, their repro runs and the same-seed noise floor
 import table3  # noqa: E402 - Table 3's datasets, kinds and record
 from doc_tables_lra_results import LRA_TABLE1, TASKS  # noqa: E402 - LRA's own numbers, the claims of its table
 from records import RESULTS, ROOT, latest, read_entries  # noqa: E402
@@ -143,15 +144,44 @@ SHK_CLAIMS = {k: _claim_text(k, "worse") for k in ("R", "Fix", "FR", "D", "FD", 
                                                                                            "than V"}
 
 
+def _floor(study: str, split: str = "valid") -> float | None:
+    """The study's recorded noise floor: the largest difference of its same-seed, same-source pairs run under
+    different CPU kernels (:func:`seed_studies.noise_pairs`); None before one is recorded."""
+    found = [p["difference"] for p in seed_studies.noise_pairs(split) if p["study"] == study]
+    return max(found) if found else None
+
+
+def seeds_note(study: str, earlier: str, unit: str, precision: int, split: str = "valid") -> str:
+    """Where a study's seeds come from, how far its repro run lands from the earlier record, and its noise floor."""
+    seeds = sorted({seed for _, seed, _ in seed_studies.runs_of(study, split)})
+    new = sorted({e["seed"] for e in latest(seed_studies.RECORD, seed_studies.TABLE).values() if e["study"] == study})
+    text = (f"Records: `{earlier}` (the study's seeds {', '.join(str(s) for s in seeds if s not in new) or 'none'})"
+            + (f" and `benchmarks/results/seed_studies.jsonl` (seeds {', '.join(map(str, new))}, study `{study}` of "
+               "`benchmarks/seed_studies.py`), paired by seed" if new else ", paired by seed") + ".")
+    repro = seed_studies.reproduction(f"{study}-repro", split)
+    if repro and repro["difference"] is not None:
+        now, before = repro["now"], float(repro["earlier"])
+        text += (f" Retrained at a later commit, {repro['variant']}'s seed {repro['seed']} "
+                 + (f"lands {abs(now - before):.{precision}f} {unit} from its earlier value ({now:.{precision}f} "
+                    f"against {before:.{precision}f}): the earlier seeds are not reproduced to the digit, so a "
+                    "difference is only ever taken between two runs of one seed and one sitting."
+                    if f"{now:.{precision}f}" != f"{before:.{precision}f}" else "reproduces its earlier value."))
+    floor = _floor(study, split)
+    if floor is not None:
+        text += (f" Noise floor given to the rule: {floor:.{precision}f} {unit}, the largest difference of a same-seed "
+                 "rerun of the same code under other CPU kernels (`seed_studies.noise_pairs`).")
+    return text
+
+
 def shk_verdicts() -> str:
-    """Tiny Shakespeare's eight kinds (3 seeds) on validation bits/char, with the unigram baseline."""
-    data = _study("shk")
+    """Tiny Shakespeare's eight kinds (3 seeds, more where recorded) on validation bits/char, with the unigram
+    baseline and the recorded noise floor."""
     unigram = baselines.entries("study_shk").get("unigram")
     base = unigram["valid"]["bits_per_character"] if unigram else None
-    return _join([verdict_section(_study_records(data, "valid"), SHK_CLAIMS, direction="min", baseline=base,
-                                  unit="bits/char", precision=4)],
-                 "Claims: the direction of each kind against V in the paper's Table 2 (LM column). Record: "
-                 "`docs/figures/study-shk/results.json` (its runs, paired by seed).")
+    return _join([verdict_section(seed_studies.runs_of("shk", "valid"), SHK_CLAIMS, direction="min", baseline=base,
+                                  unit="bits/char", precision=4, noise_floor=_floor("shk"))],
+                 "Claims: the direction of each kind against V in the paper's Table 2 (LM column). "
+                 + seeds_note("shk", "docs/figures/study-shk/results.json", "bits/char", 4))
 
 
 T8_VS_V = {k: _claim_text(k, "matches", margin=MARGINS["bleu"]) for k in
@@ -160,21 +190,23 @@ T8_VS_D = {k: _claim_text(k, "matches", "D", MARGINS["bleu"]) for k in ("Conv", 
 
 
 def t8_verdicts() -> str:
-    """Table 8's variants on BLEU (2 seeds) against V and against D, valid and test, with the copied source."""
-    data = _study("t8")
+    """Table 8's variants on BLEU (2 seeds, more where recorded) against V and against D, valid and test, with the
+    copied source."""
     copy = baselines.entries("multi30k").get("copy-source")
     sections = []
     for split in ("valid", "test"):
         base = copy[split]["bleu"] if copy else None
-        records = _study_records(data, split)
+        records = seed_studies.runs_of("t8", split)
+        floor = _floor("t8", split)
         sections.append(verdict_section(records, T8_VS_V, direction="max", baseline=base, unit="BLEU", precision=2,
-                                        caption=f"{split} BLEU, against V"))
+                                        noise_floor=floor, caption=f"{split} BLEU, against V"))
         sections.append(verdict_section(records, T8_VS_D, reference="D", direction="max", baseline=base,
-                                        unit="BLEU", precision=2, caption=f"{split} BLEU, against D"))
+                                        unit="BLEU", precision=2, noise_floor=floor,
+                                        caption=f"{split} BLEU, against D"))
     return _join(sections, "Claims: the paper's Table 8 has every variant within half a BLEU point of its "
                  "Transformer, and its appendix calls the additional variants \"marginal or no improvement over "
                  f"the simple dense/random variations\": each is read as a match within {MARGINS['bleu']:g} BLEU. "
-                 "Record: `docs/figures/study-t8/results.json` (its runs, paired by seed).")
+                 + seeds_note("t8", "docs/figures/study-t8/results.json", "BLEU", 2))
 
 
 def _t9_name(variant: str) -> str:
@@ -182,21 +214,22 @@ def _t9_name(variant: str) -> str:
 
 
 def t9_verdicts() -> str:
-    """Table 9 (R with 2 to 32 heads, 2 seeds) on BLEU: each head count against two heads."""
+    """Table 9 (R with 2 to 32 heads, 2 seeds, more where recorded) on BLEU: each head count against two heads."""
     from synthformer.stats import Claim
 
-    data = _study("t9")
-    names = {r["variant"]: _t9_name(r["variant"]) for r in data["runs"]}
-    order = list(dict.fromkeys(names.values()))
-    reference, others = order[0], order[1:]
-    # the paper's Table 9: R's BLEU rises with the heads (EnDe 19.43 with 2, 21.72 with 32)
-    claims = {k: Claim(k, "better", reference) for k in others}
     copy = baselines.entries("multi30k").get("copy-source")
-    sections = [verdict_section(_study_records(data, split, names), claims, reference=reference, direction="max",
-                                baseline=copy[split]["bleu"] if copy else None, unit="BLEU", precision=2,
-                                caption=f"{split} BLEU, against 2 heads") for split in ("valid", "test")]
-    return _join(sections, "Claims: the paper's Table 9, where R's BLEU rises with the number of heads. Record: "
-                 "`docs/figures/study-t9/results.json` (its runs, paired by seed).")
+    sections = []
+    for split in ("valid", "test"):
+        records = [(_t9_name(v), seed, x) for v, seed, x in seed_studies.runs_of("t9", split)]
+        order = list(dict.fromkeys(name for name, _, _ in records))
+        reference, others = order[0], order[1:]
+        # the paper's Table 9: R's BLEU rises with the heads (EnDe 19.43 with 2, 21.72 with 32)
+        claims = {k: Claim(k, "better", reference) for k in others}
+        sections.append(verdict_section(records, claims, reference=reference, direction="max",
+                                        baseline=copy[split]["bleu"] if copy else None, unit="BLEU", precision=2,
+                                        caption=f"{split} BLEU, against 2 heads"))
+    return _join(sections, "Claims: the paper's Table 9, where R's BLEU rises with the number of heads. "
+                 + seeds_note("t9", "docs/figures/study-t9/results.json", "BLEU", 2))
 
 
 # --------------------------------------------------------------------------- the matching probes

@@ -245,12 +245,15 @@ def runs_of(name: str, split: str = "valid") -> list[tuple[str, int, float]]:
     for e in latest(RECORD, TABLE).values():
         if e["study"] == name and e.get(split) is not None:
             found[(e["variant"], int(e["seed"]))] = float(e[split])
-    return [(v, seed, x) for (v, seed), x in sorted(found.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
+    order = {v: i for i, v in enumerate(dict.fromkeys(v for v, _ in found))}  # the earlier record's order first
+    return [(v, seed, x) for (v, seed), x in sorted(found.items(), key=lambda kv: (kv[0][1], order[kv[0][0]]))]
 
 
 def reproduction(repro: str, split: str = "valid") -> dict[str, Any] | None:
     """A repro study's run against the same (variant, seed) in the earlier record it re-trains (the study named
     ``repro`` without ``-repro``): both values and their difference; None until the repro run is recorded."""
+    if repro not in {s.name for s in STUDIES}:
+        return None
     now = runs_of(repro, split)
     base = study(repro.removesuffix("-repro")).earlier
     if not now or base is None:
