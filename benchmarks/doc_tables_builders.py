@@ -32,6 +32,7 @@ from doc_tables_reach import REACH_BUILDERS  # noqa: E402 - the compute the out-
 from doc_tables_speed_goals import SPEED_GOALS_BUILDERS  # noqa: E402 - the long-length goals (speed_goals.py)
 from doc_tables_superglue import SUPERGLUE_BUILDERS  # noqa: E402 - the paper's Table 6 (SuperGLUE)
 from doc_tables_t5 import T5_BUILDERS  # noqa: E402 - the T5 setting's tables (Tables 4 and 5)
+from doc_tables_translation import TRANSLATION_BUILDERS  # noqa: E402 - the paper's Table 2, translation
 from doc_tables_verdicts import VERDICT_BUILDERS  # noqa: E402 - the verdicts by the noise rule
 from records import RESULTS, ROOT, latest, provenance  # noqa: E402
 
@@ -197,4 +198,5 @@ BUILDERS: dict[str, Callable[[], str]] = {
     **VERDICT_BUILDERS,
     **REACH_BUILDERS,
     **NOISE_BUILDERS,
+    **TRANSLATION_BUILDERS,
 }
