@@ -213,6 +213,16 @@ def test_positions_shorter_than_the_task_are_fatal(tmp_path, capsys):
     assert len(err) == 1 and "model.max_len: must be an integer >= 64" in err[0]
 
 
+def test_a_model_the_config_cannot_describe_is_one_error_line_as_in_a_real_run(tmp_path, capsys):
+    # V takes no k: a kind option meant for FR reaches every self-attention layer (the real run refuses it too)
+    config = tmp_path / "lm.yaml"
+    config.write_text(json.dumps({"task": {"type": "lm", "generator": "pystdlib", "max_len": 64},
+                                  "model": TINY_MODEL}))
+    assert main(["train", str(config), "--dry-run", "model.kind_options={k: 32}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot build the model: unknown option(s) ['k'] for attention kind 'V'" in err[0]
+
+
 def test_a_resumed_run_plans_with_its_own_vocabulary(tmp_path):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "model_config.json").write_text(json.dumps({"arch": "lm", "vocab_size": 777}))

@@ -40,9 +40,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
-from synthformer.models import DEFAULT_VARIANT, ModelConfig, build_model
+from synthformer.models import DEFAULT_VARIANT, ModelConfig
 from synthformer.tasks import RunConfig
 from synthformer.tasks.run.config import resolve_model_config
+from synthformer.tasks.run.data import build_checked_model
 from synthformer.train.optim import freeze_parts
 
 from .measure import count_flops, random_batch
@@ -187,7 +188,7 @@ def _meta_model(config: ModelConfig) -> nn.Module:
     registry_log.setLevel(logging.WARNING)
     try:
         with torch.device("meta"):
-            return build_model(config).train()
+            return build_checked_model(config).train()
     finally:
         registry_log.setLevel(level)
 

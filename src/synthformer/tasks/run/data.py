@@ -105,15 +105,20 @@ def seeded_model(config: ModelConfig, seed: int) -> nn.Module:
     """The model of ``config`` initialised from ``seed``: the weights a run with ``train.seed = seed`` starts from
     (``synthformer analyze`` rebuilds them this way instead of storing them)."""
     seed_everything(seed)
-    return build_model(config)
+    return build_checked_model(config)
+
+
+def build_checked_model(config: ModelConfig) -> nn.Module:
+    """``build_model(config)``, a model the config cannot describe refused as a :class:`ConfigError` (one line at
+    the command line, for a real run and a dry run alike)."""
+    try:
+        return build_model(config)
+    except (TypeError, ValueError) as err:
+        # e.g. a mixer option that a kind does not take (model.kind_options reaches every self-attention layer)
+        raise ConfigError(f"model: cannot build the model: {err}") from None
 
 
 def build_task_model(run: RunConfig, data: TaskData) -> tuple[nn.Module, ModelConfig]:
     """The model of ``data.model_config`` (seeded with ``train.seed`` so its initialisation repeats), and that
     config."""
-    config = data.model_config
-    try:
-        return seeded_model(config, run.train.seed), config
-    except (TypeError, ValueError) as err:
-        # e.g. a mixer option that a kind does not take (model.kind_options reaches every self-attention layer)
-        raise ConfigError(f"model: cannot build the model: {err}") from None
+    return seeded_model(data.model_config, run.train.seed), data.model_config
