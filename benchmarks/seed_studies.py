@@ -18,7 +18,7 @@ Every study trains into ``RUNS/<name>`` (default ``runs/seeds``); the same comma
 appended to the record the moment its study ends (``harvest`` does it by hand, e.g. after a kill).
 
     python benchmarks/seed_studies.py list                              # the studies, their seeds, what is recorded
-    python benchmarks/seed_studies.py run --studies shk-repro shk-noise shk --shared-cpu
+    python benchmarks/seed_studies.py run --studies shk-repro shk-noise compare shk --shared-cpu
     python benchmarks/seed_studies.py harvest --shared-cpu
 """
 
@@ -106,6 +106,8 @@ STUDIES: tuple[SeedStudy, ...] = (
                     "the earlier seeds?"),
     SeedStudy("shk-noise", "configs/lm_tiny_shakespeare.yaml", _SHK, ("V",), seeds=(0,), capability="default",
               about="shk-repro's run under torch's kernels without AVX (same seed, same commit)"),
+    SeedStudy("compare", "configs/compare_pystdlib.yaml", (), ("V", "R", "D", "R+V"),
+              about="`synthformer compare`'s four kinds on its default task and budget, 5 seeds (its record has one)"),
     SeedStudy("shk", "configs/lm_tiny_shakespeare.yaml", _SHK, ("V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V"),
               earlier="docs/figures/study-shk/results.json",
               about="Tiny Shakespeare's eight kinds (the paper's Table 2, LM column): seeds 3 and 4"),
