@@ -7,8 +7,9 @@ the committed record ``benchmarks/results/mixing_runs.jsonl`` as soon as its stu
 hand). That record, not RUNS, is what the later stages read, so a study spread over several machines continues
 where it stopped: a study whose runs are all in it is not started again.
 
-1. ``run --stage lr``: per benchmark family (MQAR; the MAD tasks) and kind, each learning rate of :data:`LRS` on
-   seed 0 of the family's middle setting (``RUNS/lr-<family>/<kind>``). ``choose`` then picks, per family and kind,
+1. ``run --stage lr``: per benchmark family with a grid (MQAR; the MAD tasks borrow its choices) and kind, each
+   learning rate of :data:`LRS` on seed 0 of the family's middle setting (``RUNS/lr-<family>/<kind>``). ``choose``
+   then picks, per family and kind,
    the rate with the best validation accuracy (ties: the lower validation loss) and writes the choice with the
    grid's numbers to ``benchmarks/results/mixing_lr.jsonl``. The test split is never read for the choice.
 2. ``run --stage seeds``: per setting and kind, :data:`SEEDS` seeds at the chosen rate (``RUNS/<setting>/<kind>``),
@@ -91,15 +92,18 @@ def _mad(task: str, seq_len: int) -> Setting:
     return Setting(task, "mad", "configs/mixing_mad.yaml", (f"task.generator=mixing:{task}", f"task.max_len={seq_len}"))
 
 
-#: Every setting, in training order within a seed. MQAR's middle setting is where its learning rates are chosen;
-#: the MAD tasks share one choice per kind, made on in-context recall (MAD sweeps every task setting; this CPU
-#: cannot), so a kind's rate is never V's unless its own grid says so.
+#: Every setting, in training order within a seed. MQAR's middle setting is where its learning rates are chosen
+#: (each kind its own, so a kind's rate is never V's unless its own grid says so); the MAD tasks train at each
+#: kind's MQAR rate (:data:`RATES_FROM`: MAD sweeps every task setting, this CPU cannot).
 SETTINGS: tuple[Setting, ...] = (
     _mqar(64, 4), _mqar(64, 8), _mqar(64, 16), _mqar(64, 8, 32), _mqar(64, 8, 64),
     _mad("recall", 128), _mad("noisy_recall", 128), _mad("fuzzy_recall", 128), _mad("selective_copy", 256),
     _mad("memorization", 32), _mad("compression", 32),
 )
-LR_SETTING: dict[str, str] = {"mqar": "mqar-64x8", "mad": "recall"}
+LR_SETTING: dict[str, str] = {"mqar": "mqar-64x8"}
+#: Families that train at another family's choices instead of a grid of their own: the MAD tasks at each kind's MQAR
+#: rate (same model, optimizer and schedule), since six tasks x 11 kinds x 3 rates do not fit this CPU's budget.
+RATES_FROM: dict[str, str] = {"mad": "mqar"}
 
 
 def setting(name: str) -> Setting:
@@ -131,7 +135,7 @@ def lr_command(family: str, kind: str, runs: Path, threads: int) -> list[str]:
 def seeds_command(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int) -> list[str]:
     """The ``synthformer study`` command of one (setting, kind) at its chosen rate, ``seeds`` seeds. Where the
     setting is its family's grid setting, seed 0 is the grid's run at that rate, so this study trains seeds 1 on."""
-    reuse = LR_SETTING[s.family] == s.name
+    reuse = LR_SETTING.get(s.family) == s.name
     first = ["train.seed=1"] if reuse else []
     return ["study", s.config, *s.overrides, f"train.lr={lr:g}", *first, "--kinds", kind, "--seeds",
             str(seeds - 1 if reuse else seeds), "--out", str(runs / s.name / kind_dir(kind)),
@@ -161,7 +165,7 @@ def lr_job(family: str, kind: str, runs: Path, threads: int) -> Job:
 
 def seeds_job(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int) -> Job:
     """:func:`seeds_command` as a :class:`Job` (seeds 1 on where the setting reuses the grid's seed 0)."""
-    first = 1 if LR_SETTING[s.family] == s.name else 0
+    first = 1 if LR_SETTING.get(s.family) == s.name else 0
     return Job(seeds_command(s, kind, lr, seeds, runs, threads), runs / s.name / kind_dir(kind),
                tuple(run_key(s.name, kind, lr, seed) for seed in range(first, seeds)))
 
@@ -202,8 +206,12 @@ def current_choices() -> dict[str, dict[str, Any]]:
 
 
 def chosen_rates() -> dict[tuple[str, str], float]:
-    """(family, kind) -> the chosen learning rate, from :func:`current_choices`."""
-    return {(e["family"], e["kind"]): float(e["lr"]) for e in current_choices().values()}
+    """(family, kind) -> the chosen learning rate, from :func:`current_choices`; a family of :data:`RATES_FROM`
+    gets its lender's."""
+    own = {(e["family"], e["kind"]): float(e["lr"]) for e in current_choices().values()}
+    lent = {(borrower, kind): lr for borrower, lender in RATES_FROM.items() for (fam, kind), lr in own.items()
+            if fam == lender}
+    return {**own, **lent}
 
 
 def _launches(out: Path) -> Path:
@@ -234,7 +242,9 @@ def _setting_of(out: Path) -> Setting:
 def run(args: argparse.Namespace) -> int:
     """Train a stage: the learning-rate grids, or the seeds at the chosen rates (studies already harvested skipped)."""
     if args.stage == "lr":
-        jobs = [lr_job(f, k, args.runs, args.threads) for f in args.families for k in KINDS]
+        if borrowed := [f for f in args.families if f in RATES_FROM]:
+            print(f"# {', '.join(borrowed)}: no grid of its own (it trains at {RATES_FROM[borrowed[0]]}'s choices)")
+        jobs = [lr_job(f, k, args.runs, args.threads) for f in args.families if f in LR_SETTING for k in KINDS]
         return 0 if _run_studies(jobs, args.lanes, args.shared_cpu) else 1
     rates = chosen_rates()
     passes: dict[int, list[Job]] = {1: [], SEEDS: []}  # seed 0 of every setting first; one folder per pair
@@ -243,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
             for kind in KINDS:
                 if (s.family, kind) not in rates:
                     print(f"# {s.name} {kind}: no learning rate chosen yet (run --stage lr, then choose)")
-                elif not (seeds == 1 and LR_SETTING[s.family] == s.name):  # else its seed 0 is the grid's run
+                elif not (seeds == 1 and LR_SETTING.get(s.family) == s.name):  # else its seed 0 is the grid's run
                     jobs.append(seeds_job(s, kind, rates[(s.family, kind)], seeds, args.runs, args.threads))
     return 0 if all(_run_studies(jobs, args.lanes, args.shared_cpu) for jobs in passes.values()) else 1
 
@@ -309,7 +319,7 @@ def choose(args: argparse.Namespace) -> int:
     """Pick each kind's rate per family from its harvested grid (validation only) and append the choices."""
     harvest(args)
     done = harvested()
-    for family in args.families:
+    for family in (f for f in args.families if f in LR_SETTING):
         grid_setting = LR_SETTING[family]
         for kind in KINDS:
             grid = [e for lr in LRS if (e := done.get(run_key(grid_setting, kind, lr, 0)))]

@@ -25,7 +25,10 @@ def test_grid_variants_read_back(study) -> None:
 
 def test_every_setting_is_in_a_family_with_a_grid_setting(study) -> None:
     names = {s.name for s in study.SETTINGS}
-    assert set(study.LR_SETTING.values()) <= names and {s.family for s in study.SETTINGS} == set(study.LR_SETTING)
+    assert set(study.LR_SETTING.values()) <= names
+    # every family has its own grid or borrows the choices of one that has
+    assert {s.family for s in study.SETTINGS} == set(study.LR_SETTING) | set(study.RATES_FROM)
+    assert set(study.RATES_FROM.values()) <= set(study.LR_SETTING) and not set(study.RATES_FROM) & set(study.LR_SETTING)
     for s in study.SETTINGS:  # MQAR's queries fill the tail after the pairs
         opts = dict(o.split("=", 1) for o in s.overrides)
         if "task.generator_options.num_pairs" in opts:
@@ -117,7 +120,7 @@ def test_choose_takes_the_best_validation_accuracy_and_waits_for_the_whole_grid(
     study.choose(SimpleNamespace(families=["mqar"], runs=records / "runs", shared_cpu=True))
     entries = [json.loads(line) for line in study.LR_RECORD.read_text().splitlines()]
     assert [(e["kind"], e["lr"]) for e in entries] == [("V", 3e-3)]  # ties on accuracy: the lower loss; R waits
-    assert study.chosen_rates() == {("mqar", "V"): 3e-3}
+    assert study.chosen_rates() == {("mqar", "V"): 3e-3, ("mad", "V"): 3e-3}  # MAD trains at MQAR's choice
 
 
 def test_the_seeds_stage_trains_seed_0_of_every_setting_before_the_other_seeds(study, records: Path,
@@ -134,3 +137,19 @@ def test_the_seeds_stage_trains_seed_0_of_every_setting_before_the_other_seeds(s
     assert firsts == [(n, 1) for n in mqar if n != study.LR_SETTING["mqar"]]  # the grid setting has its seed 0
     rest = [(j.out.parent.name, len(j.keys)) for j in started[len(mqar) - 1:]]
     assert rest == [(n, 2 if n == study.LR_SETTING["mqar"] else 3) for n in mqar]
+
+
+def test_a_family_that_borrows_its_rates_has_no_grid_and_trains_its_seeds_from_seed_0(study, records: Path,
+                                                                                     monkeypatch) -> None:
+    study.append(study.LR_RECORD, {"table": "mixing_lr", "row": "mqar-R", "family": "mqar", "kind": "R", "lr": 1e-3,
+                                   "steps": 5})
+    started: list = []
+    monkeypatch.setattr(study, "_study", lambda j: started.append(j) or 0)
+    args = SimpleNamespace(stage="lr", families=["mad"], runs=records / "runs", threads=1, lanes=1, shared_cpu=False)
+    assert study.run(args) == 0 and started == []  # no grid to train
+    args.stage = "seeds"
+    assert study.run(args) == 0
+    mad = [s.name for s in study.SETTINGS if s.family == "mad"]
+    assert [(j.out.parent.name, j.keys[0]) for j in started[:len(mad)]] == [
+        (n, study.run_key(n, "R", 1e-3, 0)) for n in mad]  # seed 0 first, at R's MQAR rate, for every task
+    assert all("train.lr=0.001" in j.command and "train.seed=1" not in j.command for j in started)
