@@ -28,8 +28,7 @@ from typing import Any
 import torch
 
 from synthformer.attention import SynthesizerAttention
-from synthformer.attention.calibration import calibration_file, save_calibration
-from synthformer.attention.settings import DEFAULTS, FastPathSettings
+from synthformer.attention.fast import DEFAULTS, FastPathSettings, calibration_file, save_calibration
 from synthformer.bench.measure import layer_step, peak_bytes
 
 FLAG = "--calibrate"

@@ -23,11 +23,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from ..masking import disallowed, masked_softmax
+from ..paths import AttentionCall
 from . import fused, triton_kernels
 from .dropout_masks import dropout
 from .feature_form import feature_logits, feature_rows
-from .masking import disallowed, masked_softmax
-from .paths import AttentionCall
 from .settings import current
 
 __all__ = ["attend_blocks", "attend_fused", "attend_triton", "block_size", "materialized_factors"]

@@ -36,8 +36,8 @@ import torch
 from torch import Tensor
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from ..masking import any_true
 from . import dropout_masks
-from .masking import any_true
 from .settings import FUSED_BACKENDS, current
 
 #: The backends a fused block may run on (chosen by ``settings.FastPathSettings.backend``).

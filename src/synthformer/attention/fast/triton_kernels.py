@@ -41,7 +41,7 @@ def split_logits(
     """
     if features:
         return factors[0], factors[1], None
-    from .mixture import Mixture
+    from ..mixture import Mixture
 
     if not isinstance(factors, tuple) or not isinstance(synth, Mixture):
         return None, None, synth.logits_from_factors(factors, keys)

@@ -27,8 +27,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from synthformer.attention.calibration import load_calibration
-from synthformer.attention.cpu_caches import default_chunk_elements
+from .calibration import load_calibration
+from .cpu_caches import default_chunk_elements
 
 __all__ = ["DEFAULTS", "FUSED_BACKENDS", "FastPathSettings", "current", "fast_path_settings"]
 
