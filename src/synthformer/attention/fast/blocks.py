@@ -12,7 +12,7 @@ tensor through memory once per operation. Three paths share that cut:
   chunks above the diagonal of causal layers);
 * :func:`attend_triton`: one Triton kernel on CUDA (``triton_kernels``), no L x L probabilities at all.
 
-Which serves a call is the rules' business (:mod:`.fast_paths`); the measurements behind the block size and the
+Which serves a call is the rules' business (:mod:`.rules`); the measurements behind the block size and the
 thresholds are in docs/benchmarks.md, "Why the fast paths look the way they do".
 """
 

@@ -2,7 +2,8 @@
 
 Their (H, L, L) probabilities are the same for every sample, so they are computed once per forward and applied to
 the whole batch as one GEMM per head over the *folded* batch, ``P_h (L x L) @ V_h (L x B*d_h)``: a broadcast
-batched matmul (``P.unsqueeze(0) @ V``) is several times slower on a CPU (guide, section 3). Padding differs per
+batched matmul (``P.unsqueeze(0) @ V``) measured much slower on a CPU (docs/benchmarks.md, "Why the fast paths
+look the way they do"). Padding differs per
 sample and is handled without giving up the shared ``P``: with ``m_b`` the (L,) indicator of sample b's real keys,
 ``softmax_masked(S)_b @ V_b = (P @ (m_b * V_b)) / (P @ m_b)`` exactly (the softmax normalizer cancels). In eval
 mode under ``torch.no_grad()`` the probabilities are cached until a parameter changes (:class:`AlignmentCache`).
