@@ -31,7 +31,7 @@ import torch
 from records import add_record_options, load, write_record  # benchmarks/records.py, beside this script
 
 from synthformer.attention import SynthesizerAttention
-from synthformer.attention.settings import fast_path_settings
+from synthformer.attention.fast.settings import fast_path_settings
 from synthformer.bench.flops import efficiency, flop_ratio
 from synthformer.bench.goals import module_goals
 from synthformer.bench.measure import peak_bytes

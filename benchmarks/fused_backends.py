@@ -27,8 +27,9 @@ import torch
 from attention import make_step, markdown  # benchmarks/attention.py, beside this script
 from records import add_record_options, load, write_record  # benchmarks/records.py, beside this script
 
-from synthformer.attention import SynthesizerAttention, fused
-from synthformer.attention.settings import fast_path_settings
+from synthformer.attention import SynthesizerAttention
+from synthformer.attention.fast import fused
+from synthformer.attention.fast.settings import fast_path_settings
 
 KINDS = ["D", "FD", "R+V", "D+V", "GLU"]
 #: name -> (batch, length, causal): the module-level shapes of the fused path's goals

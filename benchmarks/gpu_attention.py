@@ -25,8 +25,9 @@ from contextlib import nullcontext
 
 import torch
 
-from synthformer.attention import SynthesizerAttention, paths, triton_kernels
-from synthformer.attention.settings import fast_path_settings
+from synthformer.attention import SynthesizerAttention, paths
+from synthformer.attention.fast import triton_kernels
+from synthformer.attention.fast.settings import fast_path_settings
 
 KINDS = ["V", "R", "D", "FD", "R+V", "D+V", "GLU", "Bottleneck"]
 

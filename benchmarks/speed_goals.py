@@ -40,8 +40,8 @@ from bench_guard import batch_per_length  # noqa: E402 - the guard's --batch rul
 from records import add_record_options, load, write_record  # noqa: E402 - benchmarks/records.py, beside this script
 
 from synthformer.attention import SynthesizerAttention  # noqa: E402
-from synthformer.attention.calibration import CALIBRATED_FIELDS, calibration_file, load_calibration  # noqa: E402
-from synthformer.attention.settings import DEFAULTS  # noqa: E402
+from synthformer.attention.fast.calibration import CALIBRATED_FIELDS, calibration_file, load_calibration  # noqa: E402
+from synthformer.attention.fast.settings import DEFAULTS  # noqa: E402
 from synthformer.bench.flops import flop_ratio  # noqa: E402
 from synthformer.bench.goals import FLOP_LIMIT_KINDS, LIGHT_KINDS, speed_goals  # noqa: E402
 from synthformer.bench.measure import peak_bytes, round_robin  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 # Tests see the library's measured defaults, never this machine's calibrated thresholds
-# (synthformer.attention.calibration): set before anything imports the attention settings.
+# (synthformer.attention.fast.calibration): set before anything imports the attention settings.
 os.environ["SYNTHFORMER_CALIBRATION"] = "off"
 
 import pytest  # noqa: E402

@@ -53,7 +53,7 @@ def test_the_library_imports_and_runs_without_triton():
         import torch
         import synthformer, synthformer.bench, synthformer.bench.plan, synthformer.cli.main
         from synthformer import SynthesizerAttention
-        from synthformer.attention import triton_kernels
+        from synthformer.attention.fast import triton_kernels
         from synthformer.bench.measure import count_flops
         attn = SynthesizerAttention(16, 2, 8, kind="D+V")
         x = torch.randn(2, 8, 16)

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from synthformer.attention import SynthesizerAttention, paths
-from synthformer.attention.causal_shared import causal_shared_attention
-from synthformer.attention.dropout_masks import keep_mask
-from synthformer.attention.settings import fast_path_settings
+from synthformer.attention.fast.causal_shared import causal_shared_attention
+from synthformer.attention.fast.dropout_masks import keep_mask
+from synthformer.attention.fast.settings import fast_path_settings
 
 from .conftest import ALL_KINDS, D_MODEL, HEADS, MAX_LEN, build, padding
 from .reference import reference_forward

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from synthformer.attention import cpu_caches
-from synthformer.attention.settings import DEFAULTS, FastPathSettings
+from synthformer.attention.fast import cpu_caches
+from synthformer.attention.fast.settings import DEFAULTS, FastPathSettings
 
 
 def _cache(root: Path, index: int, level: int, kind: str, size: str) -> None:

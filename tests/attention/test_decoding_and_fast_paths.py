@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthformer.attention import SynthesizerAttention, blocks, feature_form, paths
-from synthformer.attention.settings import fast_path_settings
+from synthformer.attention import SynthesizerAttention, paths, sdpa
+from synthformer.attention.fast import blocks, feature_form
+from synthformer.attention.fast.settings import fast_path_settings
 
 from .conftest import ALL_KINDS, D_MODEL, FEATURE_KINDS, HEADS, MAX_LEN, build, padding
 
@@ -322,7 +323,7 @@ def test_training_with_dropout_on_the_cpu_never_calls_sdpa(kind, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("SDPA was called")
 
-    monkeypatch.setattr(feature_form.F, "scaled_dot_product_attention", refuse)
+    monkeypatch.setattr(sdpa.F, "scaled_dot_product_attention", refuse)
     x = torch.randn(2, MAX_LEN, D_MODEL)
     with fast_path_settings(features_materialize_max_len=0, fr_sdpa_min_len=0):
         attn(x).sum().backward()

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from synthformer.attention import SynthesizerAttention
-from synthformer.attention.settings import fast_path_settings
+from synthformer.attention.fast.settings import fast_path_settings
 from synthformer.models import list_archs
 
 from ..models.helpers import BATCHES, tiny_model

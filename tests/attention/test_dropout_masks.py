@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from synthformer.attention import dropout_masks
-from synthformer.attention.dropout_masks import LEVELS, drop_probability, dropout, keep_mask
+from synthformer.attention.fast import dropout_masks
+from synthformer.attention.fast.dropout_masks import LEVELS, drop_probability, dropout, keep_mask
 
 
 @pytest.mark.parametrize("p", [0.05, 0.1, 0.5, 0.9])
@@ -72,7 +72,7 @@ def test_a_probability_outside_zero_one_is_named(p):
 
 
 def test_fused_keep_mask_is_drawn_here(monkeypatch):
-    from synthformer.attention import fused
+    from synthformer.attention.fast import fused
 
     seen = []
     real = dropout_masks.keep_mask

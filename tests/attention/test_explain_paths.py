@@ -14,19 +14,18 @@ import torch
 from synthformer.attention import (
     build_mixer,
     explain_call,
-    fused,
     get_path,
     observe_paths,
     register_path,
     registered_kinds,
     registered_paths,
     select_path,
-    triton_kernels,
     unregister_path,
 )
-from synthformer.attention.fast_paths import is_materialized, is_shared
-from synthformer.attention.feature_form import materializes
-from synthformer.attention.settings import current, fast_path_settings
+from synthformer.attention.fast import fused, triton_kernels
+from synthformer.attention.fast.feature_form import materializes
+from synthformer.attention.fast.rules import is_materialized, is_shared
+from synthformer.attention.fast.settings import current, fast_path_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = [*registered_kinds(), "R+V", "D+V", "FR+V"]

@@ -10,8 +10,9 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from synthformer.attention import SynthesizerAttention, blocks, fused, paths
-from synthformer.attention.settings import DEFAULTS, fast_path_settings
+from synthformer.attention import SynthesizerAttention, paths
+from synthformer.attention.fast import blocks, fused
+from synthformer.attention.fast.settings import DEFAULTS, fast_path_settings
 
 from .conftest import ALL_KINDS, D_MODEL, MAX_LEN, build, padding
 from .reference import reference_forward

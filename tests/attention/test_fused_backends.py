@@ -15,8 +15,8 @@ import logging
 import pytest
 import torch
 
-from synthformer.attention import fused, fused_backends
-from synthformer.attention.settings import fast_path_settings
+from synthformer.attention.fast import fused, fused_backends
+from synthformer.attention.fast.settings import fast_path_settings
 
 from . import test_fused
 from .conftest import D_MODEL, MAX_LEN, build, padding
@@ -173,7 +173,7 @@ def test_the_package_builds_nothing_at_import():
 
     code = (
         "import sys, synthformer.attention, synthformer.models\n"
-        "assert 'synthformer.attention.fused_backends' not in sys.modules\n"
+        "assert 'synthformer.attention.fast.fused_backends' not in sys.modules\n"
         "assert 'torch.utils.cpp_extension' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from synthformer.attention import fused
-from synthformer.attention.settings import fast_path_settings
+from synthformer.attention.fast import fused
+from synthformer.attention.fast.settings import fast_path_settings
 
 from .conftest import D_MODEL, MAX_LEN, build, padding
 from .reference import reference_forward

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from synthformer.attention import paths
-from synthformer.attention.settings import DEFAULTS, FastPathSettings, current, fast_path_settings
+from synthformer.attention.fast.settings import DEFAULTS, FastPathSettings, current, fast_path_settings
 
 from .conftest import D_MODEL, MAX_LEN, build, padding
 from .reference import reference_forward

@@ -17,8 +17,9 @@ os.environ["TRITON_INTERPRET"] = "1"  # read when the kernels are defined, on fi
 pytest.importorskip("triton", reason="triton is not installed: it is in the gpu extra "
                     "(pip install -e '.[gpu]'); CI installs it to run these tests under its interpreter")
 
-from synthformer.attention import paths, triton_kernels  # noqa: E402
-from synthformer.attention.settings import fast_path_settings  # noqa: E402
+from synthformer.attention import paths  # noqa: E402
+from synthformer.attention.fast import triton_kernels  # noqa: E402
+from synthformer.attention.fast.settings import fast_path_settings  # noqa: E402
 
 from .conftest import D_MODEL, MAX_LEN, build, padding  # noqa: E402
 from .test_fused import FUSED_KINDS  # noqa: E402
@@ -71,7 +72,7 @@ def test_the_kernels_read_only_constexpr_globals():
     import triton.language as tl
     from triton.runtime.jit import KernelInterface  # compiled (JITFunction) and interpreted kernels alike
 
-    from synthformer.attention import _triton_code
+    from synthformer.attention.fast import _triton_code
 
     kernels = {name: obj for name, obj in vars(_triton_code).items() if isinstance(obj, KernelInterface)}
     assert kernels, "no @triton.jit kernel found in _triton_code"
@@ -87,7 +88,7 @@ def test_the_kernels_read_only_constexpr_globals():
 def test_the_kernels_multiply_fp32_as_torch_is_set_to(setting, want):
     """Triton's ``tl.dot`` defaults to TF32 for fp32 blocks; the kernels follow PyTorch's fp32 matmul setting instead
     (exact "ieee" at PyTorch's default "highest"), so they are as exact as the path they replace."""
-    from synthformer.attention import _triton_code
+    from synthformer.attention.fast import _triton_code
 
     before = torch.get_float32_matmul_precision()
     try:

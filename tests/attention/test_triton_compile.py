@@ -36,7 +36,7 @@ _SCRIPT = textwrap.dedent('''
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from synthformer.attention import _triton_code as code
+    from synthformer.attention.fast import _triton_code as code
 
     FP32_BUFFERS = {"LSE", "DELTA", "DK", "DV_OUT", "DBIAS", "DQ"}  # allocated fp32 by forward() / backward()
     SIZES = ("H", "T", "S", "E", "DV")

@@ -28,7 +28,7 @@ if os.environ.get("TRITON_INTERPRET") == "1":
                 allow_module_level=True)
 
 from synthformer.attention import SynthesizerAttention, paths  # noqa: E402
-from synthformer.attention.settings import fast_path_settings  # noqa: E402
+from synthformer.attention.fast.settings import fast_path_settings  # noqa: E402
 
 from .test_fused import FUSED_KINDS  # noqa: E402
 

@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from synthformer.attention import calibration
-from synthformer.attention.settings import FastPathSettings
+from synthformer.attention.fast import calibration
+from synthformer.attention.fast.settings import FastPathSettings
 from synthformer.bench import calibrate as calib
 from synthformer.bench import main as bench_main
 
@@ -43,7 +43,7 @@ def test_a_file_that_cannot_be_used_is_ignored_with_a_warning(tmp_path, caplog, 
                "negative": {"thresholds": {"fr_sdpa_min_len": -1}}}
     text = content if content in ("{not json", "[1, 2]") else json.dumps({calibration.machine_key(): entries[content]})
     path.write_text(text)
-    with caplog.at_level(logging.WARNING, logger="synthformer.attention.calibration"):
+    with caplog.at_level(logging.WARNING, logger="synthformer.attention.fast.calibration"):
         assert calibration.load_calibration(path) == {}
     assert f"ignoring the fast-path calibration in {path}" in caplog.text
 
@@ -74,7 +74,7 @@ for setting in sys.argv[1:]:
     pid = os.fork()
     if pid == 0:
         os.environ["SYNTHFORMER_CALIBRATION"] = setting
-        from synthformer.attention.settings import DEFAULTS as d
+        from synthformer.attention.fast.settings import DEFAULTS as d
         print(setting, d.fuse_min_keys, d.features_materialize_max_len, d.fr_sdpa_min_len, flush=True)
         os._exit(0)
     assert os.waitpid(pid, 0)[1] == 0, setting

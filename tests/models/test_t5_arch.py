@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from synthformer.attention import SynthesizerAttention
-from synthformer.attention.settings import fast_path_settings
+from synthformer.attention.fast.settings import fast_path_settings
 from synthformer.common.config import ConfigError
 from synthformer.models import Seq2SeqConfig, build_model
 from synthformer.models.t5 import RMSNorm, relative_position_bucket

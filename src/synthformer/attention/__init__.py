@@ -1,6 +1,12 @@
 """Synthetic attention: every synthesizing function of the paper behind one attention shell, and the registry
 and contract (:mod:`.contract`) that every token mixer, the baselines of :mod:`synthformer.mixers` included,
-follows."""
+follows.
+
+The shell runs every kind on two execution paths of its own (:mod:`.paths`: the reference; :mod:`.sdpa`: the
+feature kinds through PyTorch's fused kernel). The faster optional paths live in the speed wing
+:mod:`synthformer.attention.fast`, loaded once at the end of this file; ``SYNTHFORMER_FAST_PATHS=0`` (or the
+wing's absence) leaves them out.
+"""
 
 # isort: off
 # Importing the families registers their kinds, in the paper's order (Table 1, then appendix A.2).
@@ -21,6 +27,7 @@ from .paths import (
     get_path,
     observe_paths,
     path_calls,
+    reference_only_when,
     register_path,
     registered_paths,
     reset_path_calls,
@@ -66,6 +73,7 @@ __all__ = [
     "paper_names",
     "parse_kind",
     "path_calls",
+    "reference_only_when",
     "register",
     "register_path",
     "registered_kinds",
@@ -77,3 +85,12 @@ __all__ = [
     "unregister",
     "unregister_path",
 ]
+
+# The speed wing registers its execution paths when loaded (this is the one place attention/ imports it); without
+# it, every call takes the reference or the SDPA path. Only the wing's own absence is tolerated: an error inside it
+# is raised.
+try:
+    from . import fast  # noqa: F401
+except ModuleNotFoundError as err:
+    if err.name != f"{__name__}.fast":
+        raise

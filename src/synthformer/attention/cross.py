@@ -21,9 +21,9 @@ from torch import Tensor, nn
 
 from .base import SynthesizingFunction, merge_heads, split_heads
 from .contract import check_core_args
-from .feature_form import masked_sdpa
 from .masking import check_padding_mask, disallowed, masked_softmax
 from .registry import canonical_kind, get_kind, parse_kind, registered_kinds
+from .sdpa import masked_sdpa
 from .shell import SynthesizerAttention, build_synth, split_layer_options
 from .vanilla import DotProduct
 

@@ -6,8 +6,9 @@ of one :class:`AttentionCall` returning (B, H, T, d_h), registered with a rule (
 priority. For each call the shell asks :func:`dispatch`, which runs the first path, highest priority first, whose
 rule applies; the ``"reference"`` path (the shell's :meth:`attend_reference`, the L x L probabilities
 materialized) applies to every call and has the lowest priority, so there is always one. Calls the fast paths
-cannot serve (``call.fast`` False: the layer's ``use_fast_paths`` off, per-row ``positions``, a decoding step of a
-few positions) take the reference path without asking the rules.
+cannot serve (``call.fast`` False: the layer's ``use_fast_paths`` off, per-row ``positions``, or a reason added by
+:func:`reference_only_when`, such as the speed wing's "a decoding step of a few positions") take the reference
+path without asking the rules.
 
 A user adds a path from a file of their own, without editing the library::
 
@@ -21,7 +22,9 @@ A user adds a path from a file of their own, without editing the library::
         ...  # (B, H, T, d_h)
 
 docs/extending.md, "An execution path", walks through one.
-The built-in paths and their priorities are registered by :mod:`.fast_paths`. Every dispatch is counted under the
+This package registers two paths, ``reference`` (here) and ``sdpa`` (:mod:`.sdpa`, the feature kinds through
+PyTorch's fused kernel); the optional speed wing :mod:`synthformer.attention.fast` registers the others and their
+priorities when it is loaded. Every dispatch is counted under the
 path's name (:func:`path_calls`, :func:`reset_path_calls`), so tests can check which path served a call, and
 :func:`explain_call` says for a call why each other path does not serve it (a rule registered with ``why_not``
 gives its reason; ``synthformer bench --explain CONFIG`` prints it per layer of a model).
@@ -33,13 +36,12 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
 from .base import SynthesizingFunction
-from .settings import current
 
 _log = logging.getLogger(__name__)
 
@@ -54,6 +56,7 @@ __all__ = [
     "get_path",
     "observe_paths",
     "path_calls",
+    "reference_only_when",
     "register_path",
     "registered_paths",
     "reset_path_calls",
@@ -71,7 +74,6 @@ class AttentionLayer(Protocol):
     dropout: float
     training: bool
     use_fast_paths: bool
-    alignment_cache: Any  # shared_alignment.AlignmentCache
 
     #: ``probabilities(x, start, state, key_padding_mask, position_bias=None, positions=None, synth=None)``:
     #: (B|1, H, T, S), the masked softmax without dropout
@@ -134,9 +136,9 @@ class AttentionCall:
             return "the layer's use_fast_paths is off"
         if self.positions is not None:  # the fast paths assume column j is position j (one table, cropped axes)
             return "per-row key positions (left padding)"
-        # a decoding step's (T, S) logits are small; the other paths would copy the whole cache at every step
-        if self.state is not None and self.queries <= (most := current().decode_plain_max_new):
-            return f"a decoding step of {self.queries} position(s), at most decode_plain_max_new={most}"
+        for rule in _REFERENCE_ONLY:
+            if (reason := rule(self)) is not None:
+                return reason
         return None
 
     def features(self) -> tuple[Tensor, Tensor]:
@@ -181,6 +183,7 @@ _PATHS: dict[str, ExecutionPath] = {}
 _BY_PRIORITY: list[ExecutionPath] = []
 _CALLS: Counter = Counter()  # written by dispatch() only
 _OBSERVERS: list[PathObserver] = []
+_REFERENCE_ONLY: list[PathReason] = []  # reference_only_when(), asked after the layer's own reasons
 REFERENCE = "reference"
 
 
@@ -218,6 +221,15 @@ def register_path(
         return fn
 
     return wrap
+
+
+def reference_only_when(reason: PathReason) -> Callable[[], None]:
+    """Send to the reference path, before any rule is asked, every call for which ``reason(call)`` gives a
+    sentence (None: no objection); asked after the layer's own reasons (``use_fast_paths`` off, per-row
+    positions), in the order added. Returns the function that removes it. The speed wing adds its "a decoding step
+    of a few positions" this way."""
+    _REFERENCE_ONLY.append(reason)
+    return lambda: _REFERENCE_ONLY.remove(reason)
 
 
 def unregister_path(name: str) -> None:

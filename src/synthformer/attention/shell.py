@@ -3,7 +3,8 @@
 The layer computes ``Y = softmax(S(X)) G(X)`` followed by an output projection (paper eq. 3, 4, 6, 7, 8).
 The synthesizing function ``S`` (one registered kind, or a mixture of several) produces only the logits; this
 shell owns everything else, the same way for every kind: the value projection ``G``, causal and padding masks,
-the softmax, attention dropout, the output projection, the fast paths and the decoding cache.
+the softmax, attention dropout, the output projection, the decoding cache, and the choice of execution path for
+each call (:mod:`.paths`: the reference and SDPA paths here, the optional fast paths in :mod:`.fast`).
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ from torch import Tensor, nn
 
 from synthformer.common import map_tensors, sum_tensors, tensor_nbytes
 
-from . import fast_paths  # noqa: F401 - registers the built-in execution paths
+from . import sdpa  # noqa: F401 - registers the SDPA path (paths.py registers the reference)
 from .base import SynthesizingFunction, merge_heads, split_heads
 from .contract import check_core_args, reject_unknown_options
 from .masking import check_padding_mask, check_positions, disallowed, masked_softmax
 from .mixture import Mixture
 from .paths import AttentionCall, dispatch
 from .registry import canonical_kind, parse_kind
-from .shared_alignment import AlignmentCache
 
 
 @dataclass
@@ -163,8 +163,6 @@ class SynthesizerAttention(nn.Module):
         #: Use the fast paths (chosen per call by the path registry, ``paths.dispatch``); False forces the
         #: reference path :meth:`attend_reference`. Both compute the same function.
         self.use_fast_paths = True
-        #: The shared probabilities of an input-independent kind, kept in inference (``shared_alignment``).
-        self.alignment_cache = AlignmentCache()
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, kind: str = "V", **options: Any) -> int:

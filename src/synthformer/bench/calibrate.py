@@ -8,7 +8,7 @@ and at every longer one measured, and no kind's peak memory was higher on it, th
 length; otherwise it keeps its default. It never moves up. Memory is measured, not assumed: on the development
 machine SDPA with zero-padded feature widths took less time than the fused blocks at 1K for D but more memory, so
 a rule on time alone would have raised the peaks. The result is stored per machine in the calibration file and
-becomes :data:`synthformer.attention.settings.DEFAULTS` at the next import.
+becomes :data:`synthformer.attention.fast.DEFAULTS` at the next import.
 
     synthformer bench --calibrate                  # about 3 minutes on a 2-core CPU; stored in the calibration file
     synthformer bench --calibrate --no-save        # measure and print only
@@ -28,8 +28,7 @@ from typing import Any
 import torch
 
 from synthformer.attention import SynthesizerAttention
-from synthformer.attention.calibration import calibration_file, save_calibration
-from synthformer.attention.settings import DEFAULTS, FastPathSettings
+from synthformer.attention.fast import DEFAULTS, FastPathSettings, calibration_file, save_calibration
 from synthformer.bench.measure import layer_step, peak_bytes
 
 FLAG = "--calibrate"

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
-from synthformer.attention.settings import fast_path_settings
+from synthformer.attention.fast import fast_path_settings
 from synthformer.common import iter_tensors
 from synthformer.models import ModelConfig
 from synthformer.train.optim import adamw

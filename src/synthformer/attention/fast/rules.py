@@ -1,10 +1,14 @@
-"""The built-in execution paths of :class:`SynthesizerAttention`, their rules and their order, in one table.
+"""The speed wing's execution paths of :class:`SynthesizerAttention`, their rules and their order, in one table.
 
 Each path computes the same function as the reference path ``dropout(softmax(mask(S(X) + bias))) @ G(X)``
-(tests compare them for every kind); :mod:`.paths` asks the rules highest priority first and runs the first path
-that applies. The rules below are mutually exclusive except where a path refines another (``triton`` and
-``fused`` serve some of the calls ``blocks`` would; ``causal_shared`` some of ``shared_alignment``'s), which is
-what the priorities order. Calls with ``call.fast`` False take the reference path before any rule is asked.
+(tests compare them for every kind); :mod:`synthformer.attention.paths` asks the rules highest priority first and
+runs the first path that applies. :func:`register` registers them (the wing's ``__init__`` calls it once, unless
+the wing is disabled); ``reference`` and ``sdpa`` are the shell's own, and :func:`register` gives ``sdpa`` the
+rule below in place of the shell's "every feature kind". The rules below are mutually exclusive except where a
+path refines another (``triton`` and ``fused`` serve some of the calls ``blocks`` would; ``causal_shared`` some
+of ``shared_alignment``'s), which is what the priorities order. Calls with ``call.fast`` False take the
+reference path before any rule is asked; the wing adds one reason for that, a decoding step of at most
+``decode_plain_max_new`` positions.
 
 ===================  ========  ==============================================================================
 path                 priority  serves
@@ -24,22 +28,22 @@ path                 priority  serves
 A call is *materialized* when it has no position bias, is not shared, and its kind either has no feature form or
 its features take the blocks (``feature_form.materialize_features``). FR from ``fr_sdpa_min_len`` on (when SDPA
 runs fused) is not shared: it is exactly SDPA with ``q = R1``, ``k = R2``, ``scale = 1``, O(L) memory. The
-thresholds are fields of :class:`~synthformer.attention.settings.FastPathSettings`, read per call; why each is
-what it is: docs/benchmarks.md, "Why the fast paths look the way they do".
+thresholds are fields of :class:`~synthformer.attention.fast.settings.FastPathSettings`, read per call; why each
+is what it is: docs/benchmarks.md, "Why the fast paths look the way they do".
 """
 
 from __future__ import annotations
 
 import torch
 
+from ..paths import AttentionCall, reference_only_when, register_path, unregister_path
 from . import fused, triton_kernels
 from .blocks import attend_blocks, attend_fused, attend_triton
 from .feature_form import attend_sdpa, materializes, sdpa_runs_fused
-from .paths import AttentionCall, register_path
 from .settings import current
 from .shared_alignment import attend_causal_shared, attend_shared_alignment
 
-__all__ = ["is_materialized", "is_shared"]
+__all__ = ["is_materialized", "is_shared", "register"]
 
 
 def _not_shared(call: AttentionCall) -> str | None:
@@ -130,11 +134,24 @@ def _not_sdpa(call: AttentionCall) -> str | None:
     return None
 
 
-# The order the rules are asked in (see the table above); a user path slots in by its own priority.
-# Each rule is the reason it gives: a path serves a call where its reason is None (``paths.explain_call``).
-register_path("triton", why_not=_not_triton, priority=70)(attend_triton)
-register_path("fused", why_not=_not_fused, priority=60)(attend_fused)
-register_path("blocks", why_not=_not_materialized, priority=50)(attend_blocks)
-register_path("causal_shared", why_not=_not_causal_shared, priority=40)(attend_causal_shared)
-register_path("shared_alignment", why_not=_not_shared, priority=30)(attend_shared_alignment)
-register_path("sdpa", why_not=_not_sdpa, priority=20)(attend_sdpa)
+def _decoding_step(call: AttentionCall) -> str | None:
+    """Why a decoding step takes the reference path, or None: its (T, S) logits are small, and the other paths
+    would copy the whole cache at every step."""
+    if call.state is not None and call.queries <= (most := current().decode_plain_max_new):
+        return f"a decoding step of {call.queries} position(s), at most decode_plain_max_new={most}"
+    return None
+
+
+def register() -> None:
+    """Register the wing's paths, its rule for ``sdpa`` and its reference-only reason (once: a second call
+    raises, as :func:`~synthformer.attention.register_path` does for a name taken)."""
+    reference_only_when(_decoding_step)
+    # The order the rules are asked in (see the table above); a user path slots in by its own priority.
+    # Each rule is the reason it gives: a path serves a call where its reason is None (``paths.explain_call``).
+    register_path("triton", why_not=_not_triton, priority=70)(attend_triton)
+    register_path("fused", why_not=_not_fused, priority=60)(attend_fused)
+    register_path("blocks", why_not=_not_materialized, priority=50)(attend_blocks)
+    register_path("causal_shared", why_not=_not_causal_shared, priority=40)(attend_causal_shared)
+    register_path("shared_alignment", why_not=_not_shared, priority=30)(attend_shared_alignment)
+    unregister_path("sdpa")  # the shell's rule (every feature kind) gives way to the one that knows the others
+    register_path("sdpa", why_not=_not_sdpa, priority=20)(attend_sdpa)

@@ -8,7 +8,7 @@ its logits as a bias shared by the batch, and kinds without a feature form (FD, 
 logits as the bias (materialized by PyTorch; the probabilities still are not). Batch-shared tensors are passed
 expanded (stride 0); their gradients are summed over the batch afterwards.
 
-Used on CUDA when ``triton`` is installed (see ``fast_paths``); on a CPU it runs only under Triton's interpreter
+Used on CUDA when ``triton`` is installed (see :mod:`.rules`); on a CPU it runs only under Triton's interpreter
 (``TRITON_INTERPRET=1``, set before this module is imported) with ``fast_path_settings(triton="always")``, which
 is how the tests check it. Nothing imports ``triton`` at package import time.
 """
@@ -41,7 +41,7 @@ def split_logits(
     """
     if features:
         return factors[0], factors[1], None
-    from .mixture import Mixture
+    from ..mixture import Mixture
 
     if not isinstance(factors, tuple) or not isinstance(synth, Mixture):
         return None, None, synth.logits_from_factors(factors, keys)

@@ -1,6 +1,6 @@
 """The other implementations of the fused path's per-block row work: a C++/OpenMP kernel and ``torch.compile``.
 
-:class:`~synthformer.attention.fused.FusedAttention` leaves a block's elementwise and row work to two functions
+:class:`~synthformer.attention.fast.fused.FusedAttention` leaves a block's elementwise and row work to two functions
 (the GEMMs stay in torch):
 
 - ``probs_(logits, mask, keep, scale)``: ``dropout(softmax(mask(logits)))`` of a (s, h, T, S) block, in place

@@ -3,8 +3,8 @@
 Input-independent kinds (``R``, ``Fix``, ``FR`` below ``fr_sdpa_min_len`` and their mixtures) compute their
 (H, L, L) probabilities once per forward and apply them to the folded batch (``shared_alignment``). In a causal
 layer half of those logits are masked, yet the whole-matrix path fills them, takes the softmax over every key and
-multiplies the zeros in the forward GEMM and in both backward GEMMs: on the LRA Table 2 harness causal R trained
-at 0.82-0.91x of its bidirectional speed (docs/benchmarks.md). Here query chunk ``[q0, q1)`` reads keys
+multiplies the zeros in the forward GEMM and in both backward GEMMs, so causal R trained no faster than
+bidirectional R (docs/benchmarks.md, "Causal against bidirectional training"). Here query chunk ``[q0, q1)`` reads keys
 ``[0, q1)`` only: the logits' corner ``S[:, q0:q1, :q1]``, masked in its diagonal square alone (every row of the
 chunk may see keys ``[0, q0)``), its softmax ``P_c`` and ``P_c @ V[:, :q1]`` over the folded batch.
 

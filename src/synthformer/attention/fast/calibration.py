@@ -1,11 +1,11 @@
 """Fast-path thresholds measured on this machine (``synthformer bench --calibrate``), kept in a small JSON file.
 
-Three thresholds of :class:`~synthformer.attention.settings.FastPathSettings` choose, by length, between a path that
-stores an L x L tensor and one that does not: ``fuse_min_keys`` (stored-probability blocks below it, the fused path
-from it), ``features_materialize_max_len`` (the feature kinds' materialized blocks up to it, SDPA beyond) and
-``fr_sdpa_min_len`` (FR materialized below it, SDPA from it). Their defaults were measured on one development
-machine, and another CPU can prefer other lengths. ``synthformer bench --calibrate`` times both paths of each on
-this machine and stores what it found here; :mod:`settings` reads it when it is imported.
+Three thresholds of :class:`~synthformer.attention.fast.settings.FastPathSettings` choose, by length, between a
+path that stores an L x L tensor and one that does not: ``fuse_min_keys`` (stored-probability blocks below it, the
+fused path from it), ``features_materialize_max_len`` (the feature kinds' materialized blocks up to it, SDPA
+beyond) and ``fr_sdpa_min_len`` (FR materialized below it, SDPA from it). Their defaults were measured on one
+development machine, and another CPU can prefer other lengths. ``synthformer bench --calibrate`` times both paths
+of each on this machine and stores what it found here; :mod:`.settings` reads it when it is imported.
 
 Choice, tested: a calibration may only move a threshold towards the path that keeps no L x L tensor (a lower
 ``fuse_min_keys``, ``fr_sdpa_min_len`` or ``features_materialize_max_len``), and only where that path measured

@@ -1,22 +1,21 @@
 """Fused attention over materialized logits: ``dropout(softmax(mask(logits))) @ V`` without storing the
 probabilities for the backward pass.
 
-The forward runs one (samples, heads) block at a time (the blocks of ``fast_paths``, whose logits fit the CPU's
+The forward runs one (samples, heads) block at a time (the blocks of :mod:`.blocks`, whose logits fit the CPU's
 caches) and keeps only what the block's logits are built from (``SynthesizingFunction.logit_factors``: D's
 hidden vectors and learned keys, FD's A and B, R itself, ...) and the output. The backward recomputes each
 block's logits from those factors and P with the same softmax kernel (bitwise the forward's P), then
 ``dS = P * (dP - rowsum(dO * O))`` in place in a preallocated dP buffer, and hands dS to the block's logits graph
 for the factors' gradients. This is the backward of FlashAttention (Dao et al., 2022) re-derived for logits
 that are not a product of two thin factors; the identity ``rowsum(P * dP) == rowsum(dO * O)`` avoids a pass
-over P. Tried: keeping the row log-sum-exp and recomputing ``P = exp(logits - lse)`` instead of the softmax;
-logsumexp in the forward is a second exponential pass, and it measured slower (docs/benchmarks.md, section 5,
-"What was tried").
+over P. Tried and dropped: recomputing ``P = exp(logits - lse)`` from the row log-sum-exp instead of the softmax
+(docs/benchmarks.md, section 5, "What was tried").
 
 Dropout stays exact under recomputation: each forward draws one seed; the keep mask of block (and causal query
 chunk) number n is drawn from a generator seeded with ``seed + n``, so the backward regenerates the very mask the
 forward used (:func:`keep_mask`, which tests call to rebuild it).
 
-Whether this path runs is the rule of the ``fused`` path (:mod:`.fast_paths`, counted by the path registry,
+Whether this path runs is the rule of the ``fused`` path (:mod:`.rules`, counted by the path registry,
 ``paths.path_calls``), driven by an explicit setting (``settings.fast_path_settings(fused="always" | "never" |
 "auto")``). So is the implementation of a block's softmax, dropout and dS (``backend=``): the PyTorch functions
 :func:`block_probs_` and :func:`block_grads_` here, a C++/OpenMP row kernel or the same functions under
@@ -36,8 +35,8 @@ import torch
 from torch import Tensor
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from ..masking import any_true
 from . import dropout_masks
-from .masking import any_true
 from .settings import FUSED_BACKENDS, current
 
 #: The backends a fused block may run on (chosen by ``settings.FastPathSettings.backend``).
@@ -60,7 +59,7 @@ def reset_backend_calls() -> None:
 def should_fuse(needs_grad: bool, keys: int, causal: bool = False) -> bool:
     """Whether the materialized blocks over ``keys`` keys go through :class:`FusedAttention`.
 
-    Decided by the current :class:`~synthformer.attention.settings.FastPathSettings` (``fused`` mode and the
+    Decided by the current :class:`~synthformer.attention.fast.settings.FastPathSettings` (``fused`` mode and the
     measured ``fuse_min_keys`` thresholds). Without gradients there is nothing to save, so the plain blocks (one
     pass, no recomputation) are used.
     """
@@ -174,7 +173,7 @@ class _Plan:
         return keep_mask(self.seed, block, shape, self.drop, like) if self.drop > 0.0 else None
 
     def blocks(self, batch: int, heads: int) -> Iterator[tuple[int, slice, slice]]:
-        """(block number, sample slice, head slice); heads outer, as in ``fast_paths``."""
+        """(block number, sample slice, head slice); heads outer, as in :mod:`.blocks`."""
         n = 0
         for j in range(0, heads, self.size[1]):
             for i in range(0, batch, self.size[0]):

@@ -1,12 +1,9 @@
 """Attention dropout keep masks drawn four to a random 64-bit word.
 
 Why: on the CPU PyTorch's generator is serial, and attention dropout draws one number per entry of every
-(heads, L, L) probability matrix. In LRA Table 2's profile (``benchmarks/lra_profile.py``, L = 2048, batch 1)
-drawing the masks was the largest single operator of every synthesized kind: ``uniform_`` (``torch.rand``, the
-fused paths' masks, drawn in the forward and again in the backward) about 500 ms of D's 1.8 s step, and
-``bernoulli_`` (``F.dropout``) about 580 ms of R's 2.0 s. Here one generator call fills 64 bits, read as four
-16-bit lanes, each lane deciding one entry: a quarter of ``torch.rand``'s calls (measured 35 against 140 ms for
-16.7M entries on the 2-core development CPU).
+(heads, L, L) probability matrix, which profiles found the largest single operator of every synthesized kind
+(docs/benchmarks.md, "Causal against bidirectional training", "Dropout masks"). Here one generator call fills 64
+bits, read as four 16-bit lanes, each lane deciding one entry: a quarter of ``torch.rand``'s calls.
 
 The choice: the drop probability is quantized to 1/65536, ``P(drop) = round(p * 65536) / 65536`` (off by at most
 7.6e-6; FlashAttention's CUDA kernels quantize it to 1/256), while the kept entries are scaled by ``1 / (1 - p)``

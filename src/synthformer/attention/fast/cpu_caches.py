@@ -3,9 +3,9 @@
 The materialized paths (``blocks``, ``fused``) process the logits in blocks so that a block's logits,
 probabilities and their gradient stay in cache together instead of streaming a (B, H, L, L) tensor through memory
 once per operation. How large a block can be is a property of the CPU, not a constant: the block size is a
-quarter of the last-level cache (three block-sized tensors with room for the rest of the step), which gives the
-8 MiB (2^21 fp32 logits) measured fastest on the 32 MiB L3 of the development machine (docs/benchmarks.md, "Why the
-fast paths look the way they do"), and follows the cache on a CPU with a smaller or larger one.
+quarter of the last-level cache (three block-sized tensors with room for the rest of the step), the size measured
+fastest on the development machine (docs/benchmarks.md, "Why the fast paths look the way they do", "Blocks of
+samples and heads"), and follows the cache on a CPU with a smaller or larger one.
 
 Choices: the cache is read from Linux's sysfs (``/sys/devices/system/cpu/cpu0/cache/index*``: the highest level
 holding data); where it cannot be read (another OS, a container hiding sysfs) the development machine's 32 MiB is

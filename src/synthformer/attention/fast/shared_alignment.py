@@ -2,7 +2,8 @@
 
 Their (H, L, L) probabilities are the same for every sample, so they are computed once per forward and applied to
 the whole batch as one GEMM per head over the *folded* batch, ``P_h (L x L) @ V_h (L x B*d_h)``: a broadcast
-batched matmul (``P.unsqueeze(0) @ V``) is several times slower on a CPU (guide, section 3). Padding differs per
+batched matmul (``P.unsqueeze(0) @ V``) measured much slower on a CPU (docs/benchmarks.md, "Why the fast paths
+look the way they do"). Padding differs per
 sample and is handled without giving up the shared ``P``: with ``m_b`` the (L,) indicator of sample b's real keys,
 ``softmax_masked(S)_b @ V_b = (P @ (m_b * V_b)) / (P @ m_b)`` exactly (the softmax normalizer cancels). In eval
 mode under ``torch.no_grad()`` the probabilities are cached until a parameter changes (:class:`AlignmentCache`).
@@ -18,12 +19,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..paths import AttentionCall, AttentionLayer
 from .causal_shared import causal_shared_attention
 from .dropout_masks import dropout
-from .paths import AttentionCall, AttentionLayer
 from .settings import current
 
-__all__ = ["AlignmentCache", "attend_causal_shared", "attend_shared_alignment", "fold", "unfold"]
+__all__ = ["AlignmentCache", "alignment_cache", "attend_causal_shared", "attend_shared_alignment", "fold", "unfold"]
 
 
 class AlignmentCache:
@@ -49,6 +50,16 @@ class AlignmentCache:
         else:
             self.key = self.value = None
         return probs
+
+
+def alignment_cache(layer: AttentionLayer) -> AlignmentCache:
+    """The layer's :class:`AlignmentCache`, made on first use and kept as its ``alignment_cache`` attribute (the
+    shell knows nothing of it: it belongs to this path)."""
+    cache = getattr(layer, "alignment_cache", None)
+    if cache is None:
+        cache = AlignmentCache()
+        layer.alignment_cache = cache
+    return cache
 
 
 def fold(v: Tensor) -> Tensor:
@@ -77,7 +88,7 @@ def attend_shared_alignment(call: AttentionCall) -> Tensor:
     """The batch-shared probabilities applied to the folded batch, padding by the ratio: (B, H, L, d_h)."""
     layer, v, key_padding_mask = call.layer, call.v, call.key_padding_mask
     b, _, length, _ = v.shape
-    probs = layer.alignment_cache.get(layer, length, v.dtype, v.device)  # (H, L, L)
+    probs = alignment_cache(layer).get(layer, length, v.dtype, v.device)  # (H, L, L)
     dropped = dropout(probs, call.drop)  # probs itself when drop is 0
     if key_padding_mask is None:
         return unfold(torch.bmm(dropped, fold(v)), b)

@@ -12,7 +12,7 @@ tensor through memory once per operation. Three paths share that cut:
   chunks above the diagonal of causal layers);
 * :func:`attend_triton`: one Triton kernel on CUDA (``triton_kernels``), no L x L probabilities at all.
 
-Which serves a call is the rules' business (:mod:`.fast_paths`); the measurements behind the block size and the
+Which serves a call is the rules' business (:mod:`.rules`); the measurements behind the block size and the
 thresholds are in docs/benchmarks.md, "Why the fast paths look the way they do".
 """
 
@@ -23,11 +23,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from ..masking import disallowed, masked_softmax
+from ..paths import AttentionCall
 from . import fused, triton_kernels
 from .dropout_masks import dropout
 from .feature_form import feature_logits, feature_rows
-from .masking import disallowed, masked_softmax
-from .paths import AttentionCall
 from .settings import current
 
 __all__ = ["attend_blocks", "attend_fused", "attend_triton", "block_size", "materialized_factors"]
