@@ -202,9 +202,9 @@ def calibration_table() -> str:
     found = latest(CALIBRATION, "mixing_calibration")
     if not found:
         return "(no calibration run recorded: `python benchmarks/mixing_calibration.py RUN_DIR:LAYOUT ...`)"
-    lines = ["| run | kind | task | vocabulary | pairs | queries | width | heads | lr | batch | steps | validation "
-             "accuracy at steps 250 / 500 / 1,000 / 1,250 / 1,500 / 2,000 / 3,000 | best |",
-             "|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|"]
+    lines = ["| run | kind | task | tokens | vocabulary | pairs | queries | width | heads | lr | batch | steps | "
+             "validation accuracy at steps 250 / 500 / 1,000 / 1,250 / 1,500 / 2,000 / 3,000 | best |",
+             "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|"]
     for name, e in found.items():
         st = e["settings"]
         curve = dict((int(step), acc) for step, acc in e["curve"])
@@ -214,7 +214,7 @@ def calibration_table() -> str:
         asked = f"{st['num_queries']}{layout}" if st.get("num_queries") else "MAD's"
         stopped = " (stopped)" if e["stopped_early"] else ""
         task = str(st.get("generator", "mixing:mqar")).removeprefix("mixing:")
-        lines.append(f"| {name} | {st.get('kind', 'V')} | {task} | {st['vocab_size']:,} | "
+        lines.append(f"| {name} | {st.get('kind', 'V')} | {task} | {st.get('seq_len') or '—'} | {st['vocab_size']:,} | "
                      f"{st.get('num_pairs') or '—'} | {asked} | {st['d_model']} | {st['n_heads']} | {st['lr']:g} | "
                      f"{st['batch_size']} | {st['steps']} | {points}{stopped} | "
                      f"{e['best_accuracy']:.3f} |")
