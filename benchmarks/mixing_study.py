@@ -132,13 +132,31 @@ def lr_command(family: str, kind: str, runs: Path, threads: int) -> list[str]:
             "--out", str(runs / f"lr-{family}" / kind_dir(kind)), "--threads", str(threads)]
 
 
-def seeds_command(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int) -> list[str]:
-    """The ``synthformer study`` command of one (setting, kind) at its chosen rate, ``seeds`` seeds. Where the
-    setting is its family's grid setting, seed 0 is the grid's run at that rate, so this study trains seeds 1 on."""
-    reuse = LR_SETTING.get(s.family) == s.name
-    first = ["train.seed=1"] if reuse else []
-    return ["study", s.config, *s.overrides, f"train.lr={lr:g}", *first, "--kinds", kind, "--seeds",
-            str(seeds - 1 if reuse else seeds), "--out", str(runs / s.name / kind_dir(kind)),
+def _base_seed(s: Setting) -> int:
+    """The first seed of the seeds stage: 1 where the setting is its family's grid setting (seed 0 is the grid's
+    run at the chosen rate), else 0."""
+    return 1 if LR_SETTING.get(s.family) == s.name else 0
+
+
+def first_seed(s: Setting, kind: str, lr: float, done: dict[str, dict[str, Any]]) -> int:
+    """The first seed of (setting, kind) that ``done`` (the harvested runs) lacks, counting up from
+    :func:`_base_seed`: a machine without the run folders goes on from the record."""
+    first = _base_seed(s)
+    while run_key(s.name, kind, lr, first) in done:
+        first += 1
+    return first
+
+
+def seeds_command(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int,
+                  first: int | None = None) -> list[str]:
+    """The ``synthformer study`` command of one (setting, kind) at its chosen rate, seeds ``first`` (default
+    :func:`_base_seed`) to ``seeds - 1``. A study that starts later than its base seed trains into its own folder
+    (``KIND-seedN``): a folder's study keeps the seeds it started with."""
+    base = _base_seed(s)
+    first = base if first is None else first
+    folder = kind_dir(kind) + ("" if first == base else f"-seed{first}")
+    return ["study", s.config, *s.overrides, f"train.lr={lr:g}", *([f"train.seed={first}"] if first else []),
+            "--kinds", kind, "--seeds", str(seeds - first), "--out", str(runs / s.name / folder),
             "--threads", str(threads)]
 
 
@@ -163,10 +181,12 @@ def lr_job(family: str, kind: str, runs: Path, threads: int) -> Job:
                tuple(run_key(LR_SETTING[family], kind, lr, 0) for lr in LRS))
 
 
-def seeds_job(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int) -> Job:
-    """:func:`seeds_command` as a :class:`Job` (seeds 1 on where the setting reuses the grid's seed 0)."""
-    first = 1 if LR_SETTING.get(s.family) == s.name else 0
-    return Job(seeds_command(s, kind, lr, seeds, runs, threads), runs / s.name / kind_dir(kind),
+def seeds_job(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int,
+              done: dict[str, dict[str, Any]] | None = None) -> Job:
+    """:func:`seeds_command` as a :class:`Job`, from the first seed ``done`` lacks (:func:`first_seed`)."""
+    first = first_seed(s, kind, lr, done or {})
+    command = seeds_command(s, kind, lr, seeds, runs, threads, first)
+    return Job(command, Path(command[command.index("--out") + 1]),
                tuple(run_key(s.name, kind, lr, seed) for seed in range(first, seeds)))
 
 
@@ -247,15 +267,17 @@ def run(args: argparse.Namespace) -> int:
         jobs = [lr_job(f, k, args.runs, args.threads) for f in args.families if f in LR_SETTING for k in KINDS]
         return 0 if _run_studies(jobs, args.lanes, args.shared_cpu) else 1
     rates = chosen_rates()
-    passes: dict[int, list[Job]] = {1: [], SEEDS: []}  # seed 0 of every setting first; one folder per pair
-    for seeds, jobs in passes.items():
+    ok = True
+    for seeds in (1, SEEDS):  # seed 0 of every setting first; each pass's jobs from what is harvested by then
+        jobs, done = [], harvested()
         for s in (s for s in SETTINGS if s.family in args.families):
             for kind in KINDS:
                 if (s.family, kind) not in rates:
                     print(f"# {s.name} {kind}: no learning rate chosen yet (run --stage lr, then choose)")
-                elif not (seeds == 1 and LR_SETTING.get(s.family) == s.name):  # else its seed 0 is the grid's run
-                    jobs.append(seeds_job(s, kind, rates[(s.family, kind)], seeds, args.runs, args.threads))
-    return 0 if all(_run_studies(jobs, args.lanes, args.shared_cpu) for jobs in passes.values()) else 1
+                elif not (seeds == 1 and _base_seed(s)):  # else its seed 0 is the grid's run
+                    jobs.append(seeds_job(s, kind, rates[(s.family, kind)], seeds, args.runs, args.threads, done))
+        ok = _run_studies(jobs, args.lanes, args.shared_cpu) and ok
+    return 0 if ok else 1
 
 
 def _records(out: Path) -> list[Any]:
@@ -290,7 +312,8 @@ def _harvest_study(out: Path, shared_cpu: bool, done: dict[str, dict[str, Any]])
             command = lr_command(s.family, kind, Path("runs/mixing"), 1)
         else:
             kind, lr = r.variant, float(next(o for o in overrides if o.startswith("train.lr=")).split("=")[1])
-            command = seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1)
+            _, cut, tail = out.name.rpartition("-seed")  # a folder that started after its base seed
+            command = seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1, int(tail) if cut else None)
         if (key := run_key(s.name, kind, lr, r.seed)) in done:
             continue
         if r.steps != s.steps:  # a study folder of an earlier budget: its rows are in the record already

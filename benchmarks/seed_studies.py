@@ -3,7 +3,8 @@ column: resumable ``synthformer study`` runs, each finished run recorded in ``be
 
 The tables of docs/results/*.md whose gaps between kinds are near what their seeds resolve get the seeds the noise
 rule (:mod:`synthformer.stats`) needs to read them: 5 per kind. Each study trains only the seeds its table's record
-lacks (Tiny Shakespeare's study has seeds 0-2, so this one trains 3 and 4 with the same command), so the new runs
+lacks (Tiny Shakespeare's study has seeds 0-2, so this one trains 3 and 4 with the same command), and none
+already in the record (a machine without the run folders goes on from the record), so the new runs
 pair by seed with the earlier ones, and the page reads them together only where the code still reproduces the
 earlier runs: the ``repro`` studies re-train an earlier seed 0 at this commit, and the page says how far it lands
 from the earlier number (:func:`reproduction`).
@@ -76,13 +77,42 @@ class SeedStudy:
             by_variant.setdefault(r["variant"], set()).add(int(r["seed"]))
         return set.intersection(*by_variant.values()) if by_variant else set()
 
-    def new_seeds(self) -> list[int]:
-        """The seeds this study trains: ``seeds`` less the earlier record's, contiguous (a study's seeds are
-        ``train.seed``, +1, ...)."""
+    def recorded_seeds(self) -> set[int]:
+        """The seeds :data:`RECORD` holds for every variant of this study (the earlier record's variants, else its
+        kinds): a run recorded on another machine or in an earlier sitting whose run folder is gone."""
+        if self.earlier is not None:
+            runs = json.loads((ROOT / self.earlier).read_text(encoding="utf-8"))["runs"]
+            variants = {r["variant"] for r in runs}
+        elif self.grid is None:
+            variants = set(self.kinds)
+        else:
+            return set()  # a grid's variant names come from the study itself: nothing to check them against
+        by_seed: dict[int, set[str]] = {}
+        for e in latest(RECORD, TABLE).values():
+            if e["study"] == self.name:
+                by_seed.setdefault(int(e["seed"]), set()).add(e["variant"])
+        return {seed for seed, found in by_seed.items() if variants <= found}
+
+    def planned_seeds(self) -> list[int]:
+        """``seeds`` less the earlier record's, contiguous (a study's seeds are ``train.seed``, +1, ...)."""
         todo = sorted(set(self.seeds) - self.earlier_seeds())
         if todo and todo != list(range(todo[0], todo[0] + len(todo))):
             raise ValueError(f"{self.name}: seeds to train {todo} are not contiguous")
         return todo
+
+    def new_seeds(self) -> list[int]:
+        """The seeds this study trains: :meth:`planned_seeds` less the first ones already in :data:`RECORD` (a
+        fresh machine without the run folders does not train a recorded seed again)."""
+        todo, recorded = self.planned_seeds(), self.recorded_seeds()
+        while todo and todo[0] in recorded:
+            todo = todo[1:]
+        return todo
+
+    def out(self, runs: Path) -> Path:
+        """The study's folder: ``RUNS/<name>``, or ``RUNS/<name>-seed<N>`` when recorded seeds moved its first seed
+        to N (a folder's study always keeps the seeds it started with)."""
+        planned, todo = self.planned_seeds(), self.new_seeds()
+        return runs / (self.name if not todo or todo[0] == planned[0] else f"{self.name}-seed{todo[0]}")
 
     def command(self, runs: Path, threads: int = 1) -> list[str]:
         """The ``synthformer study`` arguments (without the interpreter)."""
@@ -91,7 +121,7 @@ class SeedStudy:
         which = [*(["--kinds", ",".join(self.kinds)] if self.kinds else []),
                  *(["--grid", self.grid] if self.grid else [])]
         return ["study", self.config, *self.overrides, *first, *which, "--seeds", str(len(todo)),
-                "--out", str(runs / self.name), "--threads", str(threads)]
+                "--out", str(self.out(runs)), "--threads", str(threads)]
 
     def env(self) -> dict[str, str]:
         """This checkout's ``src`` first on the path; the CPU kernels where the study names them."""
@@ -169,12 +199,21 @@ def src_tree() -> str:
 
 def harvest_study(s: SeedStudy, runs: Path, shared_cpu: bool) -> int:
     """Append the finished runs of ``s`` the record lacks; how many were appended."""
-    out = runs / s.name
+    added = 0
+    for out in [runs / s.name, *sorted(runs.glob(f"{s.name}-seed*"))]:
+        added += _harvest_folder(s, out, shared_cpu)
+    return added
+
+
+def _harvest_folder(s: SeedStudy, out: Path, shared_cpu: bool) -> int:
+    """:func:`harvest_study` of one of the study's folders."""
     done = latest(RECORD, TABLE)
     launches = read_entries(_launches(out))
     launched = sorted({e["commit"] for e in launches})
     trees = sorted({e.get("src", "unknown") for e in launches})
     prefix = f"ATEN_CPU_CAPABILITY={s.capability} " if s.capability else ""
+    # the command the folder's study was started with (after this harvest, the study's own command moves on)
+    command = launches[-1]["command"] if launches else shlex.join(s.command(Path("runs/seeds")))
     added = 0
     for r in _records(out):
         if (key := row_key(s.name, r.variant, r.seed)) in done:
@@ -184,16 +223,15 @@ def harvest_study(s: SeedStudy, runs: Path, shared_cpu: bool) -> int:
                  "parameters": r.parameters, "steps": r.steps, "steps_per_second": r.steps_per_second,
                  "wall_seconds": r.wall_seconds, "cpu_capability": s.capability or "machine", "launched_at": launched,
                  "src_tree": trees,
-                 **metadata(prefix + "python -m synthformer.cli.main " + shlex.join(s.command(Path("runs/seeds"))),
-                            1, shared_cpu)}
+                 **metadata(prefix + "python -m synthformer.cli.main " + command, 1, shared_cpu)}
         append(RECORD, entry)
         added += 1
     return added
 
 
 def _train(s: SeedStudy, runs: Path, lane: int) -> int:
-    """One process of study ``s`` (its output in ``RUNS/<name>.log``); its exit code."""
-    out = runs / s.name
+    """One process of study ``s`` (its output in ``OUT.log`` beside its folder); its exit code."""
+    out = s.out(runs)
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = ["nice", "-n", "19", sys.executable, "-m", "synthformer.cli.main", *s.command(runs)]
     print(f"# lane {lane}: {shlex.join(argv)}", flush=True)

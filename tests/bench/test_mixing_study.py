@@ -54,6 +54,20 @@ def test_the_grid_setting_reuses_the_grids_seed_0(study, tmp_path: Path) -> None
         study.run_key("mqar-64x8", "R", lr, 0) for lr in study.LRS)
 
 
+def test_the_seeds_stage_goes_on_from_the_record(study, tmp_path: Path) -> None:
+    other, grid_setting = study.setting("mqar-64x4"), study.setting(study.LR_SETTING["mqar"])
+    done = {study.run_key("mqar-64x4", "R", 0.001, 0): {}, study.run_key("mqar-64x4", "R", 0.001, 2): {}}
+    job = study.seeds_job(other, "R", 0.001, 3, tmp_path, 1, done)
+    # seed 0 is recorded: seeds 1 and 2 train (2 again: only a recorded prefix is skipped), in a folder of their own
+    assert job.keys == ("mqar-64x4-R-lr0.001-seed1", "mqar-64x4-R-lr0.001-seed2")
+    assert job.out == tmp_path / "mqar-64x4" / "R-seed1"
+    assert "train.seed=1" in job.command and job.command[job.command.index("--seeds") + 1] == "2"
+    assert study.seeds_job(other, "R", 0.001, 3, tmp_path, 1).out == tmp_path / "mqar-64x4" / "R"
+    # the grid setting's base seed is 1: its plain folder starts there
+    assert study.seeds_job(grid_setting, "R", 0.001, 3, tmp_path, 1, done).out == tmp_path / "mqar-64x8" / "R"
+    assert study.first_seed(other, "R", 0.003, done) == 0  # another rate's runs are not these
+
+
 def _run(variant: str, seed: int, valid: float, loss: float) -> SimpleNamespace:
     return SimpleNamespace(variant=variant, seed=seed, metric="accuracy", valid_metric=valid, valid_loss=loss,
                            test_metric=valid, parameters=10, steps=5, steps_per_second=2.0, wall_seconds=3.0)

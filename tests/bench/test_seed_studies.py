@@ -49,6 +49,21 @@ def test_a_study_trains_only_the_seeds_its_earlier_record_lacks(seeds, tmp_path:
         gap.new_seeds()
 
 
+def test_a_machine_without_the_run_folders_goes_on_from_the_record(seeds, tmp_path: Path) -> None:
+    s = seeds.SeedStudy("x", "configs/c.yaml", (), ("V", "R"), seeds=(0, 1, 2, 3))
+    _row(seeds, "x", "V", 0, 1.0)
+    assert s.new_seeds() == [0, 1, 2, 3]  # seed 0 lacks R: trained again
+    _row(seeds, "x", "R", 0, 1.0)
+    _row(seeds, "x", "V", 2, 1.0)
+    _row(seeds, "x", "R", 2, 1.0)
+    assert s.recorded_seeds() == {0, 2}
+    assert s.new_seeds() == [1, 2, 3]  # only a recorded prefix is dropped: the seeds stay contiguous
+    command = s.command(Path("r"))
+    assert "train.seed=1" in command and command[command.index("--seeds") + 1] == "3"
+    assert s.out(Path("r")) == Path("r/x-seed1")  # not the folder of a study that started at seed 0
+    assert seeds.SeedStudy("y", "c.yaml", (), ("V",)).out(Path("r")) == Path("r/y")
+
+
 def test_a_noise_study_runs_under_the_named_kernels(seeds) -> None:
     noise, repro = seeds.study("shk-noise"), seeds.study("shk-repro")
     assert noise.env()["ATEN_CPU_CAPABILITY"] == "default"
