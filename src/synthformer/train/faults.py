@@ -100,7 +100,7 @@ def out_of_memory_detail(step: int, batch: Any, config: TrainConfig) -> str:
     return (f"step {step} ran out of memory on a micro-batch of {describe_batch(batch)} (train.batch_size "
             f"{config.batch_size} per process, train.grad_accum {config.grad_accum}); reduce train.batch_size and "
             "raise train.grad_accum to keep the batch, lower task.max_len, set train.bf16=true, or use the fused "
-            "attention path (synthformer.attention.fast_path_settings(fused='always'))")
+            "attention path (synthformer.attention.fast.fast_path_settings(fused='always'))")
 
 
 def is_collective_failure(err: BaseException) -> bool:

@@ -114,10 +114,9 @@ def adamw(params: Iterable, **kwargs) -> torch.optim.AdamW:
     """``torch.optim.AdamW(params, **kwargs)`` on torch's fused kernel where it takes the parameters
     (:func:`_fusable`), else the default implementation.
 
-    Why: the default on the CPU is one loop of about a dozen elementwise passes per parameter. For R, whose
-    attention weights are an L x L matrix per head, that was 351 ms of a 1.8 s LRA Text step at L = 2048
-    (``benchmarks/lra_profile.py``); the fused kernel updated 4 x (4, 2048, 2048) parameters in 41 ms against
-    303 ms (2-core development CPU). The update is the same algorithm, equal to rounding (tested).
+    Why: the default on the CPU is a dozen elementwise passes per parameter, which R's L x L attention weights make
+    a large part of a long step (measured in docs/benchmarks.md, "Fused AdamW"). Same algorithm, equal to rounding
+    (tested).
     """
     params = list(params)
     if "fused" not in kwargs and "foreach" not in kwargs and _fusable(params):
