@@ -1,5 +1,6 @@
 """A run directory's one owner from its lock to its last save (:class:`Run`), and the only module that writes
-under a run directory (``tests/test_layering_runfiles.py`` keeps it so). Whoever opens a run closes it:
+under a run directory, with the parts of the run's record it and the Trainer delegate (checkpoints, the lock, the
+trackers; ``tests/test_layering_runfiles.py`` keeps it so). Whoever opens a run closes it:
 ``synthformer train`` and ``compare`` (:func:`~synthformer.tasks.train_run`), ``study`` (per run, handed to the
 pipeline), ``convert t5``, or the caller of a :class:`~synthformer.train.Trainer` on its own; the Trainer receives
 it::
