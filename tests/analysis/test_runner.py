@@ -142,6 +142,9 @@ def test_bad_inputs_fail_in_one_line(lm_run, tmp_path) -> None:
 
 def test_classifier_analysis_has_the_encoder_only(tmp_path) -> None:
     train_tiny(tmp_path / "run", classification_config(tmp_path, steps=2, eval_every=0))
+    with pytest.raises(ValueError, match="--example-index 999 is out of range"):
+        analyze_run(tmp_path / "run", example_index=999, max_batches=1)
+    assert not (tmp_path / "run" / "analysis").exists()  # a refused analysis leaves the run as it was
     result = analyze_run(tmp_path / "run", max_batches=1)  # default output folder: RUN_DIR/analysis
     assert result.out == tmp_path / "run" / "analysis"
     assert result.data["kinds"] == {"encoder": "R+V"} and result.data["example"]["tokens"].keys() == {"encoder"}

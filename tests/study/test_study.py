@@ -101,6 +101,23 @@ def test_half_finished_run_resumes_from_its_checkpoint(study, tmp_path) -> None:
     assert clock[-1]["wall_s"] > 0
 
 
+def test_each_run_keeps_its_clock_and_result_beside_the_run_files(study) -> None:
+    import json
+
+    _, spec, result, _ = study
+    for record in result.records:
+        run_dir = Path(record.run_dir)
+        clock = read_clock(run_dir)
+        # eval_every=2, save_every=2, 4 steps: a record after each evaluation and each checkpoint
+        assert [r["step"] for r in clock] == [2, 2, 4, 4]
+        assert all(set(r) == {"step", "wall_s", "pause_s"} for r in clock)
+        walls, pauses = [r["wall_s"] for r in clock], [r["pause_s"] for r in clock]
+        assert walls == sorted(walls) and pauses == sorted(pauses) and 0 < pauses[-1] < walls[-1]
+        assert record.wall_seconds == walls[-1]
+        saved = json.loads((run_dir / "study_result.json").read_text(encoding="utf-8"))
+        assert saved == record.to_json() and saved["run_dir"] == str(run_dir)
+
+
 def test_another_study_into_the_same_directory_is_refused(study) -> None:
     from synthformer.train import RunError
 

@@ -25,7 +25,7 @@ from synthformer.tasks import LoadedRun, load_run, prepare_data
 from synthformer.tasks.metrics.likelihood import batches
 from synthformer.tasks.run.data import seeded_model
 from synthformer.tasks.run.init_from import load_pretrained_weights
-from synthformer.train import RunDir, RunError
+from synthformer.train import RunDir, RunError, open_extras
 from synthformer.train.hooks import preserved_rng
 
 from . import figures
@@ -38,6 +38,8 @@ __all__ = ["RunAnalysis", "analyze", "analyze_run", "find_runs", "initial_model"
 
 logger = logging.getLogger(__name__)
 
+#: The run's extra folder an analysis goes to by default.
+ANALYSIS_DIR = "analysis"
 #: The two states of the weights compared by the histograms and distance profiles.
 STATES = ("init", "trained")
 _STACK_SHORT = {"encoder": "Enc", "decoder": "Dec"}
@@ -209,7 +211,7 @@ def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: st
 
     Args:
         run_dir: a run directory written by ``synthformer train``.
-        out: where to write (default ``RUN_DIR/analysis``).
+        out: where to write (default ``RUN_DIR/analysis``, the run's extra folder: ``open_extras(run_dir)``).
         split: the split whose examples the statistics (and, by index, the heatmaps) use.
         max_batches: batches of ``split`` for the histograms and distance profiles (evenly spaced).
         batch_size: their size (default :data:`DEFAULT_BATCH_SIZE`, 8).
@@ -229,7 +231,6 @@ def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: st
         raise ValueError(f"--positions must be >= 1, got {positions}")
     loaded = load_run(run_dir)
     run = loaded.config
-    out = Path(out) if out is not None else loaded.run_dir / "analysis"
     data = prepare_data(run, loaded.tokenizer, loaded.label_set, splits=(split,))
     if split not in data.datasets:
         raise RunError(f"the task of {loaded.run_dir} has no {split!r} split (it has: {', '.join(data.raw.splits)})")
@@ -244,6 +245,8 @@ def analyze_run(run_dir: str | Path, out: str | Path | None = None, *, split: st
     ex = text_example(loaded, example) if example is not None else dataset_example(
         loaded, dataset, example_index or 0, split)
     layers = _layers_json(sites, hists, profiles)
+    # the folder is made only now: an analysis refused above leaves the run as it was
+    out = Path(out) if out is not None else open_extras(loaded.run_dir).extra_dir(ANALYSIS_DIR)
     result = {
         "run_dir": str(loaded.run_dir), "step": loaded.step, "checkpoint": str(loaded.checkpoint),
         "seed": run.train.seed, "arch": loaded.model_config.arch,

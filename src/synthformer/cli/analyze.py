@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "heatmaps of each layer and head on a real example, the mixture weights alpha, and the mean "
                     "weight by relative distance (does a Random Synthesizer LM learn a local window?).",
     )
-    p.add_argument("run_dir", metavar="RUN_DIR",
+    p.add_argument("path", metavar="RUN_DIR",
                    help="a run directory written by 'synthformer train', or a study directory of runs")
     p.add_argument("--out", metavar="DIR", default=None, help="output folder (default: RUN_DIR/analysis)")
     which = p.add_mutually_exclusive_group()
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     if args.example_index is not None and args.example_index < 0:
         raise CliError(f"--example-index must be >= 0, got {args.example_index}")
-    results = analyze(args.run_dir, args.out, split=args.split, max_batches=args.batches,
+    results = analyze(args.path, args.out, split=args.split, max_batches=args.batches,
                       batch_size=args.batch_size, example=args.example, example_index=args.example_index,
                       positions=args.positions)
     for result in results:
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{result.run_dir} (step {result.data['step']}): {len(result.figures)} figures in {result.out}")
         print(f"  attention mass within distance {_window(result.data)}: {local}")
     if len(results) > 1:
-        base = Path(args.out) if args.out is not None else Path(args.run_dir) / "analysis"
+        base = Path(args.out) if args.out is not None else Path(args.path) / "analysis"
         print(f"index of the study's runs: {base / 'analysis.md'}")
     return 0
 

@@ -29,6 +29,7 @@ from synthformer.common.io import atomic_write_text
 from synthformer.train import Run, RunDir, RunError
 
 from .manifest import MANIFEST, StudySpec, check_manifest
+from .runs import RESULT
 
 __all__ = ["Claim", "StartingRun", "check_readable", "claim_study", "clear_earlier_study", "release_unstarted",
            "started_anything"]
@@ -103,14 +104,14 @@ def release_unstarted(out: Path) -> bool:
     return True
 
 
-def clear_earlier_study(out: Path, keep: Path, spec: StudySpec) -> None:
-    """Delete the earlier study in ``out`` (its runs, tables, figures and report) but ``keep``, the run directory
-    being started (its earlier run is deleted by the run itself: it is opened with ``overwrite``), and lock files;
+def clear_earlier_study(out: Path, keep: Run, spec: StudySpec) -> None:
+    """Delete the earlier study in ``out`` (its runs, tables, figures and report) but ``keep``, the run being
+    started (its earlier run is deleted by the run itself: it is opened with ``overwrite``), and lock files;
     then write ``spec``'s manifest."""
     logger.warning("replacing the earlier study in %s", out)
-    keep = keep.resolve()
-    _clear_around(out, keep, spare=(RunDir.LOCK,))
-    (keep / "study_result.json").unlink(missing_ok=True)  # the earlier run's result: the run keeps no other
+    _clear_around(out, keep.path.resolve(), spare=(RunDir.LOCK,))
+    # the earlier run's result (the run's overwrite keeps extra files), before the manifest says the study is new
+    keep.remove_extra(RESULT)
     atomic_write_text(out / MANIFEST, json.dumps(spec.to_json(), indent=1) + "\n")
 
 

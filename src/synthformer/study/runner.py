@@ -129,7 +129,7 @@ def _finish(run: RunConfig, variant: Variant, seed: int, run_dir: Path, paramete
 def _train_one(run: RunConfig, owner: Run, data: TaskData | None, progress: bool,
                on_trainer: Callable[[Any], None] | None) -> int:
     """Train (or continue) one run in the open ``owner``; returns its parameter count."""
-    clock = RunClock(owner.path)
+    clock = RunClock(owner)
 
     def attach(trainer: Any) -> None:
         clock.attach(trainer)
@@ -159,7 +159,7 @@ def _run_one(run: RunConfig, variant: Variant, seed: int, owner: Run, metric: st
         data = shared[key]
     parameters = _train_one(run, owner, data, progress, on_trainer)
     record = _finish(run, variant, seed, run_dir, parameters, metric)
-    write_record(record)
+    write_record(owner, record)
     return record
 
 
@@ -201,9 +201,9 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
     # overwrite: the earlier study's runs are neither read back nor resumed until the first new run starts
     replacing = [claim == "replace"]
 
-    def replace_earlier(run_dir: Path) -> None:
+    def replace_earlier(owner: Run) -> None:
         with RunDir(out).lock():
-            clear_earlier_study(out, run_dir, spec)
+            clear_earlier_study(out, owner, spec)
         replacing[0] = False
     metric = main_metric(base)
     plan = [(v, seed) for seed in spec.seeds for v in variants]
@@ -223,7 +223,7 @@ def run_study(base: RunConfig, spec: StudySpec, out: str | Path, *, progress: bo
             except RunError:
                 return False
             if replacing[0]:
-                owner.on_start = lambda: replace_earlier(run_dir)
+                owner.on_start = lambda: replace_earlier(owner)
             with owner:
                 # finished by the other process between the read and the lock
                 record = None if replacing[0] else read_record(run_dir)

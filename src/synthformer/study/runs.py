@@ -1,7 +1,7 @@
 """The state a study keeps in each run directory: a wall clock of the training and the finished run's result.
 
-Two files of the study's own sit next to what the trainer writes (the run directory never touches files it does
-not know)::
+Two files of the study's own sit next to what the trainer writes, the run's extra files (written through the
+run, :class:`~synthformer.train.run.ExtraFiles`; the run never touches them otherwise)::
 
     RUN/study_clock.jsonl    {"step", "wall_s", "pause_s"} at every evaluation and checkpoint: seconds since the
                              run started (summed over sittings) and how many of them went to evaluating and saving
@@ -22,8 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.io import atomic_write_text
-from synthformer.train import RunDir
+from synthformer.train import ExtraFiles, Run, RunDir, Trainer, TrainerCallback
 
 __all__ = ["CLOCK", "RESULT", "RunClock", "RunRecord", "eval_curve", "read_clock", "read_record", "write_record"]
 
@@ -47,58 +46,61 @@ def read_clock(run_dir: Path) -> list[dict[str, float]]:
     return records
 
 
-class RunClock:
-    """Times one sitting of a run's training; attach it to the trainer with :meth:`attach`.
+class RunClock(TrainerCallback):
+    """Times one sitting of a run's training: a callback of its trainer (:meth:`attach`) that records the clock
+    after each evaluation and checkpoint, counting the time they took as paused.
 
     Args:
-        run_dir: the run directory.
+        run: the open run (the clock is one of its extra files).
     """
 
-    def __init__(self, run_dir: Path) -> None:
-        self.path = Path(run_dir) / CLOCK
+    def __init__(self, run: Run) -> None:
+        self.run = run
         self.offset = 0.0
         self.pause_offset = 0.0
         self.pause = 0.0
         self.start = time.perf_counter()
-        self.trainer: Any = None
+        self.trainer: Trainer | None = None
+        self._paused_at: float | None = None  # while an evaluation or a checkpoint runs
 
-    def attach(self, trainer: Any) -> None:
-        """Continue the clock from the trainer's starting step and record at its evaluations and checkpoints.
-
-        Wraps the trainer's public ``evaluate`` and ``save`` (the loop calls them through ``self``).
-        """
+    def attach(self, trainer: Trainer) -> None:
+        """Continue the clock from the trainer's starting step and register it as the trainer's callback."""
         self.trainer = trainer
-        kept = [r for r in read_clock(self.path.parent) if r["step"] <= trainer.step]
+        kept = [r for r in read_clock(self.run.path) if r["step"] <= trainer.step]
         if trainer.step > 0 and kept:
             self.offset, self.pause_offset = float(kept[-1]["wall_s"]), float(kept[-1].get("pause_s", 0.0))
         else:
             kept = []
         # the records of steps after the checkpoint belong to steps that will be trained again
-        atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
+        self.run.write_extra(CLOCK, "".join(json.dumps(r) + "\n" for r in kept))
         self.start = time.perf_counter()
-        for name in ("evaluate", "save"):
-            setattr(trainer, name, self._timed(getattr(trainer, name)))
+        trainer.add_callback(self)
 
-    def _timed(self, method: Any) -> Any:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return method(*args, **kwargs)
-            finally:
-                self.pause += time.perf_counter() - t0
-                self.record()
+    def on_evaluate_start(self, trainer: Trainer) -> None:
+        self._paused_at = time.perf_counter()
 
-        return timed
+    def on_evaluate(self, trainer: Trainer, metrics: Mapping[str, Any]) -> None:
+        self.record()
+
+    def on_save_start(self, trainer: Trainer) -> None:
+        self._paused_at = time.perf_counter()
+
+    def on_save(self, trainer: Trainer, path: Path | None) -> None:
+        self.record()
 
     def record(self) -> None:
-        """Append the clock at the trainer's current step."""
+        """Append the clock at the trainer's current step (also where an exception stopped the training: an
+        evaluation or a checkpoint it cut short counts as paused up to now)."""
         if self.trainer is None:
             return
-        wall = self.offset + time.perf_counter() - self.start
+        now = time.perf_counter()
+        if self._paused_at is not None:
+            self.pause += now - self._paused_at
+            self._paused_at = None
+        wall = self.offset + now - self.start
         record = {"step": int(self.trainer.step), "wall_s": round(wall, 4),
                   "pause_s": round(self.pause_offset + self.pause, 4)}
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
+        self.run.append_extra_jsonl(CLOCK, record)
 
 
 def eval_curve(run_dir: Path, metric: str) -> list[tuple[int, float, float]]:
@@ -151,9 +153,10 @@ class RunRecord:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__})
 
 
-def write_record(record: RunRecord) -> None:
-    """Write ``RUN/study_result.json`` atomically: from now on the run counts as finished."""
-    atomic_write_text(Path(record.run_dir) / RESULT, json.dumps(record.to_json(), indent=1) + "\n")
+def write_record(run: ExtraFiles, record: RunRecord) -> None:
+    """Write ``RUN/study_result.json`` of ``run`` (the run of ``record.run_dir``) atomically: from now on the run
+    counts as finished."""
+    run.write_extra(RESULT, json.dumps(record.to_json(), indent=1) + "\n")
 
 
 def read_record(run_dir: Path) -> RunRecord | None:

@@ -7,16 +7,18 @@ Any module whose ``forward(**batch)`` returns ``{"loss": scalar, "logits": ...}`
     with Run.open("runs/lm") as run:  # the run directory's owner: locked until the block ends
         Trainer(model, dataset, TrainConfig(steps=1000, lr=3e-4), run, collate_fn=collate).train()
 
-Modules: ``trainer`` (the loop), ``run`` (the run directory's one owner, from its lock to its last save, and the only
-writer of its files), ``resume`` (every rule of resuming a run), ``recording`` (the Recorder the trainer holds:
-metrics lines, heartbeats, evaluation lines), ``evaluation`` (forward pass, periodic evaluation), ``tracking``
-(``log_with``), ``rundir`` / ``runlock`` / ``run_errors`` (the run directory read-only, its lock, its errors),
+Modules: ``trainer`` (the loop), ``callbacks`` (hooks into it), ``run`` (the run directory's one owner, from its lock
+to its last save, and the only writer under it: the run's files and others' extra files), ``resume`` (every rule of
+resuming a run), ``recording`` (the Recorder the trainer holds: metrics lines, heartbeats, evaluation lines),
+``evaluation`` (forward pass, periodic evaluation), ``tracking`` (``log_with``), ``rundir`` / ``runlock`` /
+``run_errors`` (the run directory read-only, its lock, its errors),
 ``checkpoint``, ``config`` (``TrainConfig``; the generic loader and ``ConfigError`` are in
 :mod:`synthformer.common.config`), ``loader``, ``optim``, ``distributed``, ``hooks``, ``rng``; for
 long runs ``longrun`` (its decisions), ``faults`` (their errors), ``signals`` (SIGINT, SIGTERM, SIGUSR1), ``best``
 (``keep_best``) and ``saving`` (the trainer's checkpoints).
 """
 
+from .callbacks import TrainerCallback
 from .checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -34,7 +36,7 @@ from .config import TrainConfig
 from .faults import TrainingFailed
 from .loader import BatchStream, eval_batches
 from .optim import build_optimizer, build_scheduler, lr_multiplier, param_groups
-from .run import Run
+from .run import ExtraFiles, Run, open_extras
 from .rundir import RunDir, RunError, RunExistsError, RunLock, is_main_process, select_checkpoint
 from .signals import EXIT_PREEMPTED, Preempted
 from .trainer import Trainer, count_tokens, seed_everything
@@ -44,6 +46,7 @@ __all__ = [
     "BatchStream",
     "Checkpoint",
     "CheckpointError",
+    "ExtraFiles",
     "Run",
     "RunDir",
     "RunError",
@@ -53,6 +56,7 @@ __all__ = [
     "TrainingFailed",
     "TrainConfig",
     "Trainer",
+    "TrainerCallback",
     "build_optimizer",
     "build_scheduler",
     "capture_rng_state",
@@ -64,6 +68,7 @@ __all__ = [
     "load_checkpoint",
     "load_model_weights",
     "lr_multiplier",
+    "open_extras",
     "param_groups",
     "read_trainer_state",
     "restore_rng_state",

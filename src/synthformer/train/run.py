@@ -1,7 +1,9 @@
-"""A run directory's one owner from its lock to its last save (:class:`Run`), and the only module that writes the
-run's files (``tests/test_layering_runfiles.py`` keeps it so). Whoever opens a run closes it: ``synthformer train``
-and ``compare`` (:func:`~synthformer.tasks.train_run`), ``study`` (per run, handed to the pipeline), ``convert t5``,
-or the caller of a :class:`~synthformer.train.Trainer` on its own; the Trainer receives it::
+"""A run directory's one owner from its lock to its last save (:class:`Run`), and the only module that writes
+under a run directory, with the parts of the run's record it and the Trainer delegate (checkpoints, the lock, the
+trackers; ``tests/test_layering_runfiles.py`` keeps it so). Whoever opens a run closes it:
+``synthformer train`` and ``compare`` (:func:`~synthformer.tasks.train_run`), ``study`` (per run, handed to the
+pipeline), ``convert t5``, or the caller of a :class:`~synthformer.train.Trainer` on its own; the Trainer receives
+it::
 
     with Run.open(path, resume=..., overwrite=...) as run:  # lock, refuse an earlier run unless asked
         run.stage(config, tokenizer=..., model_config=...)   # the run files, written when the trainer starts it
@@ -12,6 +14,11 @@ An opener that trains no model calls ``run.start(config, tokenizer=..., ...)`` i
 files wait for the trainer's start because the trainer refuses a run it cannot train (too few examples for one
 batch, a damaged checkpoint) before it starts it: a refused run leaves no trace, and a rerun with the mistake fixed
 needs no ``--overwrite``.
+
+Others keep *extra files* in a run directory (a study's ``study_clock.jsonl`` and ``study_result.json``, an
+analysis' ``analysis/`` folder): they write them through the run too, under names that are not the run's own
+(:class:`ExtraFiles`: ``run.write_extra``, ``run.append_extra_jsonl``, ``run.extra_dir``; :func:`open_extras`
+for a run directory nobody holds open, such as a finished run being analysed).
 
 Under torchrun every process opens the run; only the main one locks, checks and writes. Files are written
 atomically (``metrics.jsonl`` appended line by line), so a kill at any point leaves the previous state readable.
@@ -25,14 +32,14 @@ import os
 import shutil
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
 from accelerate import Accelerator
 
 from synthformer.common.config import dump_config
-from synthformer.common.io import atomic_output, atomic_write_text
+from synthformer.common.io import atomic_output, atomic_write_bytes, atomic_write_text
 
 from .checkpoint import STATE_FILE, latest_checkpoint, read_trainer_state, save_checkpoint
 from .hooks import any_process
@@ -40,21 +47,125 @@ from .resume import check_earlier_run, check_resume_config, check_resumed_files
 from .run_errors import RunError
 from .rundir import RunDir, RunLock, is_main_process
 
-__all__ = ["Run", "append_metrics", "write_evaluation"]
+__all__ = ["ExtraFiles", "Run", "append_metrics", "open_extras", "write_evaluation"]
 
 logger = logging.getLogger(__name__)
 
 
-class Run:
+class ExtraFiles:
+    """The extra files of a run directory: what others keep in it beside the run's own files, written here as the
+    run's are (atomically, and only on the main process, ``is_main``; the others get the paths and write nothing).
+
+    A name is a relative path of plain names inside the directory (``study_result.json``,
+    ``analysis/analysis.json``): no ``..``, no leading ``/``, no hidden part (the lock, the atomic writers'
+    temporaries), and its first part is not one of the run's own entries (:meth:`RunDir.is_run_name`:
+    ``config.yaml``, ``checkpoints``, ``eval_test.json``, ...). A :class:`Run` is one; :func:`open_extras` gives
+    one for a run directory nobody holds open.
+    """
+
+    def __init__(self, rundir: RunDir, *, is_main: bool = True) -> None:
+        self.rundir = rundir
+        self.is_main = is_main
+
+    @property
+    def path(self) -> Path:
+        """The run directory's path."""
+        return self.rundir.path
+
+    def extra_path(self, name: str) -> Path:
+        """The path of the extra file ``name`` (checked, see the class docstring; nothing is written).
+
+        Raises:
+            ValueError: ``name`` escapes the run directory, is hidden, or collides with one of the run's files.
+        """
+        parts = name.split("/") if isinstance(name, str) else None
+        if not parts or "\\" in name or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+            raise ValueError(f"extra file name {name!r}: expected a relative path of plain names inside the run "
+                             f"directory {self.path}, such as 'notes.json' or 'analysis/figure.png' (no '..', no "
+                             "leading '/', no hidden part)")
+        if RunDir.is_run_name(parts[0]):
+            raise ValueError(f"extra file name {name!r} collides with the run's own {parts[0]!r}: the run's files "
+                             f"({', '.join(RunDir.RUN_NAMES)}, {', '.join(RunDir.EVAL_PATTERNS)}) are written by "
+                             "the run itself; choose another name")
+        return self.path.joinpath(*PurePosixPath(name).parts)
+
+    def write_extra(self, name: str, data: str | bytes) -> Path:
+        """Write ``data`` (text: UTF-8) to the extra file ``name`` atomically, creating its folders; returns its path.
+
+        Raises:
+            ValueError: a bad ``name`` (:meth:`extra_path`).
+            TypeError: ``data`` is neither ``str`` nor ``bytes``.
+        """
+        path = self.extra_path(name)
+        if not isinstance(data, (str, bytes)):
+            raise TypeError(f"write_extra({name!r}): expected str or bytes, got {type(data).__name__}")
+        if self.is_main:
+            if isinstance(data, str):
+                atomic_write_text(path, data)
+            else:
+                atomic_write_bytes(path, data)
+        return path
+
+    def append_extra_jsonl(self, name: str, record: Mapping[str, Any]) -> Path:
+        """Append ``record`` to the extra file ``name`` as one JSON line (as :func:`append_metrics` appends: a line
+        torn by a kill is closed first); returns its path.
+
+        Raises:
+            ValueError: a bad ``name`` (:meth:`extra_path`).
+        """
+        path = self.extra_path(name)
+        if self.is_main:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _append_line(path, record)
+        return path
+
+    def extra_dir(self, name: str) -> Path:
+        """The folder ``name`` of the run directory, created (with its parents) on the main process, for a caller
+        that writes several files of its own into it (an analysis' figures and reports); returns its path.
+
+        Raises:
+            ValueError: a bad ``name`` (:meth:`extra_path`), or a file where the folder should be.
+        """
+        path = self.extra_path(name)
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"extra folder {name!r}: {path} exists and is not a folder")
+        if self.is_main:
+            path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def remove_extra(self, name: str) -> None:
+        """Delete the extra file ``name`` if it is there (on the main process).
+
+        Raises:
+            ValueError: a bad ``name`` (:meth:`extra_path`).
+        """
+        path = self.extra_path(name)
+        if self.is_main:
+            path.unlink(missing_ok=True)
+
+
+def open_extras(path: str | os.PathLike[str] | RunDir) -> ExtraFiles:
+    """The extra files of the existing run directory ``path``, for a caller that holds no :class:`Run` (the
+    analysis of a finished run). Nothing is locked: extra files are no part of the run, and no run writes them.
+
+    Raises:
+        RunError: ``path`` is not an existing directory.
+    """
+    rd = path if isinstance(path, RunDir) else RunDir(path)
+    if not rd.path.is_dir():
+        raise RunError(f"run directory {rd.path} not found (or not a directory): extra files go into an existing run")
+    return ExtraFiles(rd, is_main=is_main_process())
+
+
+class Run(ExtraFiles):
     """An open run directory (see the module docstring), made by :meth:`open`; ``existing``: what an earlier run left
-    in it (checked on the main process, ``is_main``; empty elsewhere)."""
+    in it (checked on the main process, ``is_main``; empty elsewhere). Its extra files: :class:`ExtraFiles`."""
 
     def __init__(self, rundir: RunDir, lock: RunLock, *, resume: bool, overwrite: bool, training_only: bool,
                  is_main: bool, existing: list[str]) -> None:
-        self.rundir = rundir
+        super().__init__(rundir, is_main=is_main)
         self.resume = resume
         self.overwrite = overwrite
-        self.is_main = is_main
         self.existing = existing
         self.started = False
         self._staged: tuple[Any, dict[str, Any]] | None = None
@@ -102,11 +213,6 @@ class Run:
             raise error
         return cls(rd, lock, resume=resume, overwrite=overwrite, training_only=training_only, is_main=is_main,
                    existing=existing)
-
-    @property
-    def path(self) -> Path:
-        """The run directory's path."""
-        return self.rundir.path
 
     # -- the resume rules (task runs: the caller reads the saved config in its own terms, as a dict) ---------------
     def check_resume(self, read_saved: Callable[[], Mapping[str, Any]], config: Mapping[str, Any]) -> bool:
@@ -277,7 +383,12 @@ def append_metrics(rd: RunDir, record: Mapping[str, Any]) -> None:
     A line torn by a kill mid-write (no newline at the end of the file) is closed first, so the new record starts a
     line of its own instead of being glued to it; :meth:`RunDir.read_metrics` then skips the torn one.
     """
-    with open(rd.metrics_path, "a+b") as fh:
+    _append_line(rd.metrics_path, record)
+
+
+def _append_line(path: Path, record: Mapping[str, Any]) -> None:
+    """Append ``record`` to the JSON-lines file ``path``, closing a line torn by a kill first."""
+    with open(path, "a+b") as fh:
         if fh.tell() > 0:
             fh.seek(-1, os.SEEK_END)
             torn = fh.read(1) != b"\n"

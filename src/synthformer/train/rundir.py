@@ -7,6 +7,7 @@ Layout (the names every earlier version wrote, so their run directories keep wor
     RUN/metrics.jsonl                   one JSON object per log / eval line
     RUN/checkpoints/                    checkpoints (synthformer.train.checkpoint)
     RUN/tensorboard/                    TensorBoard events, with train.tensorboard=true
+    RUN/trackers/                       the experiment trackers of train.log_with (synthformer.train.tracking)
     RUN/synthformer_tokenizer.json      the tokenizer                                     (task runs)
     RUN/model_config.json               the resolved model config                         (task runs)
     RUN/labels.json                     classification: the class names in id order       (task runs)
@@ -15,7 +16,9 @@ Layout (the names every earlier version wrote, so their run directories keep wor
     RUN/.lock                           exists while a process owns RUN (see :meth:`RunDir.lock`)
 
 ``config.yaml`` is not part of an *earlier run* (a fresh run rewrites it). Files that are not in this list are
-never reported, deleted or touched.
+never reported, deleted or touched: they are *extra files*, kept in the directory by others (a study's clock and
+result, an analysis' folder) and written through the run too (:class:`~synthformer.train.run.ExtraFiles`), under
+names that are not the run's own (:meth:`RunDir.is_run_name`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -56,14 +60,25 @@ class RunDir:
     MODEL_CONFIG = "model_config.json"
     LABELS = "labels.json"
     INIT_FROM = "init_from.json"
+    TRACKERS = "trackers"
     LOCK = LOCK_FILE
     #: Written by training (the trainer's own records): what ``training_only=True`` looks at and deletes.
     TRAINING_FILES: tuple[str, ...] = (CHECKPOINTS, METRICS, TENSORBOARD)
     #: Written next to the training files for a task run (the pipeline, ``convert t5``).
     ARTIFACT_FILES: tuple[str, ...] = (TOKENIZER, MODEL_CONFIG, LABELS, INIT_FROM)
+    #: Every name the run's own entries take right in the directory (the evaluation results: :data:`EVAL_PATTERNS`).
+    RUN_NAMES: tuple[str, ...] = (CONFIG, *TRAINING_FILES, TRACKERS, *ARTIFACT_FILES, LOCK)
+    #: The names of the evaluation results (``eval_<split>.json``, ``eval_<split>_hypotheses.txt``).
+    EVAL_PATTERNS: tuple[str, ...] = ("eval_*.json", "eval_*_hypotheses.txt")
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+
+    @classmethod
+    def is_run_name(cls, name: str) -> bool:
+        """Whether ``name``, an entry right in a run directory, is one of the run's own (:data:`RUN_NAMES`, an
+        evaluation result): extra files must take other names."""
+        return name in cls.RUN_NAMES or any(fnmatchcase(name, pattern) for pattern in cls.EVAL_PATTERNS)
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -124,7 +139,7 @@ class RunDir:
         """The evaluation results in the directory (``eval_*.json``, ``eval_*_hypotheses.txt``), sorted."""
         if not self.path.is_dir():
             return []
-        found = {p for pattern in ("eval_*.json", "eval_*_hypotheses.txt") for p in self.path.glob(pattern)}
+        found = {p for pattern in self.EVAL_PATTERNS for p in self.path.glob(pattern)}
         return sorted(p for p in found if p.is_file())
 
     # -- checkpoints ---------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Experiment tracking through accelerate's trackers (``train.log_with``): TensorBoard, Weights & Biases, MLflow.
+"""Experiment tracking through accelerate's trackers (``train.log_with``): TensorBoard, Weights & Biases, MLflow;
+and the run's own TensorBoard writer (``train.tensorboard``, :func:`open_tensorboard`).
 
 Every tracker writes under ``RUN/trackers/`` and needs no network: TensorBoard event files in
 ``RUN/trackers/<project>``, Weights & Biases in offline mode (unless ``WANDB_MODE`` says otherwise; ``wandb sync``
@@ -18,8 +19,9 @@ from typing import Any
 from synthformer.common.config import ConfigError, to_dict
 
 from .config import TRACKER_NAMES, TrainConfig
+from .rundir import RunDir
 
-__all__ = ["TRACKERS", "check_trackers", "open_trackers"]
+__all__ = ["TRACKERS", "check_trackers", "open_tensorboard", "open_trackers"]
 
 #: ``train.log_with`` names -> the package each needs (each is named after its package).
 TRACKERS: dict[str, str] = {name: name for name in TRACKER_NAMES}
@@ -36,6 +38,12 @@ def check_trackers(names: Sequence[str]) -> None:
                               f"{TRACKERS[name]} (or remove it from train.log_with)")
 
 
+def open_tensorboard(summary_writer: Any, run_dir: Path, purge_step: int | None) -> Any:
+    """``summary_writer`` (TensorBoard's ``SummaryWriter``) on the run's ``RUN/tensorboard/`` (main process only);
+    ``purge_step``: hide the events a killed run logged after the checkpoint it resumes from (None: a fresh run)."""
+    return summary_writer(log_dir=str(Path(run_dir) / RunDir.TENSORBOARD), purge_step=purge_step)
+
+
 def open_trackers(config: TrainConfig, run_dir: Path) -> list[Any]:
     """Start the trackers of ``config.log_with`` (none: an empty list) for a run in ``run_dir`` (main process only)
     under ``config.tracker_project``, and store the training settings (the scalar ones: trackers take numbers,
@@ -46,7 +54,7 @@ def open_trackers(config: TrainConfig, run_dir: Path) -> list[Any]:
     if not names:
         return []
     check_trackers(names)
-    root = Path(run_dir) / "trackers"
+    root = Path(run_dir) / RunDir.TRACKERS
     root.mkdir(parents=True, exist_ok=True)
     trackers: list[Any] = []
     for name in names:

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from synthformer.common.config import ConfigError
 
 from . import faults
+from .callbacks import TrainerCallback, checked_callback, fire
 from .checkpoint import (
     STATE_FILE,
     CheckpointError,
@@ -54,7 +55,7 @@ from .resume import warn_resumed_changes
 from .run import Run
 from .saving import CheckpointSaver
 from .signals import Preempted, StopGuard
-from .tracking import check_trackers, open_trackers
+from .tracking import check_trackers, open_tensorboard, open_trackers
 
 __all__ = ["Trainer", "count_tokens", "seed_everything"]
 
@@ -100,6 +101,8 @@ class Trainer:
         token_counter: ``batch -> number of targets`` for tokens/s; default :func:`count_tokens`.
         progress: show a tqdm progress bar on the main process.
         heartbeat_s: without the bar, log a line (step, loss, tokens/s, ETA) at most this often (None: never).
+        callbacks: :class:`~synthformer.train.callbacks.TrainerCallback` s told of each step, evaluation and
+            checkpoint, in this order (more with :meth:`add_callback`).
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class Trainer:
         token_counter: Callable[[Mapping[str, Any]], int | torch.Tensor] | None = None,
         progress: bool = True,
         heartbeat_s: float | None = 60.0,
+        callbacks: Sequence[TrainerCallback] = (),
     ) -> None:
         self.config = config
         self.run = run
@@ -126,6 +130,7 @@ class Trainer:
         self.collate_fn = collate_fn
         self.token_counter = token_counter or count_tokens
         self.progress = progress
+        self.callbacks: list[TrainerCallback] = [checked_callback(callback) for callback in callbacks]
         self.accelerator = acc = (accelerator if accelerator is not None
                                   else default_accelerator(config.collective_timeout_s))
         self.is_main = acc.is_main_process
@@ -221,10 +226,7 @@ class Trainer:
                 # Lines logged after the checkpoint (or all of them, if there is none) belong to lost steps.
                 self.run.truncate_metrics(self.step)
             if summary_writer is not None:
-                # purge_step hides the events a killed run logged after the checkpoint we resume from.
-                self.recorder.tb_writer = summary_writer(
-                    log_dir=str(rundir.tensorboard_path), purge_step=self.step if resume else None
-                )
+                self.recorder.tb_writer = open_tensorboard(summary_writer, rundir.path, self.step if resume else None)
             self.recorder.trackers = open_trackers(config, rundir.path)
         acc.wait_for_everyone()
 
@@ -336,6 +338,7 @@ class Trainer:
                     self.recorder.heartbeat(self.step)
                     if self.step % cfg.log_every == 0 or self.step == cfg.steps:
                         self._log_train(grad_norm, bar)
+                    fire(self.callbacks, "on_step", self)
                     paused = time.perf_counter()
                     paused_for = self._evaluate_and_save()
                     # Time spent evaluating and saving is not training throughput.
@@ -406,26 +409,38 @@ class Trainer:
         """True if there is eval data or an eval function."""
         return self.eval_data is not None or self.eval_fn is not None
 
+    def add_callback(self, callback: TrainerCallback) -> None:
+        """Tell ``callback`` of the steps, evaluations and checkpoints from now on, after those registered before
+        (a :class:`~synthformer.train.callbacks.TrainerCallback`; anything else: ``TypeError``)."""
+        self.callbacks.append(checked_callback(callback))
+
     def evaluate(self) -> dict[str, Any]:
-        """Evaluate now (:func:`~synthformer.train.evaluation.evaluate_model`) and record it; returns the metrics."""
+        """Evaluate now (:func:`~synthformer.train.evaluation.evaluate_model`) and record it; returns the metrics.
+        The callbacks' ``on_evaluate_start`` and ``on_evaluate`` hooks fire around it."""
+        fire(self.callbacks, "on_evaluate_start", self)
         result = evaluate_model(
             self.accelerator.unwrap_model(self.model), self.accelerator, self.config, eval_data=self.eval_data,
             eval_fn=self.eval_fn, rank=self.rank, world_size=self.world_size, collate_fn=self.collate_fn,
             token_counter=self.token_counter)
         self.recorder.record_eval(self.step, result)
         self.policy.after_eval(self.step, result)  # a new best is saved by the loop right away
+        fire(self.callbacks, "on_evaluate", self, result)
         return result
 
     # ---------------------------------------------------------------------------------------------------------
     # saving (the CheckpointSaver writes; these hand it the step and the data position)
 
     def save(self) -> Path | None:
-        """Checkpoint the current step (collective: call on every process). Returns the path on the main one.
+        """Checkpoint the current step (collective: call on every process). Returns the path on the main one. The
+        callbacks' ``on_save_start`` and ``on_save`` hooks fire around it.
 
         Raises:
             TrainingFailed: a weight is not finite (nothing is written).
         """
-        return self.saver.save(self.step, (self.batches_consumed, self.tokens_seen), self._stream.batches_per_epoch)
+        fire(self.callbacks, "on_save_start", self)
+        path = self.saver.save(self.step, (self.batches_consumed, self.tokens_seen), self._stream.batches_per_epoch)
+        fire(self.callbacks, "on_save", self, path)
+        return path
 
     def _save_after_exception(self, pending: tuple[dict[str, Any], int, int] | None) -> Path | None:
         """Save the last completed step after an exception cut the loop short (best effort); ``pending``: the
