@@ -84,7 +84,7 @@ def logit(
         alpha = torch.exp(w) / torch.exp(w).sum()
         return sum(alpha[n] * logit(p, x, pad, h, i, j, causal, start, memory) for n, p in enumerate(part.parts))
     # T5's V (options bias=False, scaled=False): no biases, no 1/sqrt(d_h)
-    scale = 1 / math.sqrt(dh) if part.options.get("scaled", True) else 1.0
+    scale = 1 / math.sqrt(dh) if name == "DotProduct" and part.options.get("scaled", True) else 1.0
     if name == "DotProduct" and memory is not None:
         # cross-attention: Q from the target token, K from the source token, separate projections
         q = _plus_bias_rows(part.query, part.query.weight[rows] @ x[i], rows)

@@ -222,7 +222,9 @@ class ModelConfig:
                 why = ("a whole token mixer without a head_dim option (LightConv's and DynamicConv's heads are groups "
                        "of the d_model channels sharing one kernel, with no width of their own)"
                        if is_whole_mixer(kind) else "a kind whose class does not declare supports_head_dim")
-                raise ConfigError(f"{where}: {stack}_kind {kind!r} takes no attention head width: it is {why}; leave "
+                label = f"{stack}_kind[{i}]" if isinstance(getattr(self, f"{stack}_kind"), (list, tuple)) else \
+                    f"{stack}_kind"
+                raise ConfigError(f"{where}: {label}={kind!r} takes no attention head width: it is {why}; leave "
                                   "head_dim unset, or use an attention kind (V, R, D, R+V, ...) or Linformer")
 
     # ------------------------------------------------------------------ derived values
