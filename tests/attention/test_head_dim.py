@@ -23,7 +23,6 @@ from synthformer.attention import (
     unregister,
 )
 from synthformer.attention.fast.settings import fast_path_settings
-from synthformer.bench.flops import layer_macs
 
 from .conftest import ALL_KINDS, D_MODEL, HEADS, MAX_LEN, build, kinds_where, padding
 from .reference import reference_cross_forward
@@ -216,17 +215,7 @@ def test_cross_attention_matches_the_reference(kind):
             torch.testing.assert_close(g, r, atol=1e-10, rtol=0)
 
 
-# ---------------------------------------------------------------- counts and refusals
-
-
-def test_multiply_adds_count_the_inner_width():
-    b, length, d, h = 2, 16, 64, 4
-    inner = h * 32  # head_dim 32: twice d / H
-    pairs = length * length
-    shell = b * (length * 2 * d * inner + pairs * inner)  # values, output projection, P @ V
-    assert layer_macs("R", b, length, d, h, head_dim=32) == shell
-    assert layer_macs("V", b, length, d, h, head_dim=32) == shell + b * (length * 2 * d * inner + pairs * inner)
-    assert layer_macs("V", b, length, d, h, head_dim=16) == layer_macs("V", b, length, d, h)
+# ---------------------------------------------------------------- refusals (the counts: tests/bench/test_flops.py)
 
 
 @pytest.mark.parametrize("bad", [0, -2, True, 2.0, "8"])
