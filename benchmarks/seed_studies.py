@@ -151,6 +151,9 @@ STUDIES: tuple[SeedStudy, ...] = (
               earlier="docs/figures/study-t8/results.json", about="the paper's Table 8 variants: seeds 2 to 4"),
     SeedStudy("t9", "configs/mt_multi30k_de_en.yaml", _MT, ("R",), grid="model.n_heads=2,4,8,16,32",
               earlier="docs/figures/study-t9/results.json", about="R with 2 to 32 heads (Table 9): seeds 2 to 4"),
+    # t9 lets the head width fall from 64 to 4 as heads are added (d_model 128); here each head keeps 16 channels
+    SeedStudy("t9-fixed", "configs/mt_multi30k_de_en.yaml", (*_MT, "model.head_dim=16"), ("R",), seeds=(0, 1, 2),
+              grid="model.n_heads=2,4,8,16,32", about="R with 2 to 32 heads at a fixed head width of 16"),
 )
 
 

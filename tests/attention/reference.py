@@ -7,6 +7,10 @@ softmax and ``Y = softmax(S) G(X)`` followed by the output projection. It is del
 Cross-attention (:func:`reference_cross_forward`) uses the same logits with the target token at position
 ``start + i`` as the query and the source position j as the key (V's key computed from the source token).
 
+Head widths are read from the parameters' shapes (the value projection's rows, V's query rows, the hidden layer's
+rows of D, FD, ConvReluConv and GLU), never from the module's bookkeeping, so a layer built with ``head_dim``
+(heads wider or narrower than d / H) is checked against the same equations.
+
 Equation numbers refer to the ICLR version of the paper (../shared/paper/synthesizer-iclr-version.md).
 """
 
@@ -34,6 +38,20 @@ def _head_rows(h: int, width: int) -> slice:
     return slice(h * width, (h + 1) * width)
 
 
+def _inner_rows(part) -> int:
+    """The rows of the per-head projection a kind splits into its heads (H d_h), from its parameters' shapes."""
+    name = type(part).__name__
+    if name == "DotProduct":
+        return part.query.weight.shape[0] if hasattr(part, "query") else part.qk.weight.shape[0] // 2  # Q rows
+    if name in ("Dense", "FactorizedDense"):
+        return part.W1.weight.shape[0]
+    if name == "GatedDense":
+        return part.W1.weight.shape[0] // 2  # the unit's output: value rows, then gate rows
+    if name == "ConvReluConv":
+        return part.conv1.weight.shape[0]
+    return 0  # the kinds without one (R, Fix, FR, Conv, Bottleneck): head_dim is their values' alone
+
+
 def _window_positions(i: int, width: int, causal: bool) -> list[int]:
     """Positions read by a width-f convolution at position i: the past in causal layers, else centered."""
     first = i - (width - 1) if causal else i - (width - 1) // 2
@@ -57,8 +75,8 @@ def logit(
     """
     name = type(part).__name__
     pos = start + i  # the query's position (R's row, R1's row)
-    d = x.shape[1]
-    dh = d // part.n_heads
+    inner = _inner_rows(part)  # H d_h where the kind splits a projection into heads
+    dh = inner // part.n_heads
     rows = _head_rows(h, dh)
     if name == "Mixture":
         # eq. (8): sum_n alpha_n S_n(X), alpha = softmax of the learned per-head logits
@@ -66,7 +84,7 @@ def logit(
         alpha = torch.exp(w) / torch.exp(w).sum()
         return sum(alpha[n] * logit(p, x, pad, h, i, j, causal, start, memory) for n, p in enumerate(part.parts))
     # T5's V (options bias=False, scaled=False): no biases, no 1/sqrt(d_h)
-    scale = 1 / math.sqrt(dh) if part.options.get("scaled", True) else 1.0
+    scale = 1 / math.sqrt(dh) if name == "DotProduct" and part.options.get("scaled", True) else 1.0
     if name == "DotProduct" and memory is not None:
         # cross-attention: Q from the target token, K from the source token, separate projections
         q = _plus_bias_rows(part.query, part.query.weight[rows] @ x[i], rows)
@@ -74,10 +92,10 @@ def logit(
         return (q * k).sum() * scale
     if name == "DotProduct":
         # S = Q K^T / sqrt(d_h), Q = X W_Q + b_Q, K = X W_K + b_K (fused weights: Q rows first, then K)
-        Wq, Wk = part.qk.weight[:d][rows], part.qk.weight[d:][rows]
+        Wq, Wk = part.qk.weight[:inner][rows], part.qk.weight[inner:][rows]
         q, k = Wq @ x[i], Wk @ x[j]
         if part.qk.bias is not None:
-            q, k = q + part.qk.bias[:d][rows], k + part.qk.bias[d:][rows]
+            q, k = q + part.qk.bias[:inner][rows], k + part.qk.bias[inner:][rows]
         return (q * k).sum() * scale
     if name in ("Random", "FixedRandom"):
         return part.R[h, pos, j]  # eq. (4)
@@ -98,8 +116,8 @@ def logit(
         hidden = _relu(part.W1.weight[_head_rows(h, r)] @ x[i] + part.W1.bias[_head_rows(h, r)])
         return (part.W2[h, j] * hidden).sum() + part.b2[h, j]
     if name == "GatedDense":
-        u = part.W1.weight[:d] @ x[i] + part.W1.bias[:d]
-        g = part.W1.weight[d:] @ x[i] + part.W1.bias[d:]
+        u = part.W1.weight[:inner] @ x[i] + part.W1.bias[:inner]
+        g = part.W1.weight[inner:] @ x[i] + part.W1.bias[inner:]
         hidden = (u * _sigmoid(g))[rows]
         return (part.W2[h, j] * hidden).sum() + part.b2[h, j]
     if memory is not None:
@@ -116,7 +134,7 @@ def logit(
 
         def hidden_at(p: int) -> Tensor:
             if not (0 <= p < length) or pad[p]:
-                return torch.zeros(d, dtype=x.dtype)
+                return torch.zeros(inner, dtype=x.dtype)
             acc = part.conv1.bias.clone()
             for t, p2 in enumerate(_window_positions(p, f, causal)):
                 acc = acc + part.conv1.weight[:, :, t] @ _token(x, p2, pad)
@@ -153,7 +171,7 @@ def reference_forward(
     position_bias (1|B, H, L, L) or None."""
     B, L, d = x.shape
     H = attn.n_heads
-    dh = d // H
+    dh = attn.value.weight.shape[0] // H  # the values' head width: d / H, or the layer's head_dim
     synth = attn.synth
     outputs = []
     for b in range(B):
@@ -203,7 +221,7 @@ def reference_cross_forward(
     B, T, d = x.shape
     S = memory.shape[1]
     H = attn.n_heads
-    dh = d // H
+    dh = attn.value.weight.shape[0] // H  # the values' head width
     outputs = []
     for b in range(B):
         pad = [bool(memory_padding_mask[b, j]) if memory_padding_mask is not None else False for j in range(S)]

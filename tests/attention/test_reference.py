@@ -86,3 +86,49 @@ def test_cropped_fd_matches_reference(causal):
     w = torch.randn_like(out)
     for got, want in zip(_grads(attn, x, out, w), _grads(attn, x, ref, w), strict=True):
         torch.testing.assert_close(got, want, atol=1e-10, rtol=0)
+
+
+# ---------------------------------------------------------------- a head width of its own
+
+#: head widths other than D_MODEL / HEADS = 4: wider (T5's d_kv above d / H) and narrower
+HEAD_DIMS = [pytest.param(8, id="head_dim-8"), pytest.param(3, id="head_dim-3")]
+
+
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_head_dim_matches_reference(kind, causal, head_dim):
+    """A layer of 2 heads of width 8 (or 3) over d_model 8: both paths, outputs and every gradient, against the
+    paper's equations with the widths read from the parameters' shapes (reference.py)."""
+    attn = build(kind, causal=causal, head_dim=head_dim)
+    assert attn.value.weight.shape == (attn.n_heads * head_dim, D_MODEL)
+    x = torch.randn(3, MAX_LEN, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = padding(3, MAX_LEN)
+    ref = reference_forward(attn, x, mask)
+    w = torch.randn_like(ref)
+    want = _grads(attn, x, ref, w)
+    for fast in (False, True):
+        path = "fast" if fast else "materialized"
+        attn.use_fast_paths = fast
+        out = attn(x, key_padding_mask=mask)
+        torch.testing.assert_close(out, ref, atol=1e-10, rtol=0, msg=lambda m, path=path: f"{path}: {m}")
+        for got, expected in zip(_grads(attn, x, out, w), want, strict=True):
+            torch.testing.assert_close(got, expected, atol=1e-10, rtol=0,
+                                       msg=lambda m, path=path: f"{path} gradient: {m}")
+
+
+@pytest.mark.parametrize("kind", ["R", "D", "V", "FD", "ConvReluConv", "GLU", "R+V", "D+V"])
+def test_head_dim_gradcheck(kind):
+    """gradcheck in float64 with heads of width 8 over d_model 8 (input element by element, parameters in
+    fast mode, as :func:`test_gradcheck`), causal, with a padded key."""
+    attn = build(kind, causal=True, head_dim=8)
+    x = torch.randn(2, 4, D_MODEL, dtype=torch.float64, requires_grad=True)
+    mask = torch.tensor([[False] * 4, [False, False, False, True]])
+    assert torch.autograd.gradcheck(lambda x: attn(x, key_padding_mask=mask), (x,), eps=1e-6, atol=1e-7)
+    named = {n: p for n, p in attn.named_parameters() if p.requires_grad}
+    leaves = tuple(p.detach().clone().requires_grad_(True) for p in named.values())
+
+    def by_params(*ps):
+        return functional_call(attn, dict(zip(named, ps, strict=True)), (x.detach(),), {"key_padding_mask": mask})
+
+    assert torch.autograd.gradcheck(by_params, leaves, eps=1e-6, atol=1e-7, fast_mode=True)

@@ -51,6 +51,33 @@ def test_triton_kernels_equal_the_plain_path(kind, causal, length):
             torch.testing.assert_close(a, b, atol=2e-5, rtol=0)
 
 
+@pytest.mark.parametrize("head_dim", [3, 8])
+@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
+@pytest.mark.parametrize("kind", FUSED_KINDS)
+def test_triton_kernels_with_a_head_dim(kind, causal, head_dim):
+    """Heads of their own width (``head_dim``: 3, not a power of two, and 8, above d / H = 4): the kernels see only
+    the factors and the values, whatever d_model is, and give the plain path's output and gradients."""
+    attn = build(kind, causal=causal, dtype=torch.float32, head_dim=head_dim)
+    x = torch.randn(3, MAX_LEN, D_MODEL, requires_grad=True)
+    mask = padding(3, MAX_LEN)
+    paths.reset_path_calls()
+    with fast_path_settings(triton="always"):
+        y = attn(x, mask)
+    assert paths.path_calls()["triton"] == 1, paths.path_calls()
+    attn.use_fast_paths = False
+    want = attn(x, mask)
+    torch.testing.assert_close(y, want, atol=2e-5, rtol=0)
+    w = torch.randn_like(y)
+    params = [x, *[p for p in attn.parameters() if p.requires_grad]]
+    got = torch.autograd.grad((y * w).sum(), params, allow_unused=True)
+    ref = torch.autograd.grad((want * w).sum(), params, allow_unused=True)
+    for a, b in zip(got, ref, strict=True):
+        if a is None or b is None:
+            assert (a is None or not a.any()) and (b is None or not b.any())
+        else:
+            torch.testing.assert_close(a, b, atol=2e-5, rtol=0)
+
+
 def test_dropout_and_the_cpu_stay_on_the_pytorch_paths():
     attn = build("D+V", dtype=torch.float32)
     attn.dropout = 0.1

@@ -109,3 +109,17 @@ def test_a_whole_classifier_adds_its_ffns_and_its_mlp_head():
     ffn = B * L * 2 * D * 16  # two linear maps d -> d_ff -> d per token
     head = B * (D * 4 + 4 * 3)  # the MLP head on the pooled vector: d -> 4 -> 3 classes
     assert classifier_macs(config, B, L) == 2 * (attention + ffn) + head == 49240
+
+
+def test_a_head_dim_is_counted_in_the_inner_width():
+    """With ``head_dim`` the values, the output projection, ``P @ V`` and the kinds' projections are ``H d_h``
+    wide: 4 heads of 32 over d_model 64 count twice the inner width of the default 4 heads of 16."""
+    b, length, d, h = 2, 16, 64, 4
+    inner = h * 32
+    pairs = length * length
+    shell = b * (length * 2 * d * inner + pairs * inner)  # values, output projection, P @ V
+    assert layer_macs("R", b, length, d, h, head_dim=32) == shell
+    assert layer_macs("V", b, length, d, h, head_dim=32) == shell + b * (length * 2 * d * inner + pairs * inner)
+    assert layer_macs("D", b, length, d, h, head_dim=32) == shell + b * (length * d * inner + pairs * inner)
+    for kind in registered_kinds():  # d_model // n_heads, given: the default count
+        assert layer_macs(kind, b, length, d, h, head_dim=16) == layer_macs(kind, b, length, d, h), kind

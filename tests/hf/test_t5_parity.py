@@ -132,3 +132,24 @@ def test_a_synthformer_model_transformers_cannot_hold_is_refused():
     model.config = type(config).from_dict({**config.to_dict(), "decoder_kind": "R+V"})
     with pytest.raises(ConfigError, match="decoder_kind='R\\+V'"):
         to_t5(model)
+
+
+def test_a_model_with_a_head_dim_exports_it_as_d_kv():
+    """``head_dim`` is T5's ``d_kv``: a synthformer T5 of 4 heads of 16 over d_model 32 becomes a T5 with d_kv 16
+    that computes the same logits (synthformer's ``n_heads * head_dim != d_model`` reaches transformers)."""
+    from synthformer.models import Seq2SeqConfig, build_model
+
+    torch.manual_seed(0)
+    config = Seq2SeqConfig(vocab_size=VOCAB, d_model=32, n_heads=4, head_dim=16, n_layers=2, d_ff=64, max_len=32,
+                           dropout=0.0, norm="pre", positions="none", variant="t5", position_bias="t5", pad_id=PAD,
+                           bos_id=PAD, eos_id=EOS, scale_decoder_outputs=True)
+    model = build_model(config).eval()
+    assert model.encoder.layers[0].self_attn.synth.qk.weight.shape == (2 * 64, 32)
+    hf = to_t5(model)
+    assert (hf.config.d_kv, hf.config.num_heads, hf.config.d_model) == (16, 4, 32)
+    src, mask, tgt = batch()
+    with torch.no_grad():
+        ref = hf(input_ids=src, attention_mask=mask, decoder_input_ids=tgt)
+        memory, src_mask = model.encode(src)
+        logits = model.decode(tgt, memory, src_mask)
+    torch.testing.assert_close(logits, ref.logits, atol=1e-5, rtol=0)

@@ -16,7 +16,7 @@ from . import vanilla, random_synthesizer, dense, appendix  # noqa: F401
 from .base import SynthesizingFunction
 from .contract import DecodingCache, TokenMixer
 from .cross import check_cross_kind, cross_kinds
-from .factory import available_mixers, build_mixer, resolve_mixer
+from .factory import available_mixers, build_mixer, resolve_mixer, takes_head_dim
 from .masking import masked_softmax
 from .mixture import Mixture
 from .paths import (
@@ -82,6 +82,7 @@ __all__ = [
     "reset_path_calls",
     "resolve_mixer",
     "select_path",
+    "takes_head_dim",
     "unregister",
     "unregister_path",
 ]

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import SynthesizingFunction, split_heads
+from .base import SynthesizingFunction, inner_width, split_heads
 from .dense import HiddenToLength
 from .registry import register
 
@@ -64,6 +64,7 @@ class Conv(SynthesizingFunction):
     reads_context = True
     #: a window of neighbouring *query* tokens would need target-side decoding state in the cross layer
     supports_cross = False
+    supports_head_dim = True  # each head reads the whole token: head_dim is the values' width alone
     option_defaults = {"conv_width": 3}
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
@@ -103,20 +104,21 @@ class Conv(SynthesizingFunction):
 class ConvReluConv(SynthesizingFunction):
     """``B = Conv2(relu(Conv1(X)))`` (appendix A.2): eq. (2) with both layers as width-f convolutions.
 
-    ``Conv1`` maps d -> d (split into heads like ``W1`` of ``D``); ``Conv2`` is grouped per head, d_h -> l.
-    Padded positions of both the input and the hidden sequence are zeroed.
-    Parameters: ``f d^2 + f d l`` + ``d + H l`` biases.
+    ``Conv1`` maps d -> d (split into heads like ``W1`` of ``D``; d -> ``H d_h`` with ``head_dim``); ``Conv2`` is
+    grouped per head, d_h -> l. Padded positions of both the input and the hidden sequence are zeroed.
+    Parameters: ``f d^2 + f d l`` + ``d + H l`` biases (the hidden ``d`` is ``H d_h`` with ``head_dim``).
     """
 
     reads_context = True
     #: a window of neighbouring *query* tokens would need target-side decoding state in the cross layer
     supports_cross = False
+    supports_head_dim = True
     option_defaults = {"conv_width": 3}
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
         super().__init__(d_model, n_heads, max_len, causal, **options)
         self.width = _check_width(self.options["conv_width"])
-        self.conv1 = nn.Conv1d(d_model, d_model, self.width)
+        self.conv1 = nn.Conv1d(d_model, self.inner_dim, self.width)
         bound = 1.0 / math.sqrt(self.head_dim * self.width)
         self.weight2 = nn.Parameter(torch.empty(n_heads, max_len, self.head_dim, self.width).uniform_(-bound, bound))
         self.bias2 = nn.Parameter(torch.empty(n_heads, max_len).uniform_(-bound, bound))
@@ -127,28 +129,32 @@ class ConvReluConv(SynthesizingFunction):
         b, t, _ = x.shape
         s = start + t
         x = _zero_padding(x, key_padding_mask, start)
-        h = torch.relu(self.conv1(_pad_window(x.transpose(1, 2), self.width, self.causal, state, "x")))  # (B, d, T)
-        h = _zero_padding(h.transpose(1, 2), key_padding_mask, start).transpose(1, 2)  # (B, d, T)
+        h = torch.relu(self.conv1(_pad_window(x.transpose(1, 2), self.width, self.causal, state, "x")))  # (B, Hd_h, T)
+        h = _zero_padding(h.transpose(1, 2), key_padding_mask, start).transpose(1, 2)  # (B, H d_h, T)
         w = self.weight2[:, :s].reshape(self.n_heads * s, self.head_dim, self.width)  # (H*S, d_h, f)
-        window = _pad_window(h, self.width, self.causal, state, "h")  # (B, d, T+f-1)
+        window = _pad_window(h, self.width, self.causal, state, "h")  # (B, H d_h, T+f-1)
         out = F.conv1d(window, w, self.bias2[:, :s].reshape(-1), groups=self.n_heads)  # (B, H*S, T)
         return out.view(b, self.n_heads, s, t).transpose(-1, -2)  # (B, H, S, T) -> (B, H, T, S)
 
     def init_state(self, batch_size: int, device, dtype) -> dict:
-        zeros = torch.zeros(batch_size, self.d_model, self.width - 1, device=device, dtype=dtype)
-        return {"x": zeros, "h": zeros.clone()}
+        return {"x": torch.zeros(batch_size, self.d_model, self.width - 1, device=device, dtype=dtype),
+                "h": torch.zeros(batch_size, self.inner_dim, self.width - 1, device=device, dtype=dtype)}
 
     @classmethod
     def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
-        """``f d^2`` (d -> d) per token and ``f d`` (per head d_h -> L) per pair."""
+        """``f d^2`` (d -> d) per token and ``f d`` (per head d_h -> L) per pair; the hidden ``d`` is ``H d_h``
+        with ``head_dim``."""
         f = int(options["conv_width"])
-        return batch * (length * f * d_model * d_model + f * d_model * pairs)
+        inner = inner_width(d_model, heads, options.get("head_dim"))
+        return batch * (length * f * d_model * inner + f * inner * pairs)
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
-        """``f d^2 + f d l`` + ``d + H l`` biases."""
-        f = int(cls.resolved_options(**options)["conv_width"])
-        return f * d_model * d_model + d_model + f * d_model * max_len + n_heads * max_len
+        """``f d^2 + f d l`` + ``d + H l`` biases; the hidden ``d`` is ``H d_h`` with ``head_dim``."""
+        opts = cls.resolved_options(**options)
+        f = int(opts["conv_width"])
+        inner = inner_width(d_model, n_heads, opts.get("head_dim"))
+        return f * d_model * inner + inner + f * inner * max_len + n_heads * max_len
 
 
 @register("Bottleneck", aliases=("bottleneck",))
@@ -158,6 +164,7 @@ class Bottleneck(HiddenToLength):
     Option ``r`` (default 16, the paper's example). Parameters: ``H r (d + l)`` + ``H r + H l`` biases.
     """
 
+    supports_head_dim = True  # the hidden layer is r wide whatever the head width: head_dim is the values' alone
     option_defaults = {"r": 16}
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
@@ -187,24 +194,31 @@ class Bottleneck(HiddenToLength):
 class GatedDense(HiddenToLength):
     """``B_i = W2 GLU(x_i) + b2``, ``GLU(x) = (W x + b) * sigmoid(V x + c)`` (appendix A.2, Dauphin et al.).
 
-    The gated unit replaces the ReLU layer of ``D``; its d outputs are split into heads as in ``D``.
-    Parameters: ``2 d^2 + d l`` + ``2 d + H l`` biases.
+    The gated unit replaces the ReLU layer of ``D``; its d outputs (``H d_h`` with ``head_dim``) are split into
+    heads as in ``D``. Parameters: ``2 d^2 + d l`` + ``2 d + H l`` biases (the unit's output ``d`` is ``H d_h``
+    with ``head_dim``).
     """
+
+    supports_head_dim = True
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
         super().__init__(d_model, n_heads, max_len, causal, **options)
-        self.W1 = nn.Linear(d_model, 2 * d_model)
+        self.W1 = nn.Linear(d_model, 2 * self.inner_dim)
         self._init_tail(self.head_dim)
 
     def hidden(self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None) -> Tensor:
-        return split_heads(F.glu(self.W1(x), dim=-1), self.n_heads)  # (B, T, 2d) -> (B, T, d) -> (B, H, T, d_h)
+        # (B, T, 2 H d_h) -> (B, T, H d_h) -> (B, H, T, d_h)
+        return split_heads(F.glu(self.W1(x), dim=-1), self.n_heads)
 
     @classmethod
     def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
-        """The gated unit's two d x d maps (``2 d^2`` per token) and ``W2`` (``d`` per pair)."""
-        return batch * (length * 2 * d_model * d_model + pairs * d_model)
+        """The gated unit's two d x d maps (``2 d^2`` per token) and ``W2`` (``d`` per pair); the unit's output
+        ``d`` is ``H d_h`` with ``head_dim``."""
+        inner = inner_width(d_model, heads, options.get("head_dim"))
+        return batch * (length * 2 * d_model * inner + pairs * inner)
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
-        """``2 d^2 + d l`` + ``2 d + H l`` biases."""
-        return 2 * d_model * d_model + 2 * d_model + d_model * max_len + n_heads * max_len
+        """``2 d^2 + d l`` + ``2 d + H l`` biases; the unit's output ``d`` is ``H d_h`` with ``head_dim``."""
+        inner = inner_width(d_model, n_heads, options.get("head_dim"))
+        return 2 * d_model * inner + 2 * inner + inner * max_len + n_heads * max_len

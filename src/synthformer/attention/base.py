@@ -6,7 +6,11 @@ a low-rank *feature* form of them), never values, masks or the softmax.
 
 Conventions shared by all kinds:
 
-* ``d`` below is ``d_model``, ``H`` the number of heads, ``d_h = d / H`` the head width, ``l`` = ``max_len``.
+* ``d`` below is ``d_model``, ``H`` the number of heads, ``d_h`` the head width, ``l`` = ``max_len``. ``d_h`` is
+  ``d / H`` unless the layer is given ``head_dim`` (T5's ``d_kv``): the layer's inner width ``H d_h`` (values,
+  V's queries and keys, the per-head hidden layers of D, FD, ConvReluConv and GLU) then differs from ``d``, and
+  the output projection maps it back to ``d``. A kind sizes its per-head widths with ``self.head_dim`` and
+  ``self.inner_dim`` and declares ``supports_head_dim``; every kind of the library does.
 * Parameters that depend on length are sized for ``max_len`` and cropped to the batch's positions
   (paper section 3.1, "On parameters depending on sequence length").
 * Cross-attention (the decoder's attention over an encoder memory; ``SynthesizerCrossAttention`` in
@@ -21,7 +25,8 @@ Conventions shared by all kinds:
   ``H`` heads the projections that read the token (Q and K of ``V``, ``W1`` of ``D``) are split along their
   output, as in multi-head attention, so the count *for the layer* equals Table 1's with ``d = d_model``
   (``V``: ``2d^2``, ``D``: ``d^2 + d l``), while ``R`` and ``FR`` add their ``l^2`` and ``2 l k`` per head.
-  Biases are listed separately in each ``num_params`` docstring.
+  Biases are listed separately in each ``num_params`` docstring. With ``head_dim`` given, ``d`` in the counts of
+  the projections' outputs reads ``H d_h`` (``V``: ``2 d H d_h``); ``num_params`` takes it as ``head_dim=``.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from .contract import reject_unknown_options
+from .contract import check_head_dim, reject_unknown_options
 
 
 class SynthesizingFunction(nn.Module):
@@ -39,12 +44,14 @@ class SynthesizingFunction(nn.Module):
 
     Args:
         d_model: model width ``d``.
-        n_heads: number of heads ``H`` (``d_model`` must be divisible by it).
+        n_heads: number of heads ``H`` (``d_model`` must be divisible by it unless ``head_dim`` is given).
         max_len: largest sequence length ``l``; length-dependent parameters are sized for it.
         causal: whether the layer is causal (decoders). Logits are masked by the shell either way; kinds that
             read neighbouring tokens (the convolutions) use it to read only the past.
         cross: build for cross-attention (only kinds with ``supports_cross``; never causal): the layer then calls
             :meth:`memory_keys` and :meth:`cross_logits` instead of :meth:`logits`.
+        head_dim: the head width ``d_h``; None is ``d_model // n_heads``. Only kinds with ``supports_head_dim``
+            take another value (``ValueError`` otherwise).
         **options: kind-specific options, declared in ``option_defaults``.
     """
 
@@ -69,11 +76,23 @@ class SynthesizingFunction(nn.Module):
     #: Width e of the per-head memory keys :meth:`memory_keys` returns in cross mode; 0 for kinds whose cross
     #: logits read no source token (all but V). Set per instance.
     memory_key_width: int = 0
+    #: True when the kind sizes its per-head widths with ``self.head_dim`` / ``self.inner_dim`` (and its
+    #: ``num_params`` and ``macs`` with the ``head_dim`` they are given), so that a layer may set ``head_dim``.
+    #: False (the default, for kinds registered outside the library) refuses a ``head_dim`` other than
+    #: ``d_model // n_heads`` with a ``ValueError`` rather than failing on a shape.
+    supports_head_dim: ClassVar[bool] = False
     #: option name -> default value.
     option_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(
-        self, d_model: int, n_heads: int, max_len: int, causal: bool = False, cross: bool = False, **options: Any
+        self,
+        d_model: int,
+        n_heads: int,
+        max_len: int,
+        causal: bool = False,
+        cross: bool = False,
+        head_dim: int | None = None,
+        **options: Any,
     ):
         super().__init__()
         if cross and not self.supports_cross:
@@ -83,9 +102,18 @@ class SynthesizingFunction(nn.Module):
         if cross and causal:
             raise ValueError("cross-attention attends over a whole memory: it cannot be causal")
         reject_unknown_options(f"attention kind {self.name!r}", options, self.option_defaults)
+        check_head_dim(f"attention kind {self.name!r}", head_dim)
+        if head_dim is not None and head_dim * n_heads != d_model and not self.supports_head_dim:
+            raise ValueError(
+                f"attention kind {self.name!r} does not take head_dim={head_dim!r} (heads of a width other than "
+                f"d_model // n_heads = {d_model // n_heads}): its class does not declare supports_head_dim = True"
+            )
         self.d_model = d_model
         self.n_heads = n_heads
-        self.head_dim = d_model // n_heads
+        #: d_h, the width of one head's values (and of V's queries and keys)
+        self.head_dim = d_model // n_heads if head_dim is None else head_dim
+        #: H * d_h, the width of the values of all heads together (d_model unless head_dim is given)
+        self.inner_dim = n_heads * self.head_dim
         self.max_len = max_len
         self.causal = causal
         #: built for cross-attention (target queries over memory positions) rather than self-attention
@@ -238,7 +266,8 @@ class SynthesizingFunction(nn.Module):
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options: Any) -> int:
-        """Trained parameters of this synthesizing function (Table 1 of the paper plus biases)."""
+        """Trained parameters of this synthesizing function (Table 1 of the paper plus biases); ``options`` may hold
+        ``head_dim`` (:func:`inner_width`)."""
         raise NotImplementedError
 
     @classmethod
@@ -246,9 +275,10 @@ class SynthesizingFunction(nn.Module):
         """Multiply-adds of this kind's logits in one forward pass over ``batch`` sequences of ``length`` tokens.
 
         Counted for ``synthformer.bench.flops.layer_macs`` (the shell's own work, values and output projection and
-        ``P @ V``, is counted there). ``options``: the kind's resolved options; ``pairs``: query-key pairs per
-        sequence (``L^2``, or ``L (L + 1) / 2`` causal), so products over pairs count only what a causal layer
-        needs. Every kind declares it; this default names what to add.
+        ``P @ V``, is counted there). ``options``: the kind's resolved options, with ``head_dim`` added when the layer
+        sets one (:func:`inner_width`); ``pairs``: query-key pairs per sequence (``L^2``, or ``L (L + 1) / 2``
+        causal), so products over pairs count only what a causal layer needs. Every kind declares it; this default
+        names what to add.
         """
         raise NotImplementedError(
             f"attention kind {cls.name!r} declares no multiply-add count: add a classmethod "
@@ -261,7 +291,16 @@ class SynthesizingFunction(nn.Module):
 
     def extra_repr(self) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in self.options.items())
-        return f"heads={self.n_heads}, max_len={self.max_len}, causal={self.causal}" + (f", {opts}" if opts else "")
+        width = f", head_dim={self.head_dim}" if self.inner_dim != self.d_model else ""
+        return f"heads={self.n_heads}{width}, max_len={self.max_len}, causal={self.causal}" + (
+            f", {opts}" if opts else "")
+
+
+def inner_width(d_model: int, n_heads: int, head_dim: int | None) -> int:
+    """``H d_h``, the width of a layer's values (and V's queries and keys): ``n_heads * head_dim``, or ``d_model``
+    when ``head_dim`` is None (``d_model // n_heads`` per head). For the ``num_params`` and ``macs`` classmethods,
+    which are given ``head_dim`` in their options."""
+    return d_model if head_dim is None else n_heads * head_dim
 
 
 def dot_logits(q: Tensor, k: Tensor) -> Tensor:

@@ -34,6 +34,7 @@ __all__ = [
     "DecodingCache",
     "TokenMixer",
     "check_core_args",
+    "check_head_dim",
     "check_input",
     "check_probability",
     "missing_members",
@@ -162,12 +163,27 @@ def check_probability(owner: str, name: str, value: Any) -> float:
     return float(value)
 
 
-def check_core_args(owner: str, d_model: Any, n_heads: Any, max_len: Any, dropout: Any) -> None:
-    """Check the four constructor arguments every token mixer shares; ``ValueError`` naming the bad one."""
+def check_head_dim(owner: str, head_dim: Any) -> int | None:
+    """Return ``head_dim`` after checking it is None or a positive int; else ``ValueError`` naming the value.
+
+    ``head_dim`` is a layer's attention head width: None keeps ``d_model // n_heads``; an int ``e`` makes the
+    layer's inner width ``n_heads * e`` (queries, keys, values and the per-head widths of the kinds), the output
+    projection mapping it back to ``d_model`` (T5's ``d_kv``)."""
+    if head_dim is not None and (not _is_int(head_dim) or head_dim < 1):
+        raise ValueError(f"{owner}: head_dim must be None (d_model // n_heads) or a positive int, got {head_dim!r}")
+    return head_dim
+
+
+def check_core_args(
+    owner: str, d_model: Any, n_heads: Any, max_len: Any, dropout: Any, head_dim: Any = None
+) -> None:
+    """Check the four constructor arguments every token mixer shares, and ``head_dim`` where the mixer takes one;
+    ``ValueError`` naming the bad one. ``d_model`` must be divisible by ``n_heads`` unless ``head_dim`` is given
+    (the heads then have a width of their own)."""
     for name, value in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
         if not _is_int(value) or value < 1:
             raise ValueError(f"{owner}: {name} must be a positive int, got {value!r}")
-    if d_model % n_heads != 0:
+    if check_head_dim(owner, head_dim) is None and d_model % n_heads != 0:
         raise ValueError(
             f"{owner}: d_model={d_model} must be divisible by n_heads={n_heads} "
             "(each head owns d_model // n_heads channels)"

@@ -24,7 +24,7 @@ from .contract import check_core_args
 from .masking import check_padding_mask, disallowed, masked_softmax
 from .registry import canonical_kind, get_kind, parse_kind, registered_kinds
 from .sdpa import masked_sdpa
-from .shell import SynthesizerAttention, build_synth, split_layer_options
+from .shell import SynthesizerAttention, build_synth, own_head_dim, split_layer_options, take_head_dim
 from .vanilla import DotProduct
 
 __all__ = ["SynthesizerCrossAttention", "check_cross_kind", "cross_kinds"]
@@ -90,7 +90,9 @@ class SynthesizerCrossAttention(nn.Module):
         kind: a kind of :func:`cross_kinds` or a mixture of them (``"V"``, ``"R"``, ``"D"``, ``"FR+V"``, ...).
         dropout: dropout on the attention probabilities (training only).
         **options: kind options, as for :class:`SynthesizerAttention` (``k`` of FR, ``r`` of Bottleneck, ...),
-            and the layer options ``bias`` and ``scaled`` (T5's cross-attention: both False).
+            the layer options ``bias`` and ``scaled`` (T5's cross-attention: both False) and ``head_dim`` (the
+            head width d_h, None for ``d_model // n_heads``; the values and V's queries and keys are then
+            ``n_heads * head_dim`` wide, the output projection maps them back to ``d_model``).
 
     The memory's keys and values depend on the source only: :meth:`memory_kv` computes them once per source
     batch (in decoding they are kept in the layer cache) and :meth:`forward` takes them.
@@ -111,15 +113,21 @@ class SynthesizerCrossAttention(nn.Module):
         self, d_model: int, n_heads: int, max_len: int, kind: str = "V", dropout: float = 0.0, **options: Any
     ) -> None:
         super().__init__()
-        check_core_args(type(self).__name__, d_model, n_heads, max_len, dropout)
+        owner = type(self).__name__
+        head_dim, options = take_head_dim(owner, options)
+        check_core_args(owner, d_model, n_heads, max_len, dropout, head_dim)
+        head_dim = own_head_dim(d_model, n_heads, head_dim)
         self.kind = check_cross_kind(kind)
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
-        self.head_dim = d_model // n_heads
+        #: d_h and H d_h (d_model // n_heads and d_model without head_dim)
+        self.head_dim = d_model // n_heads if head_dim is None else head_dim
+        self.inner_dim = n_heads * self.head_dim
         self.dropout = dropout
         bias = split_layer_options(options)[0]["bias"]  # T5: no biases
-        self.value = nn.Linear(d_model, d_model, bias=bias)  # G(memory), drawn first
-        self.out = nn.Linear(d_model, d_model, bias=bias)
-        self.synth: SynthesizingFunction = build_synth(kind, d_model, n_heads, max_len, False, options, cross=True)
+        self.value = nn.Linear(d_model, self.inner_dim, bias=bias)  # G(memory), drawn first
+        self.out = nn.Linear(self.inner_dim, d_model, bias=bias)
+        self.synth: SynthesizingFunction = build_synth(kind, d_model, n_heads, max_len, False, options, cross=True,
+                                                       head_dim=head_dim)
         #: False forces the materialized path for V too (``softmax(mask(cross_logits)))`` instead of the fused
         #: kernel); both compute the same function.
         self.use_fast_paths = True
@@ -194,4 +202,4 @@ class SynthesizerCrossAttention(nn.Module):
             logits = self.synth.cross_logits(x, s, start, k)  # (B|1, H, T, S)
             probs = F.dropout(masked_softmax(logits, mask), drop, self.training)
             y = probs @ v  # (B|1, H, T, S) @ (B, H, S, d_h) -> (B, H, T, d_h)
-        return self.out(merge_heads(y))  # (B, H, T, d_h) -> (B, T, d)
+        return self.out(merge_heads(y))  # (B, H, T, d_h) -> (B, T, H d_h) -> (B, T, d)

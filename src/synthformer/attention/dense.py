@@ -3,7 +3,8 @@
 Each token predicts its own row of logits from itself alone ("condition on X_i" in Table 1): row i of a head
 never reads another token. Both share the first layer ``relu(W1 x_i + b1)``; ``W1`` is a d x d projection whose
 output is split into the H heads (each head gets a d_h-wide hidden vector computed from the whole token),
-which is how Table 1's ``d^2`` term carries over to H heads.
+which is how Table 1's ``d^2`` term carries over to H heads. With ``head_dim`` the layer's heads are wider or
+narrower than ``d / H``: ``W1`` is then d x ``H d_h`` and each head's hidden vector still d_h wide.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .base import SynthesizingFunction, dot_logits, split_heads
+from .base import SynthesizingFunction, dot_logits, inner_width, split_heads
 from .registry import register
 
 
@@ -32,6 +33,7 @@ class HiddenToLength(SynthesizingFunction):
     has_features = True
     token_local = True
     supports_cross = True
+    supports_head_dim = True
 
     def _init_tail(self, hidden_dim: int) -> None:
         bound = 1.0 / math.sqrt(hidden_dim)  # the nn.Linear default for a hidden_dim -> max_len layer
@@ -89,21 +91,24 @@ class Dense(HiddenToLength):
     paper_name = "Dense"
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
         super().__init__(d_model, n_heads, max_len, causal, **options)
-        self.W1 = nn.Linear(d_model, d_model)
+        self.W1 = nn.Linear(d_model, self.inner_dim)
         self._init_tail(self.head_dim)
 
     def hidden(self, x: Tensor, start: int, state: dict | None, key_padding_mask: Tensor | None) -> Tensor:
-        return split_heads(torch.relu(self.W1(x)), self.n_heads)  # (B, H, T, d_h)
+        return split_heads(torch.relu(self.W1(x)), self.n_heads)  # (B, T, H d_h) -> (B, H, T, d_h)
 
     @classmethod
     def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
-        """``W1`` (``d^2`` per token) and ``W2`` (``d_h`` per pair and head, ``d`` in all)."""
-        return batch * (length * d_model * d_model + pairs * d_model)
+        """``W1`` (``d^2`` per token) and ``W2`` (``d_h`` per pair and head, ``d`` in all); ``d`` of the hidden layer
+        is ``H d_h`` with ``head_dim``."""
+        inner = inner_width(d_model, heads, options.get("head_dim"))
+        return batch * (length * d_model * inner + pairs * inner)
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
-        """``d^2 + d l`` (Table 1) + ``d + H l`` biases."""
-        return d_model * d_model + d_model * max_len + d_model + n_heads * max_len
+        """``d^2 + d l`` (Table 1) + ``d + H l`` biases; the hidden layer's ``d`` is ``H d_h`` with ``head_dim``."""
+        inner = inner_width(d_model, n_heads, options.get("head_dim"))
+        return d_model * inner + inner * max_len + inner + n_heads * max_len
 
 
 def factor_sizes(max_len: int, a: int | None, b: int | None) -> tuple[int, int]:
@@ -156,12 +161,13 @@ class FactorizedDense(SynthesizingFunction):
     # No feature form: it would be a*b (about max_len) wide, no cheaper than the logits themselves.
     token_local = True
     supports_cross = True
+    supports_head_dim = True
     option_defaults = {"a": None, "b": None}
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):
         super().__init__(d_model, n_heads, max_len, causal, **options)
         self.a, self.b = factor_sizes(max_len, self.options["a"], self.options["b"])
-        self.W1 = nn.Linear(d_model, d_model)
+        self.W1 = nn.Linear(d_model, self.inner_dim)
         bound = 1.0 / math.sqrt(self.head_dim)
         self.WA = nn.Parameter(torch.empty(n_heads, self.a, self.head_dim).uniform_(-bound, bound))
         self.bA = nn.Parameter(torch.empty(n_heads, self.a).uniform_(-bound, bound))
@@ -178,7 +184,7 @@ class FactorizedDense(SynthesizingFunction):
         self, x: Tensor, start: int = 0, state: dict | None = None, key_padding_mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
         """``(A, B)``: (B, H, T, a) and (B, H, T, b); the (T, S) logits of a block are built from them alone."""
-        h = split_heads(torch.relu(self.W1(x)), self.n_heads)  # (B, H, T, d_h)
+        h = split_heads(torch.relu(self.W1(x)), self.n_heads)  # (B, T, H d_h) -> (B, H, T, d_h)
         A = h @ self.WA.transpose(-1, -2) + self.bA[:, None, :]  # (B, H, T, a)
         B = h @ self.WB.transpose(-1, -2) + self.bB[:, None, :]  # (B, H, T, b)
         return A, B
@@ -210,13 +216,16 @@ class FactorizedDense(SynthesizingFunction):
     @classmethod
     def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
         """``W1`` (``d^2``) and the A and B heads (``d (a + b)``) per token, the outer product (1 per pair and
-        head)."""
+        head); the hidden layer's ``d`` is ``H d_h`` with ``head_dim``."""
         a, b = factor_sizes(length, options["a"], options["b"])
-        return batch * (length * (d_model * d_model + d_model * (a + b)) + heads * pairs)
+        inner = inner_width(d_model, heads, options.get("head_dim"))
+        return batch * (length * (d_model * inner + inner * (a + b)) + heads * pairs)
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
-        """``d^2 + d (a + b)`` (Table 1) + ``d + H (a + b)`` biases."""
+        """``d^2 + d (a + b)`` (Table 1) + ``d + H (a + b)`` biases; the hidden layer's ``d`` is ``H d_h`` with
+        ``head_dim``."""
         opts = cls.resolved_options(**options)
         a, b = factor_sizes(max_len, opts["a"], opts["b"])
-        return d_model * d_model + d_model * (a + b) + d_model + n_heads * (a + b)
+        inner = inner_width(d_model, n_heads, opts.get("head_dim"))
+        return d_model * inner + inner * (a + b) + inner + n_heads * (a + b)

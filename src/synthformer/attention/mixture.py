@@ -32,13 +32,15 @@ class Mixture(SynthesizingFunction):
     """
 
     name = "mixture"
+    #: its parts were built with the layer's head width (each part refuses one it does not support)
+    supports_head_dim = True
     #: set by :meth:`grow_from_`, dropped for good once a new part's tensors change (see :meth:`grown_view`); a
     #: class default, so that a mixture pickled before this attribute existed reads as never grown
     _growth: _Growth | None = None
 
     def __init__(self, parts: list[SynthesizingFunction], n_heads: int):
         first = parts[0]
-        super().__init__(first.d_model, n_heads, first.max_len, first.causal)
+        super().__init__(first.d_model, n_heads, first.max_len, first.causal, head_dim=first.head_dim)
         self.name = "+".join(p.name for p in parts)
         self.parts = nn.ModuleList(parts)
         self.alpha_logits = nn.Parameter(torch.zeros(n_heads, len(parts)))
@@ -260,10 +262,11 @@ class _PartShare(SynthesizingFunction):
     """
 
     name = "grown"
+    supports_head_dim = True  # its part's head width
 
     def __init__(self, mixture: Mixture, n: int):
         part = mixture.parts[n]
-        super().__init__(part.d_model, part.n_heads, part.max_len, part.causal)
+        super().__init__(part.d_model, part.n_heads, part.max_len, part.causal, head_dim=part.head_dim)
         self.has_features = part.has_features
         self.input_dependent = part.input_dependent
         self.index = n

@@ -1,6 +1,7 @@
 """Input-independent synthesizing functions: ``R`` (random, trained), ``Fix`` (random, frozen), ``FR``.
 
-Their logits depend on no token: one alignment is shared by every sample of the batch (paper: "global").
+Their logits depend on no token: one alignment is shared by every sample of the batch (paper: "global"). They
+have no width of their own: a layer's ``head_dim`` sets only the width of its values.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Random(SynthesizingFunction):
     paper_name = "Random"
     input_dependent = False
     supports_cross = True
+    supports_head_dim = True  # its logits read no width: head_dim is the values' alone
     option_defaults = {"init_std": 1.0}
     trainable = True
 
@@ -112,6 +114,7 @@ class FactorizedRandom(SynthesizingFunction):
     input_dependent = False
     has_features = True
     supports_cross = True
+    supports_head_dim = True  # its features are k wide whatever the head width: head_dim is the values' alone
     option_defaults = {"k": 8}
 
     def __init__(self, d_model: int, n_heads: int, max_len: int, causal: bool = False, **options):

@@ -19,8 +19,8 @@ from torch import Tensor, nn
 from synthformer.common import map_tensors, sum_tensors, tensor_nbytes
 
 from . import sdpa  # noqa: F401 - registers the SDPA path (paths.py registers the reference)
-from .base import SynthesizingFunction, merge_heads, split_heads
-from .contract import check_core_args, reject_unknown_options
+from .base import SynthesizingFunction, inner_width, merge_heads, split_heads
+from .contract import check_core_args, check_head_dim, reject_unknown_options
 from .masking import check_padding_mask, check_positions, disallowed, masked_softmax
 from .mixture import Mixture
 from .paths import AttentionCall, dispatch
@@ -71,6 +71,20 @@ class _ValueOf(torch.autograd.Function):
 LAYER_OPTIONS: dict[str, Any] = {"bias": True, "scaled": True}
 
 
+def take_head_dim(owner: str, options: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
+    """``(head_dim, the other options)`` of a layer's ``options``: ``head_dim`` (None when absent, i.e.
+    ``d_model // n_heads``) is the layer's head width, for the shell and every part alike, not a kind option.
+    ``ValueError`` naming a value that is neither None nor a positive int."""
+    rest = dict(options)
+    return check_head_dim(owner, rest.pop("head_dim", None)), rest
+
+
+def own_head_dim(d_model: int, n_heads: int, head_dim: int | None) -> int | None:
+    """``head_dim``, or None where it is ``d_model // n_heads`` anyway: the layer is then built exactly as without
+    it (the same parameters, drawn in the same order), by every kind, a user's included."""
+    return None if head_dim is not None and head_dim * n_heads == d_model else head_dim
+
+
 def split_layer_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(layer options with their defaults, the remaining kind options)`` of a layer's ``options``."""
     layer = {name: options.get(name, default) for name, default in LAYER_OPTIONS.items()}
@@ -89,16 +103,27 @@ def _split_options(parts: list[type[SynthesizingFunction]], options: dict[str, A
 
 
 def build_synth(
-    kind: str, d_model: int, n_heads: int, max_len: int, causal: bool, options: dict[str, Any], cross: bool = False
+    kind: str,
+    d_model: int,
+    n_heads: int,
+    max_len: int,
+    causal: bool,
+    options: dict[str, Any],
+    cross: bool = False,
+    head_dim: int | None = None,
 ) -> SynthesizingFunction:
     """The synthesizing function of ``kind``: one registered part, or a :class:`Mixture` of the ``+``-joined ones.
 
     Each part gets the options it declares (an option no part declares raises ``TypeError``); with ``cross`` the
-    parts are built for cross-attention (see :class:`SynthesizingFunction`).
+    parts are built for cross-attention (see :class:`SynthesizingFunction`); ``head_dim`` (None: ``d_model //
+    n_heads``) is every part's head width (a part that does not support one raises ``ValueError``).
     """
     parts = parse_kind(kind)
     part_options = _split_options(parts, options, kind)
+    # given only when set: a kind of a user's whose constructor takes no head_dim builds as it always has
     mode = {"cross": True} if cross else {}
+    if head_dim is not None:
+        mode["head_dim"] = head_dim
     built = [
         cls(d_model, n_heads, max_len, causal, **opts, **mode) for cls, opts in zip(parts, part_options, strict=True)
     ]
@@ -120,11 +145,16 @@ class SynthesizerAttention(nn.Module):
         causal: mask future keys (decoders). Convolutional kinds then read only past tokens.
         dropout: dropout on the attention probabilities (training only).
         **options: kind options, e.g. ``k`` (FR rank, default 8), ``a``/``b`` (FD factors), ``init_std``
-            (R, Fix), ``conv_width`` (Conv, ConvReluConv), ``r`` (Bottleneck). Unknown options raise.
+            (R, Fix), ``conv_width`` (Conv, ConvReluConv), ``r`` (Bottleneck). Unknown options raise. And the
+            layer's ``head_dim`` (T5's ``d_kv``): the width d_h of each head, None (the default) for
+            ``d_model // n_heads``. Given, the values (and V's queries and keys, the kinds' per-head hidden layers)
+            are ``n_heads * head_dim`` wide, the output projection maps them back to ``d_model``, and ``d_model``
+            need not be divisible by ``n_heads``.
 
     Shapes:
         ``forward(x, key_padding_mask)``: x (B, L, d_model), key_padding_mask (B, L) bool with True at padding;
-        returns (B, L, d_model). ``attention_weights`` returns (B, H, L, L).
+        returns (B, L, d_model). ``attention_weights`` returns (B, H, L, L). Inside, values and the decoding cache
+        are (B, H, L, d_h).
 
     Example:
         >>> attn = SynthesizerAttention(d_model=64, n_heads=4, max_len=32, kind="R+V")
@@ -134,8 +164,8 @@ class SynthesizerAttention(nn.Module):
 
     #: The token-mixer contract's declared options: ``kind``; each kind's own options (``k``, ``a``, ``b``, ...)
     #: are declared by its synthesizing function (``option_defaults`` of the registered parts); ``bias`` and
-    #: ``scaled`` are the layer options (:data:`LAYER_OPTIONS`).
-    option_defaults: ClassVar[dict[str, Any]] = {"kind": "V", **LAYER_OPTIONS}
+    #: ``scaled`` are the layer options (:data:`LAYER_OPTIONS`), ``head_dim`` the head width (None: d / H).
+    option_defaults: ClassVar[dict[str, Any]] = {"kind": "V", **LAYER_OPTIONS, "head_dim": None}
     #: ``forward`` takes ``positions`` (left padding); the models pass them only to mixers that declare this
     takes_positions: ClassVar[bool] = True
 
@@ -150,16 +180,22 @@ class SynthesizerAttention(nn.Module):
         **options: Any,
     ):
         super().__init__()
-        check_core_args(type(self).__name__, d_model, n_heads, max_len, dropout)
-        self.synth: SynthesizingFunction = build_synth(kind, d_model, n_heads, max_len, causal, options)
+        owner = type(self).__name__
+        head_dim, options = take_head_dim(owner, options)
+        check_core_args(owner, d_model, n_heads, max_len, dropout, head_dim)
+        head_dim = own_head_dim(d_model, n_heads, head_dim)
+        self.synth: SynthesizingFunction = build_synth(kind, d_model, n_heads, max_len, causal, options,
+                                                       head_dim=head_dim)
         bias = split_layer_options(options)[0]["bias"]
         self.kind = canonical_kind(kind)
         self.d_model, self.n_heads, self.max_len = d_model, n_heads, max_len
-        self.head_dim = d_model // n_heads
+        #: d_h, the width of one head's values; ``inner_dim`` = H d_h, of all heads (d_model by default)
+        self.head_dim = self.synth.head_dim
+        self.inner_dim = self.synth.inner_dim
         self.causal = causal
         self.dropout = dropout
-        self.value = nn.Linear(d_model, d_model, bias=bias)  # G(X), paper eq. (3)
-        self.out = nn.Linear(d_model, d_model, bias=bias)
+        self.value = nn.Linear(d_model, self.inner_dim, bias=bias)  # G(X), paper eq. (3)
+        self.out = nn.Linear(self.inner_dim, d_model, bias=bias)
         #: Use the fast paths (chosen per call by the path registry, ``paths.dispatch``); False forces the
         #: reference path :meth:`attend_reference`. Both compute the same function.
         self.use_fast_paths = True
@@ -168,19 +204,32 @@ class SynthesizerAttention(nn.Module):
     def num_params(cls, d_model: int, n_heads: int, max_len: int, kind: str = "V", **options: Any) -> int:
         """Trained parameters of the layer: the synthesizing function(s) (Table 1 plus biases), the mixture
         weights (H per part when mixed) and the value and output projections (``2 d^2 + 2 d``; ``2 d^2`` with
-        ``bias=False``)."""
+        ``bias=False``; ``2 d H d_h + H d_h + d`` with ``head_dim``).
+
+        Raises ``ValueError`` where the layer could not be built with ``head_dim`` (a part that does not support
+        one)."""
+        head_dim, options = take_head_dim(cls.__name__, options)
+        head_dim = own_head_dim(d_model, n_heads, head_dim)
         parts = parse_kind(kind)
+        width = {}
+        if head_dim is not None:
+            if refused := [p.name for p in parts if not p.supports_head_dim]:
+                raise ValueError(f"attention kind(s) {', '.join(refused)} of {kind!r} do not take "
+                                 f"head_dim={head_dim!r} (their classes do not declare supports_head_dim = True)")
+            width = {"head_dim": head_dim}
         total = sum(
-            p.num_params(d_model, n_heads, max_len, **o)
+            p.num_params(d_model, n_heads, max_len, **o, **width)
             for p, o in zip(parts, _split_options(parts, options, kind), strict=True)
         )
         if len(parts) > 1:
             total += n_heads * len(parts)
         bias = split_layer_options(options)[0]["bias"]
-        return total + 2 * (d_model * d_model + (d_model if bias else 0))
+        inner = inner_width(d_model, n_heads, head_dim)
+        return total + 2 * d_model * inner + ((inner + d_model) if bias else 0)
 
     def extra_repr(self) -> str:
-        return f"kind={self.kind!r}, causal={self.causal}, dropout={self.dropout}"
+        width = f", head_dim={self.head_dim}" if self.inner_dim != self.d_model else ""
+        return f"kind={self.kind!r}{width}, causal={self.causal}, dropout={self.dropout}"
 
     # ------------------------------------------------------------------ checks
     def _check_input(self, x: Tensor, start: int) -> None:

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .base import SynthesizingFunction, split_heads
+from .base import SynthesizingFunction, inner_width, split_heads
 from .registry import register
 
 
@@ -20,7 +20,7 @@ class DotProduct(SynthesizingFunction):
     in a mixture is one of the bugs listed in the guide).
 
     Parameters: ``W_Q``, ``W_K`` (d x d each, fused into one ``qk`` projection) and their biases:
-    ``2 d^2 + 2 d`` for the layer (Table 1: ``2 d^2``).
+    ``2 d^2 + 2 d`` for the layer (Table 1: ``2 d^2``). With ``head_dim`` each is d x ``H d_h``.
 
     Decoding state: the keys of all past positions, (B, H, max_len, d_h).
 
@@ -33,6 +33,7 @@ class DotProduct(SynthesizingFunction):
     uses_qk = True
     has_features = True
     supports_cross = True
+    supports_head_dim = True
     #: The layer options (``shell.LAYER_OPTIONS``) V takes part in: ``bias`` (biases of Q and K) and ``scaled``
     #: (``1/sqrt(d_h)``; T5 leaves its dot product unscaled, the scale being folded into Q's initialisation).
     option_defaults = {"bias": True, "scaled": True}
@@ -41,15 +42,15 @@ class DotProduct(SynthesizingFunction):
         super().__init__(d_model, n_heads, max_len, causal, **options)
         bias = self.options["bias"]
         if self.cross:
-            self.query = nn.Linear(d_model, d_model, bias=bias)
-            self.key = nn.Linear(d_model, d_model, bias=bias)
+            self.query = nn.Linear(d_model, self.inner_dim, bias=bias)
+            self.key = nn.Linear(d_model, self.inner_dim, bias=bias)
             self.memory_key_width = self.head_dim
         else:
-            self.qk = nn.Linear(d_model, 2 * d_model, bias=bias)
+            self.qk = nn.Linear(d_model, 2 * self.inner_dim, bias=bias)
         self.scale = 1.0 / math.sqrt(self.head_dim) if self.options["scaled"] else 1.0
 
     def _qk(self, x: Tensor, start: int, state: dict | None) -> tuple[Tensor, Tensor]:
-        q, k = self.qk(x).chunk(2, dim=-1)  # (B, T, d) each
+        q, k = self.qk(x).chunk(2, dim=-1)  # (B, T, H d_h) each
         q, k = split_heads(q, self.n_heads), split_heads(k, self.n_heads)  # (B, H, T, d_h)
         if state is not None:
             t = x.shape[1]
@@ -76,7 +77,7 @@ class DotProduct(SynthesizingFunction):
         return self.logits(x, start, state, key_padding_mask)  # (B, H, T, S)
 
     def queries(self, x: Tensor) -> Tensor:
-        """Cross mode: the unscaled per-head queries of the target, (B, T, d) -> (B, H, T, d_h)."""
+        """Cross mode: the unscaled per-head queries of the target, (B, T, d) -> (B, T, H d_h) -> (B, H, T, d_h)."""
         return split_heads(self.query(x), self.n_heads)
 
     def memory_keys(self, memory: Tensor) -> Tensor:
@@ -94,20 +95,24 @@ class DotProduct(SynthesizingFunction):
         """Scale head h's query projection (weights and bias) by ``factor[h]``: its logits scale by the same."""
         if self.cross:
             raise NotImplementedError("rescaling the logits of a cross-attention V is not supported")
-        rows = factor.repeat_interleave(self.head_dim).to(self.qk.weight.dtype)  # (d,): one factor per q row
-        self.qk.weight[: self.d_model].mul_(rows[:, None])
+        rows = factor.repeat_interleave(self.head_dim).to(self.qk.weight.dtype)  # (H d_h,): one factor per q row
+        self.qk.weight[: self.inner_dim].mul_(rows[:, None])
         if self.qk.bias is not None:
-            self.qk.bias[: self.d_model].mul_(rows)
+            self.qk.bias[: self.inner_dim].mul_(rows)
 
     def init_state(self, batch_size: int, device, dtype) -> dict:
         return {"k": torch.zeros(batch_size, self.n_heads, self.max_len, self.head_dim, device=device, dtype=dtype)}
 
     @classmethod
     def macs(cls, batch: int, length: int, d_model: int, heads: int, options: dict, pairs: int) -> int:
-        """The Q and K projections (``2 d^2`` per token) and ``Q K^T`` (``d`` per pair)."""
-        return batch * (length * 2 * d_model * d_model + pairs * d_model)
+        """The Q and K projections (``2 d^2`` per token) and ``Q K^T`` (``d`` per pair); ``d`` of the outputs is
+        ``H d_h`` with ``head_dim``."""
+        inner = inner_width(d_model, heads, options.get("head_dim"))
+        return batch * (length * 2 * d_model * inner + pairs * inner)
 
     @classmethod
     def num_params(cls, d_model: int, n_heads: int, max_len: int, **options) -> int:
-        """``2 d^2`` (Table 1) + ``2 d`` biases (none with ``bias=False``)."""
-        return 2 * d_model * d_model + (2 * d_model if options.get("bias", True) else 0)
+        """``2 d^2`` (Table 1) + ``2 d`` biases (none with ``bias=False``); ``2 d H d_h + 2 H d_h`` with
+        ``head_dim``."""
+        inner = inner_width(d_model, n_heads, options.get("head_dim"))
+        return 2 * d_model * inner + (2 * inner if options.get("bias", True) else 0)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from synthformer.attention import SynthesizingFunction, get_mixer, is_whole_mixer, parse_kind
+from synthformer.attention.base import inner_width
 from synthformer.models import ClassifierConfig
 
 
@@ -48,8 +49,9 @@ def layer_macs(
 
     A mixture counts each part's logits once (its weighted sum is elementwise), each part's count declared by its
     class (``SynthesizingFunction.macs``). Options are the layer's kind options (``k``, ``a``, ``b``, ``r``,
-    ``conv_width``), defaults filled from each part. ``causal`` counts the pairwise products over the pairs a
-    causal layer needs (:func:`query_key_pairs`). ``kind`` may also be a whole token mixer that declares
+    ``conv_width``), defaults filled from each part, and its ``head_dim`` (the values and the projections' inner
+    width are then ``heads * head_dim``; every part is given it). ``causal`` counts the pairwise products over the
+    pairs a causal layer needs (:func:`query_key_pairs`). ``kind`` may also be a whole token mixer that declares
     ``layer_macs`` (Linformer).
 
     Raises:
@@ -66,12 +68,15 @@ def layer_macs(
         opts = {**cls.option_defaults, **{k: v for k, v in options.items() if k in cls.option_defaults}}
         return cls.layer_macs(batch, length, d_model, heads, opts, causal)
     pairs = query_key_pairs(length, causal)
-    total = batch * (length * 2 * d_model * d_model + pairs * d_model)  # G(X), the output projection, P @ V
+    head_dim = options.get("head_dim")
+    inner = inner_width(d_model, heads, head_dim)
+    total = batch * (length * 2 * d_model * inner + pairs * inner)  # G(X), the output projection, P @ V
+    width = {} if head_dim is None else {"head_dim": head_dim}
     for part in parse_kind(kind):
         if not _declared(part, "macs", SynthesizingFunction):
             raise KeyError(f"no multiply-add count for attention kind {part.name!r}: add a classmethod "
                            f"macs(batch, length, d_model, heads, options, pairs) -> int to {part.__name__}")
-        opts = part.resolved_options(**{k: v for k, v in options.items() if k in part.option_defaults})
+        opts = part.resolved_options(**{k: v for k, v in options.items() if k in part.option_defaults}, **width)
         total += part.macs(batch, length, d_model, heads, opts, pairs)
     return total
 

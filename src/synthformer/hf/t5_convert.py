@@ -131,9 +131,10 @@ def t5_config_from(config: Seq2SeqConfig) -> Any:
     if config.attention_dropout != config.dropout:
         raise ConfigError(f"attention_dropout={config.attention_dropout!r}: T5 has one dropout_rate, so it must "
                           f"equal dropout ({config.dropout!r})")
+    d_kv = config.attention_head_dim or config.d_model // config.n_heads  # each head's width
     hf = T5Config(
-        vocab_size=config.vocab_size, d_model=config.d_model, d_kv=config.d_model // config.n_heads,
-        d_ff=config.d_ff, num_layers=config.n_layers, num_decoder_layers=config.decoder_layers,
+        vocab_size=config.vocab_size, d_model=config.d_model, d_kv=d_kv, d_ff=config.d_ff,
+        num_layers=config.n_layers, num_decoder_layers=config.decoder_layers,
         num_heads=config.n_heads, relative_attention_num_buckets=config.relative_attention_num_buckets,
         relative_attention_max_distance=config.relative_attention_max_distance, dropout_rate=config.dropout,
         layer_norm_epsilon=T5_NORM_EPS, feed_forward_proj=config.ffn, pad_token_id=config.pad_id,
@@ -193,7 +194,7 @@ def hf_state_from_synthformer(state: dict[str, Tensor], config: Seq2SeqConfig) -
     for stack, layers in _layer_counts(config).items():
         out.update({hf: state[ours] for hf, ours in _stack_pairs(stack, layers, gated)})
         for i in range(layers):
-            q, k = state[f"{stack}.layers.{i}.self_attn.synth.qk.weight"].chunk(2)  # (d, d) each
+            q, k = state[f"{stack}.layers.{i}.self_attn.synth.qk.weight"].chunk(2)  # (H d_kv, d) each
             attn = f"{stack}.block.{i}.layer.0.SelfAttention"
             out[f"{attn}.q.weight"], out[f"{attn}.k.weight"] = q, k
     return out

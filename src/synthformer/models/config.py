@@ -11,6 +11,11 @@ Token mixers of a stack: ``<stack>_kind`` is a name accepted by :func:`synthform
 (``"V"``, ``"R+V"``, ``"LightConv"``, ...) or one name per layer; options come from ``kind_options`` (every
 self-attention mixer) updated by ``<stack>_kind_options`` (a dict, or one dict per layer, e.g. LightConv's
 per-layer ``kernel_size``). The stacks a class has are listed in its ``stacks``.
+
+Attention head width: ``n_heads`` heads of ``d_model // n_heads`` channels each, unless the architecture's
+:attr:`ModelConfig.attention_head_dim_field` (``head_dim`` of the language model and the encoder-decoder) sets a
+width of its own for every attention layer (self and cross), as T5's ``d_kv``; a mixer's ``head_dim`` option (in
+``kind_options``) sets it for the layers the option reaches.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from synthformer.common.config import ConfigError
 
 FFN_TYPES: tuple[str, ...] = ("relu", "conv_relu")
 NORMS: tuple[str, ...] = ("pre", "post")
@@ -111,6 +118,10 @@ class ModelConfig:
     #: The values ``ffn`` and ``positions`` may take in this architecture (the encoder-decoder adds T5's).
     ffn_choices: ClassVar[tuple[str, ...]] = FFN_TYPES
     position_choices: ClassVar[tuple[str, ...]] = POSITIONS
+    #: The field that sets the head width of every attention layer (``"head_dim"``: see
+    #: :attr:`attention_head_dim`), or None where the architecture has none (the classifier, whose ``head_dim`` is
+    #: its MLP head's width; its attention takes the ``head_dim`` option through ``kind_options``).
+    attention_head_dim_field: ClassVar[str | None] = None
 
     vocab_size: int = 32000
     d_model: int = 512
@@ -140,7 +151,9 @@ class ModelConfig:
                             "(or ModelConfig.from_dict({'arch': ..., ...}))")
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "ffn_kernel_size", "max_len"):
             positive_int(name, getattr(self, name))
-        if self.d_model % self.n_heads:
+        if self.attention_head_dim is not None:
+            positive_int(str(self.attention_head_dim_field), self.attention_head_dim)
+        elif self.d_model % self.n_heads:
             raise ValueError(
                 f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}): each head gets "
                 f"d_model // n_heads channels"
@@ -191,8 +204,38 @@ class ModelConfig:
                     f"{stack}_kind_options has {len(opts)} entries but the {stack} has {n} layers; give one dict "
                     f"per layer or a single dict"
                 )
+        self._validate_head_dims()
+
+    def _validate_head_dims(self) -> None:
+        """Every mixer given a head width (:attr:`attention_head_dim`, or a ``head_dim`` option of its own) must
+        take one: ``ConfigError`` naming the stack, the mixer and the value otherwise (LightConv, DynamicConv:
+        their heads are groups of the d_model channels, with no width of their own)."""
+        from synthformer.attention import is_whole_mixer, takes_head_dim
+
+        for stack in self.stacks:
+            for i, (kind, opts) in enumerate(zip(self.layer_kinds(stack), self.layer_options(stack), strict=True)):
+                width = opts.get("head_dim", self.attention_head_dim)
+                if width is None or takes_head_dim(kind) or (is_int(width) and width * self.n_heads == self.d_model):
+                    continue  # d_model // n_heads is every mixer's own width: nothing to set
+                where = (f"{self.attention_head_dim_field}={width!r}" if "head_dim" not in opts
+                         else f"head_dim={width!r} in the options of {stack} layer {i}")
+                why = ("a whole token mixer without a head_dim option (LightConv's and DynamicConv's heads are groups "
+                       "of the d_model channels sharing one kernel, with no width of their own)"
+                       if is_whole_mixer(kind) else "a kind whose class does not declare supports_head_dim")
+                label = f"{stack}_kind[{i}]" if isinstance(getattr(self, f"{stack}_kind"), (list, tuple)) else \
+                    f"{stack}_kind"
+                raise ConfigError(f"{where}: {label}={kind!r} takes no attention head width: it is {why}; leave "
+                                  "head_dim unset, or use an attention kind (V, R, D, R+V, ...) or Linformer")
 
     # ------------------------------------------------------------------ derived values
+    @property
+    def attention_head_dim(self) -> int | None:
+        """The head width the config sets for every attention layer (the :attr:`attention_head_dim_field`), or
+        None: ``d_model // n_heads`` (or a mixer's own ``head_dim`` option). Given, each layer's attention is
+        ``n_heads * head_dim`` wide inside, its output projection mapping back to ``d_model``."""
+        field_name = self.attention_head_dim_field
+        return None if field_name is None else getattr(self, field_name)
+
     @property
     def target_vocab_size(self) -> int:
         """The vocabulary the model reads at its output side (``vocab_size`` unless the architecture differs)."""

@@ -1,7 +1,7 @@
 """Building blocks of the task models: embeddings, the feed-forward networks, cross-attention and the layer.
 
 Shapes use B (batch), L (sequence length), T (new positions in decoding), S (source length), d (``d_model``),
-H (heads), d_h (``d // H``), V (vocabulary).
+H (heads), d_h (``d // H``, or the config's ``head_dim``), V (vocabulary).
 """
 
 from __future__ import annotations
@@ -198,6 +198,8 @@ class TransformerBlock(nn.Module):
             :func:`synthformer.attention.build_mixer`): the architecture's builder hands it down.
         parts: the variant's parts (:class:`~synthformer.models.variant_parts.VariantParts`): the norm, the
             feed-forward networks and the options of every attention; None: the Transformer's.
+        head_dim: the head width of the self- and cross-attention (their ``head_dim`` option, under
+            ``kind_options``, which may set the self-attention's own); None: ``d_model // n_heads``.
 
     Shapes: ``forward(x (B, L, d), padding_mask (B, L) | None, memory_kv, memory_padding_mask (B, S) | None,
     cache=None, start=0, position_bias (1, H, L, L) | None) -> (B, L, d)``; with a :class:`LayerCache` x holds T
@@ -222,19 +224,22 @@ class TransformerBlock(nn.Module):
         kind_options: dict[str, Any] | None = None,
         mixer_factory: Callable[..., nn.Module] | None = None,
         parts: VariantParts | None = None,
+        head_dim: int | None = None,
     ) -> None:
         super().__init__()
         parts = parts if parts is not None else get_variant(DEFAULT_VARIANT)
         self.pre_norm = norm == "pre"  # a variant that needs pre-norm says so in parts.requires (the config checks)
         self.causal = causal
         factory = mixer_factory if mixer_factory is not None else build_mixer
+        # given only where it changes the width: d_model // n_heads builds every mixer as without it
+        width = {} if head_dim is None or head_dim * n_heads == d_model else {"head_dim": head_dim}
         self.self_attn = factory(kind, d_model, n_heads, max_len, causal, attention_dropout,
-                                 **parts.attention_options, **(kind_options or {}))
+                                 **{**width, **parts.attention_options, **(kind_options or {})})
         self.norm_self = parts.norm(d_model)
         self.cross_attn = None
         if cross_kind is not None:
             self.cross_attn = CrossAttention(d_model, n_heads, max_len, cross_kind, attention_dropout,
-                                             **parts.attention_options)
+                                             **width, **parts.attention_options)
             self.norm_cross = parts.norm(d_model)
         self.ffn = parts.make_ffn(ffn, d_model, d_ff, ffn_kernel_size, causal, dropout)
         self.norm_ffn = parts.norm(d_model)

@@ -28,12 +28,18 @@ class LMConfig(ModelConfig):
             layer.
         tie_embeddings: the output projection shares the embedding matrix.
         label_smoothing: label smoothing of the token cross-entropy.
+        head_dim: the width of each attention head (T5's ``d_kv``); None (the default) is ``d_model // n_heads``.
+            Given, every attention layer is ``n_heads * head_dim`` wide inside (values, V's queries and keys, the
+            per-head hidden layers of D, FD, ConvReluConv, GLU) and its output projection maps back to
+            ``d_model``, so that ``n_heads`` can vary at a fixed head width; ``d_model`` need not be divisible by
+            ``n_heads``. A whole token mixer without a head width (LightConv, DynamicConv) is then a ConfigError.
     """
 
     arch: ClassVar[str] = "lm"
     stacks: ClassVar[tuple[str, ...]] = ("decoder",)
     causal_stacks: ClassVar[tuple[str, ...]] = ("decoder",)
     decoder_only: ClassVar[bool] = True
+    attention_head_dim_field: ClassVar[str | None] = "head_dim"
     legacy_fields: ClassVar[dict[str, Any]] = dict(
         tgt_vocab_size=None, num_classes=None, n_decoder_layers=None, encoder_kind="V", cross_kind="V",
         encoder_kind_options=None, pooling="mean")
@@ -42,6 +48,7 @@ class LMConfig(ModelConfig):
     decoder_kind_options: dict[str, Any] | list[dict[str, Any]] | None = None
     tie_embeddings: bool = True
     label_smoothing: float = 0.0
+    head_dim: int | None = None
 
     def validate_arch(self) -> None:
         check_token_head(self)

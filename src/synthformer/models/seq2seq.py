@@ -69,12 +69,19 @@ class Seq2SeqConfig(ModelConfig):
             from which all positions share the last bucket (128).
         scale_decoder_outputs: multiply the decoder output by ``d^-1/2`` before the output projection (T5 v1.0,
             whose output projection is the tied embedding; Hugging Face's ``scale_decoder_outputs``).
+        head_dim: the width of each attention head, T5's ``d_kv``; None (the default) is ``d_model // n_heads``.
+            Given, every attention layer, the cross-attention included, is ``n_heads * head_dim`` wide inside
+            (values, V's queries and keys, the per-head hidden layers of D, FD, ConvReluConv, GLU) and its output
+            projection maps back to ``d_model``, so that ``n_heads`` can vary at a fixed head width; ``d_model``
+            need not be divisible by ``n_heads``. A whole token mixer without a head width (LightConv,
+            DynamicConv) is then a ConfigError.
     """
 
     arch: ClassVar[str] = "seq2seq"
     stacks: ClassVar[tuple[str, ...]] = ("encoder", "decoder")
     causal_stacks: ClassVar[tuple[str, ...]] = ("decoder",)
     encoder_decoder: ClassVar[bool] = True
+    attention_head_dim_field: ClassVar[str | None] = "head_dim"
     legacy_fields: ClassVar[dict[str, Any]] = dict(num_classes=None, pooling="mean")
     position_choices: ClassVar[tuple[str, ...]] = (*POSITIONS, "none")
 
@@ -92,6 +99,7 @@ class Seq2SeqConfig(ModelConfig):
     relative_attention_num_buckets: int = 32
     relative_attention_max_distance: int = 128
     scale_decoder_outputs: bool = False
+    head_dim: int | None = None
 
     def validate_arch(self) -> None:
         from synthformer.attention import check_cross_kind

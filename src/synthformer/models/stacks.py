@@ -50,6 +50,7 @@ def _blocks(config: ModelConfig, stack: str, causal: bool, cross_kind: str | Non
             kind_options=opts,
             mixer_factory=mixer_factory,
             parts=parts,
+            head_dim=config.attention_head_dim,
         )
         for kind, opts in zip(kinds, options, strict=True)
     )

@@ -12,7 +12,8 @@ the parity tests (``tests/hf/test_t5_parity.py``) compare against; the code here
   (v1.1, gated-GELU), no biases.
 * :func:`init_t5_`: T5's initialisation (Hugging Face's ``_init_weights`` with ``initializer_factor`` 1.0).
 
-Shapes: B batch, T queries, S keys, d ``d_model``, H heads, d_h ``d // H``.
+Shapes: B batch, T queries, S keys, d ``d_model``, H heads, d_h ``d // H`` (the config's ``head_dim``, T5's
+``d_kv``, when set).
 """
 
 from __future__ import annotations
@@ -156,13 +157,14 @@ def init_t5_(model: nn.Module, d_model: int, d_ff: int, n_heads: int) -> None:
     Token embeddings and an untied output projection N(0, 1); norms 1; feed-forward inputs N(0, d^-1/2), its output
     N(0, d_ff^-1/2); attention Q N(0, (d d_h)^-1/2) (the ``1/sqrt(d_h)`` that T5 leaves out of the dot product),
     K and V N(0, d^-1/2), the output projection N(0, (H d_h)^-1/2); relative position tables N(0, d^-1/2).
-    Synthesized parts of a mixture (R, D, ...) and the mixture weights keep their own initialisation.
+    Synthesized parts of a mixture (R, D, ...) and the mixture weights keep their own initialisation. d_h is each
+    attention module's own head width (``d_model // n_heads`` unless the config sets ``head_dim``), so
+    ``n_heads`` is not read (it stays a parameter for the callers).
     """
     from synthformer.attention.cross import SynthesizerCrossAttention
     from synthformer.attention.shell import SynthesizerAttention
     from synthformer.attention.vanilla import DotProduct
 
-    head_dim = d_model // n_heads
     for module in model.modules():
         if isinstance(module, RMSNorm):
             module.weight.fill_(1.0)
@@ -174,10 +176,10 @@ def init_t5_(model: nn.Module, d_model: int, d_ff: int, n_heads: int) -> None:
             module.wo.weight.normal_(0.0, d_ff**-0.5)
         elif isinstance(module, (SynthesizerAttention, SynthesizerCrossAttention)):
             module.value.weight.normal_(0.0, d_model**-0.5)
-            module.out.weight.normal_(0.0, (n_heads * head_dim) ** -0.5)
+            module.out.weight.normal_(0.0, (module.n_heads * module.head_dim) ** -0.5)
         elif isinstance(module, DotProduct):
             q, k = (module.query.weight, module.key.weight) if module.cross else module.qk.weight.chunk(2)
-            q.normal_(0.0, (d_model * head_dim) ** -0.5)  # chunks are views: this fills the fused qk in place
+            q.normal_(0.0, (d_model * module.head_dim) ** -0.5)  # chunks are views: this fills the fused qk in place
             k.normal_(0.0, d_model**-0.5)
     tables = {id(e.token.weight): e.token.weight for e in (model.src_embed, model.tgt_embed)}  # one when shared
     for weight in tables.values():
