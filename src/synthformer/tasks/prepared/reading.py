@@ -30,9 +30,10 @@ __all__ = ["open_prepared", "prepared_data"]
 logger = logging.getLogger(__name__)
 
 
-def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None) -> PreparedCorpus:
+def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None, *, scan_ids: bool = True) -> PreparedCorpus:
     """Open and check ``run.task.prepared`` (see the module docstring); ``tokenizer``: one the run must keep (a
-    resumed run's, a pretrained run's), which must be the corpus's.
+    resumed run's, a pretrained run's), which must be the corpus's. ``scan_ids=False`` (a dry run, which reads no
+    token) leaves the ids to the run: every check but the scan is made, from the manifest and the files' sizes.
 
     Raises:
         DataError: a missing or damaged corpus.
@@ -63,7 +64,7 @@ def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None) -> Prepare
                           "unset (the corpus's is used)")
     # ids beyond the vocabulary (a byte flipped on disk keeps a shard's size): refused here, before the run
     # directory exists, when the scan is cheap; a bigger corpus is checked batch by batch as it is read
-    if not corpus.check_ids(reader.ID_SCAN_BYTES):
+    if scan_ids and not corpus.check_ids(reader.ID_SCAN_BYTES):
         logger.info("the prepared corpus %s holds %s of token ids: checked against its vocabulary as batches are "
                     "read, not scanned at start", corpus.path, f"{corpus.token_bytes() / 1e9:,.1f} GB")
     return corpus
