@@ -93,10 +93,11 @@ def explain_run(config: str, overrides: Sequence[str] = ()) -> list[LayerPaths]:
     from synthformer.tasks.run.setup import example_lengths
 
     from .measure import random_batch
-    from .plan_data import Inputs, Problems, plan_data
+    from .plan_data import Problems, plan_data, plan_inputs
 
     run = load_run_config(config, list(overrides))
-    _, vocab = plan_data(run, processes=1, inputs=Inputs(), problems=Problems())
+    problems = Problems()
+    _, vocab = plan_data(run, processes=1, inputs=plan_inputs(run, None, problems), problems=problems)
     from synthformer.models import build_model
 
     torch.manual_seed(run.train.seed)

@@ -117,8 +117,6 @@ class DataPlan:
         return out
 
 
-
-
 def plan_inputs(run: RunConfig, run_dir: str | Path | None, problems: Problems) -> Inputs:
     """The tokenizer the run keeps and whether it starts from ``init_from`` (the run's steps,
     :func:`~synthformer.tasks.run.setup.kept_tokenizer`); a resumed run is planned where ``run_dir`` holds one. An

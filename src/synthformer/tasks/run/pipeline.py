@@ -3,7 +3,7 @@
 Flow: the tokenizer a run keeps (a resumed run's, ``init_from``'s) -> the data
 (:func:`~synthformer.tasks.run.data.prepare_data`: raw splits, tokenizer, the model config sized for them,
 datasets) -> the model (built, ``init_from``'s weights, ``train.freeze``) -> :class:`~synthformer.train.Trainer`
-with the task's ``eval_fn``. The steps but the data are :mod:`.setup`'s, which a dry run takes too.
+with the task's ``eval_fn``. Every step but the data is :mod:`.setup`'s, which a dry run takes too.
 
 The run directory is a :class:`~synthformer.train.Run` opened here (or handed in by a study): opened before anything
 is read, so a second run into the same directory fails at once; it refuses an earlier run unless resumed or
