@@ -150,16 +150,20 @@ def prepared_plan(tmp_path: Path, folder: Path, task: dict | None = None, **trai
 
 
 def test_prepared_corpus_plan_from_the_manifest(tmp_path):
+    from synthformer.tasks.prepared.reading import prepared_data
+
     folder = prepared_corpus(tmp_path / "prep")
-    plan = prepared_plan(tmp_path, folder, steps=10)  # 4000 tokens / 16 = 250 examples; 10 x 8 = 80 of them
+    plan = prepared_plan(tmp_path, folder, steps=10)  # blocks of 16 + 1 of 4000 tokens: 249; 10 x 8 = 80 of them
     assert plan.vocab_size == 260 and "prepared" in plan.vocab_source  # the corpus's byte tokenizer
     assert plan.data.prepared["splits"]["train"] == {"documents": 10, "tokens": {"text": 4000}, "shards": 2}
-    assert plan.data.examples_per_epoch == 250 and plan.data.epochs == pytest.approx(80 / 250)
+    assert plan.data.examples_per_epoch == 249 and plan.data.epochs == pytest.approx(80 / 249)
+    run = run_config(tmp_path, {"type": "lm", "prepared": str(folder), "max_len": 16})
+    assert len(prepared_data(run, splits=("train",)).datasets["train"]) == 249  # the run's
     assert not plan.errors and not plan.missing
     assert [w for w in plan.warnings if "of one epoch" in w]  # 32% of the data never seen
     assert "train: 2 shard(s), 10 documents, 4,000 text tokens" in "\n".join(plan.data.lines())
     many = prepared_plan(tmp_path, folder, steps=1000)
-    assert many.data.epochs == pytest.approx(32) and [w for w in many.warnings if "repeats the training data" in w]
+    assert many.data.epochs == pytest.approx(8000 / 249) and [w for w in many.warnings if "repeats the training" in w]
 
 
 def test_prepared_corpus_problems_are_the_runs(tmp_path):

@@ -9,7 +9,9 @@ tokenizer settings (:func:`plan_vocabulary`: an upper bound, or a guess).
 A prepared corpus (``task.prepared: DIR``, written by ``synthformer prepare``) is opened and checked by the run's
 own :func:`~synthformer.tasks.prepared.reading.open_prepared` (the manifest, every listed file's size, its task type,
 its tokenizer against the one the run keeps), without the scan of its token ids, and described from its
-``manifest.json``: splits, documents, tokens, shards; no shard is opened. Otherwise the sources are listed with
+``manifest.json``: splits, documents, tokens, shards. Its examples per epoch are the length of the run's own
+training dataset over the shards (:func:`~synthformer.tasks.prepared.reading.prepared_dataset`), which reads no
+token (a ``pairs`` corpus's offsets, to count what its lengths cut or skip). Otherwise the sources are listed with
 their sizes on disk (files, the local files of a Hugging Face ``data_files`` option) or named (a generator, a
 remote Hugging Face data set).
 
@@ -30,7 +32,7 @@ from synthformer.data import Tokenizer
 from synthformer.data.errors import DataError
 from synthformer.data.prepared.format import MANIFEST, read_manifest
 from synthformer.tasks import RunConfig, get_generator
-from synthformer.tasks.prepared.reading import open_prepared
+from synthformer.tasks.prepared.reading import open_prepared, prepared_dataset
 from synthformer.tasks.run.init_from import init_from_missing, split_init_from
 from synthformer.tasks.run.loading import read_model_config
 from synthformer.tasks.run.resume import ResumedInputs
@@ -242,17 +244,15 @@ def _prepared_plan(run: RunConfig, folder: Path, processes: int, kept: ResumedIn
     summary = {"dir": str(folder), "task_type": manifest.get("task_type"), "layout": manifest.get("layout"),
                "dtype": manifest.get("dtype"), "tokenizer": manifest.get("tokenizer"), "splits": splits}
     plan = DataPlan("prepared", prepared=summary)
-    train = manifest.get("splits", {}).get("train")
-    if train is None:
+    if "train" not in {name.split(".", 1)[0] for name in corpus.splits}:  # "train.rte": a split stored per task
         problems.errors.append(f"{folder / MANIFEST}: no train split")
         return plan, tokenizer
     _check_lengths(run, manifest, problems.warnings)
-    if manifest.get("layout") == "pairs":
-        per_epoch = int(train.get("documents", 0))
-    else:  # documents packed into examples: raw tokens per example (span corruption: more than max_len)
-        extras = run.task.task_type.report_extras(run, 1)
-        per_example = int(extras.get("raw_tokens_per_input") or run.task.stride or run.task.max_len)
-        per_epoch = int(train.get("tokens", {}).get("text", 0)) // per_example
+    try:  # the run's own training dataset over the shards: its examples at the run's lengths (no token read)
+        per_epoch = len(prepared_dataset(run, corpus, "train", tokenizer))
+    except (DataError, ConfigError) as err:
+        problems.errors.append(str(err))
+        return plan, tokenizer
     plan.examples_per_epoch = per_epoch
     if per_epoch > 0:
         plan.epochs = tcfg.steps * tcfg.batch_size * tcfg.grad_accum * processes / per_epoch
