@@ -2,7 +2,8 @@
 
 It must work for every registered task type and generator, never read or tokenize the corpus (a 1 GB sparse
 file that is not even text plans in about a second), and describe a prepared corpus from its manifest, with the
-problems it can see as warnings or errors."""
+problems it can see as warnings, errors (the run would stop) or missing inputs (not there yet: the plan goes on).
+That the plan agrees with the run it plans: tests/cli/test_dry_run_pipeline.py."""
 
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ def plan_inputs(run: RunConfig, run_dir: str | Path | None, problems: Problems) 
     if saved is not None:
         labels = kept.label_set
         return Inputs(kept, str(RunDir(run_dir).tokenizer_path), len(labels) if labels else None,
-                      init_weights=pretrained and not own_checkpoint)
+                      init_weights=pretrained)  # a resumed run before its first checkpoint starts from init_from
     rd = RunDir(split_init_from(str(run.init_from))[0])  # the pretrained model's classes: the run must match them
     classes = getattr(read_model_config(rd), "num_classes", None)
     return Inputs(kept, str(rd.tokenizer_path), classes, init_weights=True)
