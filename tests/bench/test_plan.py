@@ -2,16 +2,15 @@
 
 It must work for every registered task type and generator, never read or tokenize the corpus (a 1 GB sparse
 file that is not even text plans in about a second), and describe a prepared corpus from its manifest, with the
-problems it can see as warnings or errors."""
+problems it can see as warnings, errors (the run would stop) or missing inputs (not there yet: the plan goes on).
+That the plan agrees with the run it plans: tests/cli/test_dry_run_pipeline.py."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from synthformer.bench.plan import format_plan, plan_run
@@ -102,53 +101,45 @@ def test_a_failing_bf16_trace_is_redone_in_fp32(tmp_path, monkeypatch):
     assert bf16.memory == fp32.memory and bf16.flops_per_step == fp32.flops_per_step
 
 
-def test_missing_training_file_is_fatal(tmp_path, capsys):
+def test_a_missing_training_file_is_missing_and_the_plan_exits_0(tmp_path, capsys):
+    """A dry run plans a run to come: its data not there yet is a line of the plan, not an error."""
     config = tmp_path / "lm.yaml"
     config.write_text(json.dumps({"task": {"type": "lm", "train": str(tmp_path / "gone.txt"), "valid_fraction": 0.1},
                                   "model": TINY_MODEL}))
-    assert main(["train", str(config), "--dry-run"]) == 2
+    assert main(["train", str(config), "--dry-run"]) == 0
     captured = capsys.readouterr()
-    assert "error:      task.train: no file at" in captured.out  # the plan is printed, the problem in it
-    err = captured.err.strip().splitlines()
-    assert len(err) == 1 and "the run would fail: task.train: no file at" in err[0]
+    assert f"missing:    task.train: no file at {tmp_path / 'gone.txt'} (put the data there" in captured.out
+    assert "error" not in captured.out + captured.err
 
 
-def test_missing_prepared_folder_is_fatal_and_the_plan_still_prints(tmp_path, capsys):
+def test_a_missing_prepared_folder_is_missing_and_the_plan_still_prints(tmp_path, capsys):
     """The shipped C4 configs name task.prepared before anyone has prepared it: the plan prints and says so."""
     config = tmp_path / "lm.yaml"
     config.write_text(json.dumps({"task": {"type": "lm", "prepared": str(tmp_path / "not-yet")}, "model": TINY_MODEL}))
-    assert main(["train", str(config), "--dry-run"]) == 2
+    assert main(["train", str(config), "--dry-run"]) == 0
     captured = capsys.readouterr()
     assert "data:       a prepared corpus that cannot be read" in captured.out
-    assert "no such prepared folder; run 'synthformer prepare" in captured.err.strip().splitlines()[-1]
+    (line,) = [line for line in captured.out.splitlines() if line.startswith("missing:")]
+    assert "no such prepared folder; run 'synthformer prepare CONFIG --out" in line
+    assert not captured.err.strip()
 
 
 # --------------------------------------------------------------------------------------------------------------
 # a prepared corpus, described from its manifest
 
 
-def prepared_corpus(folder: Path, *, documents: int = 10, tokens: int = 4000, layout: str = "documents") -> Path:
-    """A prepared folder in the shared format (two train shards, one valid shard) with files of the right sizes."""
-    folder.mkdir(parents=True)
-    (folder / "tokenizer.json").write_text('{"kind": "bpe"}')
-    fields = ["text"] if layout == "documents" else ["source", "target"]
-    splits = {}
-    for split, shards in (("train", 2), ("valid", 1)):
-        entries = []
-        for k in range(shards):
-            name = f"{split}-{k:05d}"
-            counts = {f: tokens // shards for f in fields}
-            for f in fields:
-                (folder / f"{name}.{f}.bin").write_bytes(b"\0" * 2 * counts[f])
-                np.save(folder / f"{name}.{f}.idx.npy", np.zeros(documents // shards + 1, dtype=np.int64))
-            entries.append({"name": name, "documents": documents // shards, "tokens": counts})
-        splits[split] = {"tokens": {f: tokens for f in fields}, "documents": documents, "shards": entries}
-    sha = hashlib.sha256((folder / "tokenizer.json").read_bytes()).hexdigest()
-    manifest = {"format": "synthformer-prepared", "version": 1, "task_type": "lm" if layout == "documents" else
-                "seq2seq", "layout": layout, "fields": fields, "dtype": "uint16",
-                "tokenizer": {"file": "tokenizer.json", "sha256": sha, "kind": "bpe", "vocab_size": 1000},
-                "splits": splits}
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+def prepared_corpus(folder: Path, *, layout: str = "documents") -> Path:
+    """A prepared folder written by the prepared format's writer: documents (ten of 400 byte tokens, 4,000 in two
+    train shards; one valid shard) or pairs (ten pairs, the longest source of 40 tokens, targets of 8)."""
+    from synthformer.data import ByteTokenizer
+    from synthformer.data.prepared import write_prepared
+
+    if layout == "documents":
+        splits = {"train": [("x" * 399,)] * 10, "valid": [("y" * 99,)] * 2}  # each document ends with <eos>
+        write_prepared(folder, ByteTokenizer(), splits, shard_tokens=2000)
+    else:
+        pairs = [("s" * 40, "t" * 8)] + [("s" * 10, "t" * 8)] * 9
+        write_prepared(folder, ByteTokenizer(), {"train": pairs}, layout="pairs", task_type="seq2seq")
     return folder
 
 
@@ -160,43 +151,52 @@ def prepared_plan(tmp_path: Path, folder: Path, task: dict | None = None, **trai
 
 
 def test_prepared_corpus_plan_from_the_manifest(tmp_path):
+    from synthformer.tasks.prepared.reading import prepared_data
+
     folder = prepared_corpus(tmp_path / "prep")
-    plan = prepared_plan(tmp_path, folder, steps=10)  # 4000 tokens / 16 = 250 examples; 10 x 8 = 80 of them
-    assert plan.vocab_size == 1000 and "prepared" in plan.vocab_source
+    plan = prepared_plan(tmp_path, folder, steps=10)  # blocks of 16 + 1 of 4000 tokens: 249; 10 x 8 = 80 of them
+    assert plan.vocab_size == 260 and "prepared" in plan.vocab_source  # the corpus's byte tokenizer
     assert plan.data.prepared["splits"]["train"] == {"documents": 10, "tokens": {"text": 4000}, "shards": 2}
-    assert plan.data.examples_per_epoch == 250 and plan.data.epochs == pytest.approx(80 / 250)
-    assert not plan.errors
+    assert plan.data.examples_per_epoch == 249 and plan.data.epochs == pytest.approx(80 / 249)
+    run = run_config(tmp_path, {"type": "lm", "prepared": str(folder), "max_len": 16})
+    assert len(prepared_data(run, splits=("train",)).datasets["train"]) == 249  # the run's
+    assert not plan.errors and not plan.missing
     assert [w for w in plan.warnings if "of one epoch" in w]  # 32% of the data never seen
     assert "train: 2 shard(s), 10 documents, 4,000 text tokens" in "\n".join(plan.data.lines())
     many = prepared_plan(tmp_path, folder, steps=1000)
-    assert many.data.epochs == pytest.approx(32) and [w for w in many.warnings if "repeats the training data" in w]
+    assert many.data.epochs == pytest.approx(8000 / 249) and [w for w in many.warnings if "repeats the training" in w]
 
 
-def test_prepared_corpus_problems(tmp_path):
+def test_prepared_corpus_problems_are_the_runs(tmp_path):
+    """The plan opens the corpus with the run's own checks (open_prepared, its ids not scanned): the first problem
+    the run would stop on is the plan's error, in the run's words; a corpus not there yet is missing."""
+    from synthformer.data import CharTokenizer
+
     folder = prepared_corpus(tmp_path / "prep")
     (folder / "train-00001.text.bin").unlink()
-    with (folder / "valid-00000.text.bin").open("r+b") as f:
+    (error,) = prepared_plan(tmp_path, folder).errors
+    assert "train-00001.text.bin: missing (a shard of split 'train')" in error
+
+    cut = prepared_corpus(tmp_path / "cut")
+    with (cut / "valid-00000.text.bin").open("r+b") as f:
         f.truncate(10)
-    errors = prepared_plan(tmp_path, folder).errors
-    assert any("train-00001.text.bin: shard file missing" in e for e in errors)
-    assert any("valid-00000.text.bin: 10 bytes, the manifest says 8000" in e for e in errors)
+    (error,) = prepared_plan(tmp_path, cut).errors
+    assert "valid-00000.text.bin: 10 bytes where the manifest says 400" in error
 
     other = prepared_corpus(tmp_path / "prep2")
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "synthformer_tokenizer.json").write_text('{"kind": "char"}')  # a resumed run's own
-    errors = prepared_plan(tmp_path, other).errors
-    assert len(errors) == 1 and "the run's tokenizer differs from the prepared corpus's" in errors[0]
+    CharTokenizer.train(["abc"]).save(tmp_path / "run" / "synthformer_tokenizer.json")  # a resumed run's own
+    (error,) = prepared_plan(tmp_path, other).errors
+    assert "the corpus was tokenized with another tokenizer than the one given" in error
 
-    # the messages of the prepared format's own reader, the ones training gives
-    assert "missing: the folder holds no finished prepare" in prepared_plan(tmp_path, tmp_path / "run").errors[0]
-    assert "no such prepared folder" in prepared_plan(tmp_path, tmp_path / "nowhere").errors[0]
+    unfinished = prepared_plan(tmp_path, tmp_path / "run")  # a folder without a manifest: a prepare not finished
+    assert not unfinished.errors and "missing: the folder holds no finished prepare" in unfinished.missing[0]
+    nowhere = prepared_plan(tmp_path, tmp_path / "nowhere")
+    assert not nowhere.errors and "no such prepared folder" in nowhere.missing[0]
 
 
 def test_prepared_pairs_that_would_be_truncated(tmp_path):
     folder = prepared_corpus(tmp_path / "pairs", layout="pairs")
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["splits"]["train"]["longest"] = {"source": 40, "target": 8}
-    (folder / "manifest.json").write_text(json.dumps(manifest))
     task = {"type": "seq2seq", "train": str(tmp_path / "unused.tsv"), "max_len": 16, "max_target_len": 12}
     plan = prepared_plan(tmp_path, folder, task, steps=1)
     assert plan.data.examples_per_epoch == 10  # a pair is an example
@@ -223,30 +223,63 @@ def test_a_model_the_config_cannot_describe_is_one_error_line_as_in_a_real_run(t
     assert len(err) == 1 and "cannot build the model: unknown option(s) ['k'] for attention kind 'V'" in err[0]
 
 
-def test_a_resumed_run_plans_with_its_own_vocabulary(tmp_path):
+def test_a_resumed_run_plans_with_its_own_tokenizer(tmp_path):
+    from synthformer.data import CharTokenizer
+
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "model_config.json").write_text(json.dumps({"arch": "lm", "vocab_size": 777}))
-    run = run_config(tmp_path, {"type": "lm", "generator": "pystdlib", "max_len": 16})
+    tok = CharTokenizer.train(["the run's own alphabet"])
+    tok.save(tmp_path / "run" / "synthformer_tokenizer.json")
+    run = run_config(tmp_path, {"type": "lm", "train": str(tmp_path / "corpus.txt"), "tokenizer": "char",
+                                "max_len": 16})
     plan = plan_run(run, run_dir=tmp_path / "run")
-    assert plan.vocab_size == 777 and plan.vocab_source.endswith("model_config.json")
-    assert plan_run(run).vocab_size != 777
+    assert plan.vocab_size == tok.vocab_size and plan.vocab_source.endswith("synthformer_tokenizer.json")
+    assert plan.model_config["pad_id"] == tok.pad_id and plan.model_config["eos_id"] == tok.eos_id
+    assert plan_run(run).vocab_size != tok.vocab_size
 
 
-@pytest.mark.parametrize("suffix", ["", "@best", "@latest", "@40"])
-def test_the_plan_reads_the_vocabulary_of_init_from_with_a_checkpoint_suffix(tmp_path: Path, suffix: str) -> None:
-    """``init_from: RUN@best`` names a checkpoint inside RUN: the dry run reads RUN's model config, not RUN@best's."""
-    from synthformer.bench.plan_data import DataPlan, _run_tokenizers, plan_vocabulary
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory) -> Path:
+    """A finished tiny classification run (checkpoints at steps 3 and 6, the best by accuracy kept)."""
     from synthformer.common.config import from_dict
+    from synthformer.tasks import RunConfig, train_run
+
+    from ..tasks.helpers import classification_config
+
+    root = tmp_path_factory.mktemp("pretrained")
+    run = from_dict(RunConfig, classification_config(root, keep_best="accuracy"))
+    train_run(run, root / "pre")
+    return root / "pre"
+
+
+@pytest.mark.parametrize("suffix", ["", "@best", "@latest", "@6"])
+def test_the_plan_takes_the_tokenizer_of_init_from_with_a_checkpoint_suffix(tmp_path: Path, pretrained: Path,
+                                                                            suffix: str) -> None:
+    """``init_from: RUN@best`` names a checkpoint inside RUN: the dry run takes RUN's tokenizer, as the run does,
+    and checks the model against RUN's."""
+    from synthformer.common.config import from_dict
+    from synthformer.data import load_tokenizer
     from synthformer.tasks import RunConfig
     from synthformer.train import RunDir
 
     from ..tasks.helpers import classification_config
 
-    pre = RunDir(tmp_path / "pre")
-    pre.path.mkdir()
-    pre.model_config_path.write_text(json.dumps({"vocab_size": 321, "num_classes": 3}), encoding="utf-8")
-    pre.tokenizer_path.write_text("{}", encoding="utf-8")
-    run = from_dict(RunConfig, {**classification_config(tmp_path), "init_from": f"{pre.path}{suffix}"})
-    size, where, classes = plan_vocabulary(run, DataPlan("files"))
-    assert (size, classes) == (321, 3) and where == str(pre.model_config_path)
-    assert _run_tokenizers(run, None) == [pre.tokenizer_path]
+    cfg = classification_config(tmp_path)
+    plan = plan_run(from_dict(RunConfig, {**cfg, "init_from": f"{pretrained}{suffix}"}))
+    tokenizer = RunDir(pretrained).tokenizer_path
+    assert plan.vocab_size == load_tokenizer(tokenizer).vocab_size and plan.vocab_source == str(tokenizer)
+    assert plan.model_config["num_classes"] == 2 and not plan.missing and not plan.errors
+
+
+def test_an_init_from_run_not_there_yet_is_missing(tmp_path: Path, pretrained: Path) -> None:
+    from synthformer.common.config import from_dict
+    from synthformer.tasks import RunConfig
+
+    from ..tasks.helpers import classification_config
+
+    cfg = classification_config(tmp_path)
+    for spec, words in ((tmp_path / "later", "run directory not found"), (f"{pretrained}@40", "step_000040 is not a "
+                                                                           "complete checkpoint")):
+        plan = plan_run(from_dict(RunConfig, {**cfg, "init_from": str(spec)}))
+        (line,) = plan.missing
+        assert words in line and "the pretrained run is made by: synthformer train" in line, line
+        assert "at most" in plan.vocab_source or "assumed" in plan.vocab_source  # planned from the settings

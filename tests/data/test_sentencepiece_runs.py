@@ -101,15 +101,15 @@ def test_prepare_stores_the_model_and_reads_a_spiece_model(tmp_path: Path) -> No
 
 
 def test_the_dry_run_plan_counts_the_kinds_own_sentinels(tmp_path: Path, spm_tokenizer) -> None:
-    from synthformer.bench.plan_data import DataPlan, plan_vocabulary
+    from synthformer.bench.plan_data import plan_vocabulary
 
     run = from_dict(RunConfig, span_config(tmp_path, **SPM))
-    assert plan_vocabulary(run, DataPlan("files"))[0] == 160  # not 160 + the task's 10: the kind brings 100
+    assert plan_vocabulary(run).size == 160  # not 160 + the task's 10: the kind brings 100
     model = spm_tokenizer.base.save_model(tmp_path / "spiece.model")
     cfg = span_config(tmp_path, **{"task.tokenizer": "sentencepiece", "task.tokenizer_options": {
         "model_file": str(model), "num_sentinels": 0}})
-    size, where, _ = plan_vocabulary(from_dict(RunConfig, cfg), DataPlan("files"))
-    assert size == 100 + 10 and "100 pieces" in where  # a bare model gets the task's 10 sentinels
+    vocab = plan_vocabulary(from_dict(RunConfig, cfg))
+    assert vocab.size == 100 + 10 and "100 pieces" in vocab.source  # a bare model gets the task's 10 sentinels
 
 
 def test_classification_reads_mean_pooled_text_and_refuses_cls_pooling(tmp_path: Path) -> None:

@@ -90,19 +90,19 @@ def explain_run(config: str, overrides: Sequence[str] = ()) -> list[LayerPaths]:
         ConfigError: the config cannot be read or its model built (named key).
     """
     from synthformer.tasks.run.config import load_run_config, resolve_model_config
+    from synthformer.tasks.run.setup import example_lengths
 
     from .measure import random_batch
-    from .plan import _lengths
-    from .plan_data import plan_data, plan_vocabulary
+    from .plan_data import Problems, plan_data, plan_inputs
 
     run = load_run_config(config, list(overrides))
-    data = plan_data(run, processes=1, run_dir=None, warnings=[], errors=[])
-    vocab_size, _, num_classes = plan_vocabulary(run, data, None)
+    problems = Problems()
+    _, vocab = plan_data(run, processes=1, inputs=plan_inputs(run, None, problems), problems=problems)
     from synthformer.models import build_model
 
     torch.manual_seed(run.train.seed)
-    model = build_model(resolve_model_config(run, vocab_size, num_classes))
-    lengths = _lengths(run)
+    model = build_model(resolve_model_config(run, vocab.size, vocab.classes, vocab.special_ids))
+    lengths = example_lengths(run)
     batch = random_batch(model.config, 1, lengths["input"], seed=run.train.seed)
     if "target" in lengths and "tgt_ids" in batch:  # an encoder-decoder: the decoder at its own length
         batch["tgt_ids"] = batch["tgt_ids"][:, :1].expand(1, lengths["target"]).clone()

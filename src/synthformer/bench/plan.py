@@ -1,10 +1,13 @@
 """``synthformer train CONFIG --dry-run``: what a run would cost, from its config alone, before a days-long run.
 
-:func:`plan_run` resolves the config, builds the model on PyTorch's ``meta`` device (shapes only: no memory for
-the weights, nothing computed) and reports the parameters, the tokens of an optimizer step, the FLOPs of a step
-(counted by :func:`~synthformer.bench.measure.count_flops`, the counter of ``synthformer bench``, over one forward
-and backward pass of a micro-batch on the meta device), the memory a process needs to train, the data plan
-(:mod:`.plan_data`) and the problems it can see. Nothing is read from the corpus and nothing is tokenized.
+:func:`plan_run` takes the run's own setup steps (:mod:`synthformer.tasks.run.setup`: the tokenizer it keeps, the
+model config, the model with ``init_from`` checked and ``train.freeze`` frozen, the optimizer's parameters), the
+model built on PyTorch's ``meta`` device (shapes only: no memory for the weights, nothing computed), and reports the
+parameters, the tokens of an optimizer step, the FLOPs of a step (counted by
+:func:`~synthformer.bench.measure.count_flops`, the counter of ``synthformer bench``, over one forward and backward
+pass of a micro-batch on the meta device), the memory a process needs to train, the data plan (:mod:`.plan_data`)
+and the problems it can see: inputs not there yet (missing, with what makes them) and what the run would stop on
+(errors). Nothing is read from the corpus and nothing is tokenized.
 
 Memory per process (the formula :data:`MEMORY_FORMULA` states, printed under the plan):
 
@@ -43,11 +46,10 @@ from torch.overrides import TorchFunctionMode
 from synthformer.models import DEFAULT_VARIANT, ModelConfig
 from synthformer.tasks import RunConfig
 from synthformer.tasks.run.config import resolve_model_config
-from synthformer.tasks.run.data import build_checked_model
-from synthformer.train.optim import freeze_parts
+from synthformer.tasks.run.setup import example_lengths, optimizer_parameters, setup_model
 
 from .measure import count_flops, random_batch
-from .plan_data import DataPlan, format_bytes, plan_data, plan_vocabulary
+from .plan_data import DataPlan, Problems, format_bytes, plan_data, plan_inputs
 
 __all__ = ["MEMORY_FORMULA", "RunPlan", "format_plan", "micro_batch_tokens", "plan_run"]
 
@@ -92,8 +94,14 @@ class RunPlan:
     machine: str = ""
     """The memory of the machine the run would train on beside the plan's peak (``bench.memory.fit_report``);
     empty until the command line fills it in."""
+    model_config: dict[str, Any] = field(default_factory=dict)
+    """The resolved model config the plan built (``ModelConfig.to_dict``): what ``model_config.json`` of the run
+    would hold, at the plan's vocabulary."""
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    """Problems the run would stop on (the dry run then ends with status 2)."""
+    missing: list[str] = field(default_factory=list)
+    """Inputs not there yet, each with what makes it (planned around; the dry run ends with status 0)."""
 
     @property
     def examples_per_step(self) -> int:
@@ -112,52 +120,49 @@ class RunPlan:
 def plan_run(run: RunConfig, *, config: str = "", processes: int = 1, run_dir: str | Path | None = None) -> RunPlan:
     """The plan of training ``run`` on ``processes`` processes (see the module docstring); reads no corpus.
 
-    ``run_dir``: the run directory the run would use; a tokenizer already in it (a resumed run) is compared with
-    a prepared corpus's.
+    ``run_dir``: the run directory the run would use; a tokenizer already in it (a resumed run) is the one planned
+    with, as the run would keep it.
 
     Raises:
-        ConfigError: the model cannot be built from the config (named key).
+        ConfigError: the model cannot be built from the config (named key), or is not ``init_from``'s.
     """
     if processes < 1:
         raise ValueError(f"processes: expected an integer >= 1, got {processes}")
     tcfg = run.train
-    warnings: list[str] = []
-    errors: list[str] = []
-    data = plan_data(run, processes=processes, run_dir=run_dir, warnings=warnings, errors=errors)
-    vocab_size, vocab_source, num_classes = plan_vocabulary(run, data, run_dir)
-    model_config = resolve_model_config(run, vocab_size, num_classes)
-    model = _meta_model(model_config)
-    if tcfg.freeze:
-        freeze_parts(model, tcfg.freeze)  # the trainable count and the optimizer state leave them out
-    params = list(model.parameters())
-    lengths = _lengths(run)
+    problems = Problems()
+    inputs = plan_inputs(run, run_dir, problems)
+    data, vocab = plan_data(run, processes=processes, inputs=inputs, problems=problems)
+    model_config = resolve_model_config(run, vocab.size, vocab.classes, vocab.special_ids)
+    setup = setup_model(run, model_config, meta=True, init_weights=inputs.init_weights)
+    model = setup.model
+    lengths = example_lengths(run)
     batch = _meta_batch(model_config, tcfg.batch_size, lengths)
     tokens = {name: tcfg.batch_size * tcfg.grad_accum * processes * n for name, n in lengths.items()}
     tokens["total"] = sum(tokens.values())
     micro_flops, saved, method, memory_method = _trace(model, batch, tcfg.bf16)
     if micro_flops is None:
         ids = sum(t.numel() for k, t in batch.items() if k.endswith("_ids"))
-        micro_flops = 6 * sum(p.numel() for p in params) * ids
+        micro_flops = 6 * setup.parameters * ids
         saved = _formula_activations(model, model_config, batch, tcfg.bf16)
     shard = processes if tcfg.distributed == "fsdp" and processes > 1 else 1
-    weights = sum(p.numel() * 4 for p in params)
-    trainable = [p for p in params if p.requires_grad]
+    trainable = optimizer_parameters(model, run)  # what the gradients and the optimizer state are kept for
     memory = {
-        "weights": math.ceil(weights / shard),
+        "weights": math.ceil(setup.parameters * 4 / shard),
         "gradients": math.ceil(sum(p.numel() * 4 for p in trainable) / shard),
         "optimizer": math.ceil(_optimizer_bytes(trainable, tcfg.optimizer) / shard),
         "activations": saved,
     }
     memory["total"] = sum(memory.values())
     return RunPlan(
-        config=config, arch=model_config.arch, parameters=sum(p.numel() for p in params),
-        trainable=sum(p.numel() for p in trainable), vocab_size=model_config.vocab_size, vocab_source=vocab_source,
+        config=config, arch=model_config.arch, parameters=setup.parameters, trainable=setup.trainable,
+        vocab_size=model_config.vocab_size, vocab_source=vocab.source,
         processes=processes, distributed=tcfg.distributed if processes > 1 else "one process",
         batch_size=tcfg.batch_size, grad_accum=tcfg.grad_accum, steps=tcfg.steps, lengths=lengths,
         tokens_per_step=tokens, flops_per_step=float(micro_flops) * tcfg.grad_accum * processes,
         flops_method=method, memory=memory, memory_method=memory_method,
         optimizer=tcfg.optimizer, precision="bf16 autocast" if tcfg.bf16 else "fp32", data=data,
-        warnings=warnings, errors=errors, recipe=_recipe(run),
+        recipe=_recipe(run), model_config=model_config.to_dict(), warnings=problems.warnings,
+        errors=problems.errors, missing=problems.missing,
     )
 
 
@@ -180,33 +185,10 @@ def _recipe(run: RunConfig) -> str:
     return "; ".join(parts)
 
 
-def _meta_model(config: ModelConfig) -> nn.Module:
-    """The model of ``config`` with every tensor on the meta device (shapes, no storage)."""
-    # build_model logs a parameter count that tells tensors apart by their storage, which meta tensors lack
-    registry_log = logging.getLogger("synthformer.models.registry")
-    level = registry_log.level
-    registry_log.setLevel(logging.WARNING)
-    try:
-        with torch.device("meta"):
-            return build_checked_model(config).train()
-    finally:
-        registry_log.setLevel(level)
-
-
 def micro_batch_tokens(run: RunConfig) -> int:
     """Positions of one micro-batch (``train.batch_size`` x every length of an example), which the time of the
     meta trace grows with (its random batch is made on the CPU; blocked attention loops over the length)."""
-    return run.train.batch_size * sum(_lengths(run).values())
-
-
-def _lengths(run: RunConfig) -> dict[str, int]:
-    """Positions of one example the model reads: ``input`` (the task's ``max_len``) and, for encoder-decoders,
-    ``target`` (the decoder length: the task's target length, or the one span corruption derives)."""
-    out = {"input": run.task.max_len}
-    if "tgt_vocab_size" in run.task.task_type.derived_model_fields:  # an encoder-decoder
-        extras = run.task.task_type.report_extras(run, 1)
-        out["target"] = int(extras.get("targets_length", run.task.target_len))
-    return out
+    return run.train.batch_size * sum(example_lengths(run).values())
 
 
 def _meta_batch(config: ModelConfig, batch_size: int, lengths: dict[str, int]) -> dict[str, Tensor]:
@@ -343,6 +325,7 @@ def format_plan(plan: RunPlan) -> list[str]:
     ]
     lines += [f"machine:    {plan.machine}"] if plan.machine else []
     lines += [f"data:       {line}" if i == 0 else f"            {line}" for i, line in enumerate(plan.data.lines())]
+    lines += [f"missing:    {m}" for m in plan.missing]
     lines += [f"warning:    {w}" for w in plan.warnings]
     lines += [f"error:      {e}" for e in plan.errors]
     lines.append(f"[1] {MEMORY_FORMULA}")

@@ -1,35 +1,81 @@
-"""The data plan of ``synthformer train --dry-run`` (:mod:`.plan`): what a run would read, without reading it.
+"""The data plan of ``synthformer train --dry-run`` (:mod:`.plan`): what a run would read, without reading it, and
+the vocabulary its model is sized for.
 
-A prepared corpus (``task.prepared: DIR``, written by ``synthformer prepare``) is described from its
-``manifest.json`` alone: splits, documents, tokens, shards, the tokenizer; the shard files are only looked up
-(existence and size), never opened. Otherwise the sources are listed with their sizes on disk (files, the local
-files of a Hugging Face ``data_files`` option) or named (a generator, a remote Hugging Face data set).
+The tokenizer a run keeps is the run's own step (:mod:`synthformer.tasks.run.setup`): a resumed run's (its
+directory's), ``init_from``'s, a prepared corpus's; the plan loads it as the run does (a small file, no corpus)
+and sizes the model for it exactly. Until a tokenizer exists (it is trained on the data) the size comes from the
+tokenizer settings (:func:`plan_vocabulary`: an upper bound, or a guess).
 
-The manifest is read with the prepared format's own :func:`~synthformer.data.prepared.read_manifest` (the same
-checks and messages as training), not through the corpus reader, so that a plan needs nothing but the folder's
-listing and the manifest.
+A prepared corpus (``task.prepared: DIR``, written by ``synthformer prepare``) is opened and checked by the run's
+own :func:`~synthformer.tasks.prepared.reading.open_prepared` (the manifest, every listed file's size, its task type,
+its tokenizer against the one the run keeps), without the scan of its token ids, and described from its
+``manifest.json``: splits, documents, tokens, shards. Its examples per epoch are the length of the run's own
+training dataset over the shards (:func:`~synthformer.tasks.prepared.reading.prepared_dataset`), which reads no
+token (a ``pairs`` corpus's offsets, to count what its lengths cut or skip). Otherwise the sources are listed with
+their sizes on disk (files, the local files of a Hugging Face ``data_files`` option) or named (a generator, a
+remote Hugging Face data set).
+
+Inputs that are not there yet (a data file, a prepared folder, a named data set that cannot be fetched now, a
+SentencePiece model file) are *missing*: the plan names each and what makes it, and plans on; problems the run
+would stop on otherwise are errors.
 """
 
 from __future__ import annotations
 
 import glob
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from synthformer.common.config import ConfigError
+from synthformer.data import Tokenizer
 from synthformer.data.errors import DataError
-from synthformer.data.prepared.format import MANIFEST, np_dtype, read_manifest
+from synthformer.data.prepared.format import MANIFEST, read_manifest
 from synthformer.tasks import RunConfig, get_generator
-from synthformer.tasks.run.init_from import split_init_from
+from synthformer.tasks.prepared.reading import open_prepared, prepared_dataset
+from synthformer.tasks.run.init_from import init_from_missing, split_init_from
+from synthformer.tasks.run.loading import read_model_config
+from synthformer.tasks.run.resume import ResumedInputs
+from synthformer.tasks.run.setup import kept_tokenizer, saved_tokenizer
 from synthformer.train import RunDir
 
-__all__ = ["DataPlan", "format_bytes", "manifest_problems", "plan_data", "plan_vocabulary"]
+__all__ = ["DataPlan", "Problems", "Vocabulary", "format_bytes", "plan_data", "plan_inputs", "plan_vocabulary"]
 
 #: More passes over the training data than this is reported (the run repeats its data many times).
 MANY_EPOCHS = 10.0
+
+
+@dataclass
+class Problems:
+    """What a plan sees besides its numbers, one line each."""
+
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    """The run would stop on these (the dry run ends with status 2)."""
+    missing: list[str] = field(default_factory=list)
+    """Inputs not there yet, each with what makes it (the dry run plans on and ends with status 0)."""
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What the model is sized for: the vocabulary ``size`` and where it comes from, the number of classes
+    (None where the run has none to give), the special ids ``(pad, bos, eos)``."""
+
+    size: int
+    source: str
+    classes: int | None = 2
+    special_ids: tuple[int, int, int] = (0, 2, 3)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a planned run reads besides its data: the tokenizer it keeps (``kept``: tokenizer and class names, with
+    ``source``, where from) and whether it starts from ``init_from``'s weights (``init_weights``)."""
+
+    kept: ResumedInputs | None = None
+    source: str = ""
+    classes: int | None = None
+    init_weights: bool = False
 
 
 @dataclass
@@ -73,92 +119,99 @@ class DataPlan:
         return out
 
 
-def manifest_problems(folder: str | Path, manifest: dict[str, Any]) -> list[str]:
-    """Shard files of the manifest that are missing or of the wrong size (looked up, not read), and a tokenizer
-    file that is missing or differs from the manifest's hash: one line each."""
-    folder = Path(folder)
-    problems = []
-    itemsize = np_dtype(str(manifest["dtype"])).itemsize  # read_manifest checked the key
-    for split in manifest.get("splits", {}).values():
-        for shard in split.get("shards", []):
-            for name in _shard_files(manifest, shard):
-                path = folder / name
-                if not path.is_file():
-                    problems.append(f"{path}: shard file missing; run synthformer prepare again to rebuild it")
-                    continue
-                field_name = name[len(shard["name"]) + 1: -len(".bin")] if name.endswith(".bin") else None
-                expected = shard.get("tokens", {}).get(field_name, 0) * itemsize if field_name else None
-                if expected and path.stat().st_size != expected:
-                    problems.append(f"{path}: {path.stat().st_size} bytes, the manifest says {expected}; the shard "
-                                    "is truncated or foreign: run synthformer prepare again")
-    tok = folder / str((manifest.get("tokenizer") or {}).get("file", "tokenizer.json"))
-    expected_hash = (manifest.get("tokenizer") or {}).get("sha256")
-    if not tok.is_file():
-        problems.append(f"{tok}: the prepared corpus's tokenizer is missing; prepare it again")
-    elif expected_hash and _sha256(tok) != expected_hash:
-        problems.append(f"{tok}: differs from the tokenizer the shards were made with (sha256); prepare it again")
-    return problems
+def plan_inputs(run: RunConfig, run_dir: str | Path | None, problems: Problems) -> Inputs:
+    """The tokenizer the run keeps and whether it starts from ``init_from`` (the run's steps,
+    :func:`~synthformer.tasks.run.setup.kept_tokenizer`); a resumed run is planned where ``run_dir`` holds one. An
+    ``init_from`` run that is not there yet is missing (and the plan sizes the model from the settings).
+
+    Raises:
+        ConfigError: ``task.tokenizer`` / ``task.vocab_size`` not ``init_from``'s tokenizer's (as the run would).
+    """
+    saved = saved_tokenizer(run_dir)
+    own_checkpoint = run_dir is not None and RunDir(run_dir).latest_checkpoint() is not None
+    pretrained = run.init_from is not None and (saved is None or not own_checkpoint)  # its tokenizer or weights
+    if pretrained and (missing := init_from_missing(str(run.init_from))) is not None:
+        problems.missing.append(f"{missing}; the pretrained run is made by: synthformer train ITS_CONFIG "
+                                f"--run-dir {split_init_from(str(run.init_from))[0]}")
+        pretrained = False
+    if saved is None and not pretrained:
+        return Inputs()
+    kept = kept_tokenizer(run, saved)
+    if saved is not None:
+        labels = kept.label_set
+        return Inputs(kept, str(RunDir(run_dir).tokenizer_path), len(labels) if labels else None,
+                      init_weights=pretrained)  # a resumed run before its first checkpoint starts from init_from
+    rd = RunDir(split_init_from(str(run.init_from))[0])  # the pretrained model's classes: the run must match them
+    classes = getattr(read_model_config(rd), "num_classes", None)
+    return Inputs(kept, str(rd.tokenizer_path), classes, init_weights=True)
 
 
-def _shard_files(manifest: dict[str, Any], shard: dict[str, Any]) -> list[str]:
-    """The files of a shard: those its checksums name, else ``<name>.<field>.bin`` / ``.idx.npy`` per field."""
-    if isinstance(shard.get("sha256"), dict) and shard["sha256"]:
-        return sorted(shard["sha256"])
-    return [f"{shard['name']}.{f}.{ext}" for f in manifest.get("fields", ["text"]) for ext in ("bin", "idx.npy")]
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def plan_data(run: RunConfig, *, processes: int, run_dir: str | Path | None, warnings: list[str],
-              errors: list[str]) -> DataPlan:
-    """The data plan of ``run``; problems are appended to ``warnings`` and (fatal: training would stop on them)
-    ``errors``, one line each."""
+def plan_data(run: RunConfig, *, processes: int, inputs: Inputs, problems: Problems) -> tuple[DataPlan, Vocabulary]:
+    """The data plan of ``run`` and the vocabulary of its model; problems go to ``problems``."""
     task = run.task
-    prepared = getattr(task, "prepared", None)  # the prepared-corpus setting, where present
-    if prepared:
-        return _prepared_plan(run, Path(prepared), processes, run_dir, warnings, errors)
-    if task.generator is not None:
+    kept = inputs.kept
+    if task.prepared is not None:
+        plan, corpus_tokenizer = _prepared_plan(run, Path(task.prepared), processes, kept, problems)
+        if corpus_tokenizer is not None:  # the run's tokenizer: the corpus's (open_prepared checked the kept one)
+            return plan, _vocabulary(corpus_tokenizer, "the prepared corpus's tokenizer", None)
+    elif task.generator is not None:
         options = f" {task.generator_options}" if task.generator_options else ""
-        return DataPlan("generator", [{"split": "all", "name": f"{task.generator}{options}"}])
-    if task.hf_name is not None:
-        return _hf_plan(run, warnings, errors)
-    sources = []
+        plan = DataPlan("generator", [{"split": "all", "name": f"{task.generator}{options}"}])
+    elif task.hf_name is not None and task.hf_options.get("data_files") is None:
+        name = f"{task.hf_name}" + (f" ({task.hf_config})" if task.hf_config else "")
+        plan = DataPlan("huggingface", [{"split": s, "name": f"{name} split {e!r}"} for s, e in task.hf_splits.items()])
+    else:
+        plan = DataPlan("files", _file_sources(run, problems))
+    if kept is not None:
+        return plan, _vocabulary(kept.tokenizer, inputs.source, inputs.classes)
+    return plan, plan_vocabulary(run, problems)
+
+
+def _vocabulary(tokenizer: Tokenizer, source: str, classes: int | None) -> Vocabulary:
+    return Vocabulary(tokenizer.vocab_size, source, classes, (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id))
+
+
+def _file_sources(run: RunConfig, problems: Problems) -> list[dict[str, Any]]:
+    """``{"split", "path", "bytes"}`` per file of the task's splits (or of a Hugging Face ``data_files`` option);
+    a path without a file is missing, a named data set's file to fetch is said once."""
+    task = run.task
+    data_files = task.hf_options.get("data_files") if task.hf_name is not None else None
+    if data_files is None:
+        groups = {s: getattr(task, s) for s in ("train", "valid", "test") if getattr(task, s) is not None}
+        key = "task.{split}"
+    else:
+        groups = data_files if isinstance(data_files, dict) else {"train": data_files}
+        key = "task.hf_options.data_files"
     to_fetch = set(task.missing_data())
     if to_fetch:
-        _named_data_plan(task.data, warnings, errors)
-    for split in ("train", "valid", "test"):
-        path = getattr(task, split)
-        if path is None:
-            continue
-        if path in to_fetch:  # a named data set's file, fetched when the run starts: said once above
-            sources.append({"split": split, "path": path, "bytes": None})
-            continue
-        files = _files(path)
-        if not files:
-            (errors if split == "train" else warnings).append(f"task.{split}: no file at {path}")
-            sources.append({"split": split, "path": path, "bytes": None})
-        sources += [{"split": split, "path": str(f), "bytes": f.stat().st_size} for f in files]
-    return DataPlan("files", sources)
+        _named_data_plan(task.data, problems)
+    sources = []
+    for split, patterns in groups.items():
+        for pattern in [patterns] if isinstance(patterns, str) else list(patterns):
+            files = [] if str(pattern) in to_fetch else _files(str(pattern))
+            if not files:
+                sources.append({"split": split, "path": str(pattern), "bytes": None})
+                if str(pattern) not in to_fetch:  # a named data set's file, fetched when the run starts: said above
+                    problems.missing.append(f"{key.format(split=split)}: no file at {pattern} (put the data there, "
+                                            f"or name where it is: {key.format(split=split)}=PATH)")
+            sources += [{"split": split, "path": str(f), "bytes": f.stat().st_size} for f in files]
+    return sources
 
 
-def _named_data_plan(name: str, warnings: list[str], errors: list[str]) -> None:
+def _named_data_plan(name: str, problems: Problems) -> None:
     """A named data set (``task.data``) not on this machine: the run fetches it first (a warning), or, when it
-    cannot be fetched now, stops with the one-line refusal (an error). The plan itself fetches nothing."""
+    cannot be fetched now, stops with the one-line refusal, which names the command that fetches it (missing).
+    The plan itself fetches nothing."""
     from synthformer.data.catalog import cache_root, fetch_blocker, get_data_set, refusal
 
     entry = get_data_set(name)
     blocker = fetch_blocker()
     if blocker is not None:
-        errors.append(refusal(entry, blocker))
+        problems.missing.append(refusal(entry, blocker))
         return
-    warnings.append(f"task.data: {name} is not on this machine: the run fetches it first from "
-                    f"{entry.source.describe()} into {cache_root() / name} (or run: synthformer data get {name})")
+    problems.warnings.append(f"task.data: {name} is not on this machine: the run fetches it first from "
+                             f"{entry.source.describe()} into {cache_root() / name} (or run: synthformer data get "
+                             f"{name})")
 
 
 def _files(path: str) -> list[Path]:
@@ -172,90 +225,46 @@ def _files(path: str) -> list[Path]:
     return [Path(m) for m in sorted(matches) if Path(m).is_file()]
 
 
-def _hf_plan(run: RunConfig, warnings: list[str], errors: list[str]) -> DataPlan:
-    """A Hugging Face data set: its local ``data_files`` with their sizes, else its name (never opened)."""
-    task = run.task
-    data_files = task.hf_options.get("data_files")
-    if data_files is None:
-        name = f"{task.hf_name}" + (f" ({task.hf_config})" if task.hf_config else "")
-        return DataPlan("huggingface", [{"split": s, "name": f"{name} split {e!r}"} for s, e in task.hf_splits.items()])
-    groups = data_files if isinstance(data_files, dict) else {"train": data_files}
-    sources = []
-    to_fetch = set(task.missing_data())
-    if to_fetch:
-        _named_data_plan(task.data, warnings, errors)
-    for split, patterns in groups.items():
-        for pattern in [patterns] if isinstance(patterns, str) else list(patterns):
-            if str(pattern) in to_fetch:  # a named data set's file, fetched when the run starts
-                sources.append({"split": split, "path": str(pattern), "bytes": None})
-                continue
-            files = _files(str(pattern))
-            if not files:
-                errors.append(f"task.hf_options.data_files: no file at {pattern}")
-            sources += [{"split": split, "path": str(f), "bytes": f.stat().st_size} for f in files]
-    return DataPlan("files", sources)
-
-
-def _prepared_plan(run: RunConfig, folder: Path, processes: int, run_dir: str | Path | None,
-                   warnings: list[str], errors: list[str]) -> DataPlan:
+def _prepared_plan(run: RunConfig, folder: Path, processes: int, kept: ResumedInputs | None,
+                   problems: Problems) -> tuple[DataPlan, Tokenizer | None]:
+    """The plan of a prepared corpus and its tokenizer (None where it cannot be opened): opened by the run's own
+    :func:`open_prepared` (``kept``: the tokenizer the run keeps, which must be the corpus's), its ids not scanned."""
+    unreadable = DataPlan("prepared", [{"split": "all", "path": str(folder), "bytes": None}])
     try:
-        manifest = read_manifest(folder)
+        if not (folder / MANIFEST).is_file():  # not there yet: no folder, or a prepare not finished
+            read_manifest(folder)
+        corpus = open_prepared(run, kept.tokenizer if kept is not None else None, scan_ids=False)
+        tokenizer = corpus.tokenizer()
     except (DataError, ConfigError) as err:
-        errors.append(str(err))
-        return DataPlan("prepared", [{"split": "all", "path": str(folder), "bytes": None}])
-    errors.extend(manifest_problems(folder, manifest))
-    task, tcfg = run.task, run.train
-    if manifest.get("task_type") not in (task.type, task.task_type.raw_type):
-        errors.append(f"{folder / MANIFEST}: prepared for task type {manifest.get('task_type')!r}, the run is "
-                      f"{task.type!r}; prepare it with this config")
-    theirs = (manifest.get("tokenizer") or {}).get("sha256")
-    for own in _run_tokenizers(run, run_dir):
-        if theirs and _sha256(own) != theirs:
-            errors.append(f"{own}: the run's tokenizer differs from the prepared corpus's ({folder}); prepare the "
-                          "corpus with this tokenizer or train into a new run directory")
+        (problems.missing if not (folder / MANIFEST).is_file() else problems.errors).append(str(err))
+        return unreadable, None
+    manifest, tcfg = corpus.manifest, run.train
     splits = {name: {"documents": int(s.get("documents", 0)), "tokens": dict(s.get("tokens", {})),
                      "shards": len(s.get("shards", []))} for name, s in manifest.get("splits", {}).items()}
     summary = {"dir": str(folder), "task_type": manifest.get("task_type"), "layout": manifest.get("layout"),
                "dtype": manifest.get("dtype"), "tokenizer": manifest.get("tokenizer"), "splits": splits}
     plan = DataPlan("prepared", prepared=summary)
-    train = manifest.get("splits", {}).get("train")
-    if train is None:
-        errors.append(f"{folder / MANIFEST}: no train split")
-        return plan
-    _check_lengths(run, manifest, warnings)
-    if manifest.get("layout") == "pairs":
-        per_epoch = int(train.get("documents", 0))
-    else:  # documents packed into examples: raw tokens per example (span corruption: more than max_len)
-        extras = task.task_type.report_extras(run, 1)
-        per_example = int(extras.get("raw_tokens_per_input") or task.stride or task.max_len)
-        per_epoch = int(train.get("tokens", {}).get("text", 0)) // per_example
+    if "train" not in {name.split(".", 1)[0] for name in corpus.splits}:  # "train.rte": a split stored per task
+        problems.errors.append(f"{folder / MANIFEST}: no train split")
+        return plan, tokenizer
+    _check_lengths(run, manifest, problems.warnings)
+    try:  # the run's own training dataset over the shards: its examples at the run's lengths (no token read)
+        per_epoch = len(prepared_dataset(run, corpus, "train", tokenizer))
+    except (DataError, ConfigError) as err:
+        problems.errors.append(str(err))
+        return plan, tokenizer
     plan.examples_per_epoch = per_epoch
     if per_epoch > 0:
         plan.epochs = tcfg.steps * tcfg.batch_size * tcfg.grad_accum * processes / per_epoch
         if plan.epochs < 1:
-            warnings.append(f"train.steps {tcfg.steps:,} sees {plan.epochs:.1%} of one epoch of the training data "
-                            f"({per_epoch:,} examples): the rest is never used")
+            problems.warnings.append(f"train.steps {tcfg.steps:,} sees {plan.epochs:.1%} of one epoch of the "
+                                     f"training data ({per_epoch:,} examples): the rest is never used")
         elif plan.epochs > MANY_EPOCHS:
-            warnings.append(f"train.steps {tcfg.steps:,} repeats the training data {plan.epochs:,.1f} times "
-                            f"({per_epoch:,} examples per epoch)")
+            problems.warnings.append(f"train.steps {tcfg.steps:,} repeats the training data {plan.epochs:,.1f} "
+                                     f"times ({per_epoch:,} examples per epoch)")
     else:
-        errors.append(f"{folder / MANIFEST}: the train split holds no example of this run's length")
-    return plan
-
-
-def _init_from_dir(run: RunConfig) -> str | None:
-    """The run directory of ``init_from`` (``RUN@best`` / ``RUN@STEP`` name a checkpoint inside RUN)."""
-    return split_init_from(str(run.init_from))[0] if run.init_from is not None else None
-
-
-def _run_tokenizers(run: RunConfig, run_dir: str | Path | None) -> list[Path]:
-    """Tokenizer files the run would use instead of training one: its own run directory's (a resumed run) and
-    its ``init_from`` run's."""
-    found = []
-    for folder in (run_dir, _init_from_dir(run)):
-        if folder is not None and RunDir(folder).tokenizer_path.is_file():
-            found.append(RunDir(folder).tokenizer_path)
-    return found
+        problems.errors.append(f"{folder / MANIFEST}: the train split holds no example of this run's length")
+    return plan, tokenizer
 
 
 def _check_lengths(run: RunConfig, manifest: dict[str, Any], warnings: list[str]) -> None:
@@ -274,38 +283,34 @@ def _check_lengths(run: RunConfig, manifest: dict[str, Any], warnings: list[str]
                                 "examples would be truncated")
 
 
-def plan_vocabulary(run: RunConfig, data: DataPlan, run_dir: str | Path | None = None) -> tuple[int, str, int]:
-    """(vocabulary size, where it comes from, classes) for sizing the model without building the tokenizer: a
-    prepared corpus's tokenizer, the model config of the run directory (a resumed run) or of ``init_from``, a
-    generator's fixed vocabulary, else the tokenizer settings (an upper bound, or a guess for ``char``)."""
+
+
+def plan_vocabulary(run: RunConfig, problems: Problems | None = None) -> Vocabulary:
+    """The vocabulary of a run whose tokenizer is not built yet (it is trained on the data): a generator's fixed
+    vocabulary, else the tokenizer settings (an upper bound, or a guess for ``char`` and ``word``); classes from the
+    training labels in a real run (2 assumed: the output layer only). A SentencePiece ``model_file`` that is not
+    there yet goes to ``problems.missing``."""
     task = run.task
-    classes = 2  # from the training labels in a real run: the output layer only
+    classes = 2
     note = "; classes: from the training labels (2 assumed)" if "num_classes" in task.task_type.model_fields(2) else ""
-    tok = (data.prepared or {}).get("tokenizer") or {}
-    if tok.get("vocab_size"):
-        return int(tok["vocab_size"]), "the prepared corpus's tokenizer" + note, classes
-    for folder in (run_dir, _init_from_dir(run)):
-        path = RunDir(folder).model_config_path if folder is not None else None
-        if path is not None and path.is_file():
-            saved = json.loads(path.read_text(encoding="utf-8"))
-            return int(saved["vocab_size"]), f"{path}", int(saved.get("num_classes") or classes)
     if task.generator is not None and (generator := get_generator(task.generator)[0]).fixed_vocabulary:
-        return generator.task_tokenizer(task).vocab_size, "the generator's vocabulary" + note, classes
+        return Vocabulary(generator.task_tokenizer(task).vocab_size, "the generator's vocabulary" + note, classes)
     kind = task.tokenizer_kind
     if kind == "byte":
-        return 260, "byte tokenizer" + note, classes
+        return Vocabulary(260, "byte tokenizer" + note, classes)
     if kind == "sentencepiece":
-        size, where = _sentencepiece_vocabulary(task)
-        return size, where + note, classes
+        size, where = _sentencepiece_vocabulary(task, problems if problems is not None else Problems())
+        return Vocabulary(size, where + note, classes)
     sentinels = int(task.task_options.get("num_sentinels", 0))
     extra = f" + {sentinels} sentinels" if sentinels else ""
     if task.vocab_size is not None or kind == "bpe":
         size = task.vocab_size or 8000
-        return size + sentinels, f"{kind} of at most {size:,}{extra}: an upper bound until trained" + note, classes
-    return 260 + sentinels, f"{kind}: unknown until built on the data, 260{extra} assumed" + note, classes
+        return Vocabulary(size + sentinels, f"{kind} of at most {size:,}{extra}: an upper bound until trained" + note,
+                          classes)
+    return Vocabulary(260 + sentinels, f"{kind}: unknown until built on the data, 260{extra} assumed" + note, classes)
 
 
-def _sentencepiece_vocabulary(task: Any) -> tuple[int, str]:
+def _sentencepiece_vocabulary(task: Any, problems: Problems) -> tuple[int, str]:
     """The ``sentencepiece`` kind's size: its ``vocab_size`` counts its own sentinels (T5's 100 unless
     ``tokenizer_options.num_sentinels`` says otherwise); a ``model_file`` is read (its pieces are known)."""
     from synthformer.data.sentinels import DEFAULT_NUM_SENTINELS
@@ -315,9 +320,13 @@ def _sentencepiece_vocabulary(task: Any) -> tuple[int, str]:
     own = int(options.get("num_sentinels", DEFAULT_NUM_SENTINELS))
     added = int(task.task_options.get("num_sentinels", 0)) if own == 0 else 0  # a task adds its own if it has none
     extra = f" + {added} sentinels" if added else ""
-    if options.get("model_file") is not None:
-        pieces = SentencePieceTokenizer.from_file(options["model_file"]).vocab_size
-        return pieces + own + added, f"{options['model_file']}: {pieces:,} pieces + {own} sentinels{extra}"
+    model_file = options.get("model_file")
+    if model_file is not None and Path(model_file).is_file():
+        pieces = SentencePieceTokenizer.from_file(model_file).vocab_size
+        return pieces + own + added, f"{model_file}: {pieces:,} pieces + {own} sentinels{extra}"
+    if model_file is not None:
+        problems.missing.append(f"task.tokenizer_options.model_file: no file at {model_file} (name a trained "
+                                "SentencePiece model there, or leave model_file unset to train one on the data)")
     size = task.vocab_size or SentencePieceTokenizer.default_vocab_size
     return size + added, f"sentencepiece of at most {size:,} ids ({own} sentinels){extra}: an upper bound until trained"
 

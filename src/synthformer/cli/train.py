@@ -37,8 +37,9 @@ checkpoint whose weights computed the best loss; train.keep_best=METRIC keeps th
 A larger train.steps with --resume extends a finished run.
 
 Plan a long run first: --dry-run prints the parameters, tokens and FLOPs per step, the peak memory per process
-beside this machine's and the data plan without training or reading the data (exit status 2 when it sees a problem
-that would stop the run):
+beside this machine's and the data plan without training or reading the data; an input not there yet (a data file,
+a prepared folder, an init_from run) is a "missing:" line saying what makes it, and the plan goes on (exit status
+0); a problem that would stop the run otherwise ends it with exit status 2:
   synthformer train configs/t5_base_pretrain_c4.yaml --dry-run --processes 8
 A run whose planned peak memory is over this machine's (RAM, or the GPU's) refuses to start; --no-memory-check
 starts it anyway.
@@ -139,7 +140,8 @@ def continue_command(argv: list[str], env: Mapping[str, str] | None = None) -> s
 
 
 def _dry_run(args: argparse.Namespace, run_config: object, config_path: Path, run_dir: Path) -> int:
-    """Print the plan (:func:`synthformer.bench.plan.plan_run`); a fatal problem ends it with a one-line error."""
+    """Print the plan (:func:`synthformer.bench.plan.plan_run`); a problem the run would stop on ends it with a
+    one-line error, an input that is not there yet is a line of the plan (a dry run plans the run to come)."""
     from synthformer.bench.memory import fit_report, machine_memory
     from synthformer.bench.plan import format_plan, plan_run
     from synthformer.common.config import ConfigError

@@ -117,13 +117,14 @@ def num_parameters(model: nn.Module, trainable_only: bool = True) -> int:
             counted, as in the paper's tables); False counts every parameter.
     """
     # model.parameters() already yields each shared Parameter once; data_ptr also catches distinct Parameter
-    # objects viewing the same storage.
+    # objects viewing the same storage. A meta tensor (a dry run's model) has no storage, its data_ptr is 0 for
+    # all: those are told apart as Parameter objects.
     seen: set[tuple[int, int]] = set()
     total = 0
     for p in model.parameters():
         if trainable_only and not p.requires_grad:
             continue
-        key = (p.data_ptr(), p.numel())
+        key = (id(p), -1) if p.is_meta else (p.data_ptr(), p.numel())
         if key in seen:
             continue
         seen.add(key)

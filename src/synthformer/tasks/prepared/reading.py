@@ -14,6 +14,7 @@ there.)
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from synthformer.common.config import ConfigError
 from synthformer.data import DataError, Tokenizer
@@ -23,16 +24,18 @@ from ..contract import RawData, TaskData
 from ..run.config import RunConfig, resolve_model_config
 from ..run.lengths import check_truncation, length_reports
 from ..run.spelling import check_spelling
+from .preparation import Preparation
 from .tokenizer import ASKED_VOCAB_SIZE
 
-__all__ = ["open_prepared", "prepared_data"]
+__all__ = ["open_prepared", "prepared_data", "prepared_dataset"]
 
 logger = logging.getLogger(__name__)
 
 
-def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None) -> PreparedCorpus:
+def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None, *, scan_ids: bool = True) -> PreparedCorpus:
     """Open and check ``run.task.prepared`` (see the module docstring); ``tokenizer``: one the run must keep (a
-    resumed run's, a pretrained run's), which must be the corpus's.
+    resumed run's, a pretrained run's), which must be the corpus's. ``scan_ids=False`` (a dry run, which reads no
+    token) leaves the ids to the run: every check but the scan is made, from the manifest and the files' sizes.
 
     Raises:
         DataError: a missing or damaged corpus.
@@ -63,7 +66,7 @@ def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None) -> Prepare
                           "unset (the corpus's is used)")
     # ids beyond the vocabulary (a byte flipped on disk keeps a shard's size): refused here, before the run
     # directory exists, when the scan is cheap; a bigger corpus is checked batch by batch as it is read
-    if not corpus.check_ids(reader.ID_SCAN_BYTES):
+    if scan_ids and not corpus.check_ids(reader.ID_SCAN_BYTES):
         logger.info("the prepared corpus %s holds %s of token ids: checked against its vocabulary as batches are "
                     "read, not scanned at start", corpus.path, f"{corpus.token_bytes() / 1e9:,.1f} GB")
     return corpus
@@ -76,27 +79,17 @@ def prepared_data(run: RunConfig, tokenizer: Tokenizer | None = None,
     corpus = open_prepared(run, tokenizer)
     tok = corpus.tokenizer()
     check_spelling(run, tok, None)
-    preparation = run.task.task_type.preparation()
-    if preparation is None:
-        raise ConfigError(f"task.prepared: task type {run.task.type!r} cannot train from a prepared corpus; give its "
-                          "data files (task.train) instead")
+    _preparation(run)
     model_config = resolve_model_config(run, tok.vocab_size, None, (tok.pad_id, tok.bos_id, tok.eos_id))
     # the run's splits: a corpus stored per task ("train.rte", "valid.rte") serves the run's "train" and "valid"
     present = list(dict.fromkeys(name.split(".", 1)[0] for name in corpus.splits))
     names = [s for s in (splits or tuple(present)) if s in present]
     datasets, ratio = {}, {}
     for name in names:
-        try:
-            datasets[name] = preparation.dataset(run, corpus, name, tok)
-        except (DataError, ConfigError):
-            raise
-        except ValueError as err:
-            raise DataError(corpus.path / "manifest.json", None, f"{name} split: {err}") from None
+        datasets[name] = prepared_dataset(run, corpus, name, tok)
         chars = corpus.manifest["splits"].get(name, {}).get("characters")  # recorded where prepare counts them
         if chars:  # an LM's bits per character from subword tokens
             ratio[name] = chars / max(corpus.split(name).num_tokens("text"), 1)
-        if name == "train" and "train" in (reports := length_reports(datasets)):  # most cut: refused, as in memory
-            check_truncation(run.task, reports["train"])
         logger.info("prepared %s split: %s examples (%s)", name, f"{len(datasets[name]):,}", corpus.path)
     # a raw split: the examples a dataset reads back for scoring (decoded references, GLUE labels), else the names
     # of the corpus splits it was built from (nothing is read into memory)
@@ -104,3 +97,32 @@ def prepared_data(run: RunConfig, tokenizer: Tokenizer | None = None,
                                   or [s for s in corpus.splits if s.split(".", 1)[0] == name] for name in present},
                   info={"prepared": str(corpus.path)})
     return TaskData(raw, tok, datasets, model_config, None, ratio)
+
+
+def _preparation(run: RunConfig) -> Preparation:
+    preparation = run.task.task_type.preparation()
+    if preparation is None:
+        raise ConfigError(f"task.prepared: task type {run.task.type!r} cannot train from a prepared corpus; give its "
+                          "data files (task.train) instead")
+    return preparation
+
+
+def prepared_dataset(run: RunConfig, corpus: PreparedCorpus, name: str, tokenizer: Tokenizer) -> Any:
+    """The dataset of the run's split ``name`` over ``corpus``'s shards (the task type's :class:`Preparation`),
+    built as :func:`prepared_data` builds each split; a dry run builds the training split's to count its examples.
+    No token is read; a ``pairs`` corpus's offsets are, to count the examples its lengths cut or skip, and most of
+    the training examples cut is refused (:func:`~..run.lengths.check_truncation`), as for data read into memory.
+
+    Raises:
+        ConfigError: a type that cannot train from a prepared corpus, or most training examples cut.
+        DataError: a split the run's lengths cannot read (named with the manifest).
+    """
+    try:
+        dataset = _preparation(run).dataset(run, corpus, name, tokenizer)
+    except (DataError, ConfigError):
+        raise
+    except ValueError as err:
+        raise DataError(corpus.path / "manifest.json", None, f"{name} split: {err}") from None
+    if name == "train" and "train" in (reports := length_reports({name: dataset})):
+        check_truncation(run.task, reports["train"])
+    return dataset

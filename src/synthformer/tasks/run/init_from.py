@@ -42,7 +42,7 @@ from .loading import read_model_config
 if TYPE_CHECKING:
     from .config import RunConfig
 
-__all__ = ["FREE_FIELDS", "InitReport", "check_pretrained_model", "load_pretrained_weights",
+__all__ = ["FREE_FIELDS", "InitReport", "check_pretrained_model", "init_from_missing", "load_pretrained_weights",
            "pretrained_tokenizer", "split_init_from"]
 
 logger = logging.getLogger(__name__)
@@ -78,16 +78,31 @@ def split_init_from(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
-def _run_dir(spec: str) -> RunDir:
-    rd = RunDir(split_init_from(spec)[0])
+def init_from_missing(spec: str) -> str | None:
+    """What of the pretrained run ``spec`` is not there yet (its directory, its tokenizer and model config, the
+    checkpoint it names), in the words of the run's refusal; None when a run can start from it. Looked up, not
+    loaded: a run stops on it (:func:`pretrained_tokenizer`), a dry run reports it and plans on."""
+    path, which = split_init_from(spec)
+    rd = RunDir(path)
     if not rd.path.is_dir():
-        raise ConfigError(f"init_from: run directory not found: {rd.path}")
+        return f"init_from: run directory not found: {rd.path}"
     missing = [name for name in (rd.TOKENIZER, rd.MODEL_CONFIG) if not (rd.path / name).is_file()]
     if missing:
-        raise ConfigError(f"init_from: {rd.path} is not a synthformer run directory (missing {', '.join(missing)})")
+        return f"init_from: {rd.path} is not a synthformer run directory (missing {', '.join(missing)})"
     if rd.latest_checkpoint() is None:
-        raise ConfigError(f"init_from: {rd.path} has no checkpoint yet (nothing in {rd.checkpoints_path})")
-    return rd
+        return f"init_from: {rd.path} has no checkpoint yet (nothing in {rd.checkpoints_path})"
+    try:
+        select_checkpoint(rd.path, which)  # RUN@best of a run without train.keep_best, RUN@STEP of no such step
+    except RunError as err:
+        return f"init_from: {err}"
+    return None
+
+
+def _run_dir(spec: str) -> RunDir:
+    missing = init_from_missing(spec)
+    if missing is not None:
+        raise ConfigError(missing)
+    return RunDir(split_init_from(spec)[0])
 
 
 def pretrained_tokenizer(run: RunConfig) -> Tokenizer:

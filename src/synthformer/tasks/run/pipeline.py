@@ -1,7 +1,9 @@
 """From a :class:`~synthformer.tasks.RunConfig` to a trained run directory.
 
-Flow: the data (:func:`~synthformer.tasks.run.data.prepare_data`: raw splits, tokenizer, the model config sized
-for them, datasets) -> the model -> :class:`~synthformer.train.Trainer` with the task's ``eval_fn``.
+Flow: the tokenizer a run keeps (a resumed run's, ``init_from``'s) -> the data
+(:func:`~synthformer.tasks.run.data.prepare_data`: raw splits, tokenizer, the model config sized for them,
+datasets) -> the model (built, ``init_from``'s weights, ``train.freeze``) -> :class:`~synthformer.train.Trainer`
+with the task's ``eval_fn``. Every step but the data is :mod:`.setup`'s, which a dry run takes too.
 
 The run directory is a :class:`~synthformer.train.Run` opened here (or handed in by a study): opened before anything
 is read, so a second run into the same directory fails at once; it refuses an earlier run unless resumed or
@@ -29,27 +31,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torch import nn
-
 from synthformer.common.config import ConfigError
 from synthformer.data.errors import check_data_path
-from synthformer.models import ModelConfig, num_parameters
+from synthformer.models import ModelConfig
 from synthformer.train import Run, RunDir, Trainer
-from synthformer.train.optim import freeze_parts
 from synthformer.train.resume import check_earlier_run
 
 from ..contract import TaskData
 from .config import RunConfig
-from .data import build_task_model, for_run, prepare_data
+from .data import for_run, prepare_data
 from .evaluation import make_eval_fn
-from .init_from import (
-    check_pretrained_model,
-    load_pretrained_weights,
-    pretrained_tokenizer,
-    split_init_from,
-)
+from .init_from import split_init_from
 from .lengths import describe_lengths, length_reports
 from .resume import check_resumed_model, resumed_inputs
+from .setup import ModelSetup, kept_tokenizer, setup_model
 from .task_config import TaskConfig
 
 __all__ = ["TrainResult", "absolute_paths", "check_data_paths", "check_run_dir", "train_run"]
@@ -157,10 +152,8 @@ def _train_owned(run: RunConfig, owner: Run, start: float, *, progress: bool, da
     splits = ("train", run.eval.split)
     if data is not None:
         data = for_run(run, data)
-    elif resumed is not None:
-        data = prepare_data(run, resumed.tokenizer, resumed.label_set, splits=splits)
-    elif run.init_from is not None:
-        data = prepare_data(run, pretrained_tokenizer(run), splits=splits)
+    elif (kept := kept_tokenizer(run, resumed)) is not None:  # the steps of a plan (:mod:`.setup`) from here on
+        data = prepare_data(run, kept.tokenizer, kept.label_set, splits=splits)
     else:
         data = prepare_data(run, splits=splits)
     if run.eval.split not in data.datasets:
@@ -168,27 +161,22 @@ def _train_owned(run: RunConfig, owner: Run, start: float, *, progress: bool, da
                           f"{', '.join(data.raw.splits)})")
     if resumed is not None:
         check_resumed_model(owner, data.model_config)
-    model, model_config = build_task_model(run, data)
-    init_report = None
-    # also when resuming a run that stopped before its first checkpoint: the trainer then starts fresh from these
-    if run.init_from is not None and rd.latest_checkpoint() is None:
-        check_pretrained_model(run, model_config)
-        init_report = load_pretrained_weights(run, model)
+    # init_from also when resuming a run that stopped before its first checkpoint: the trainer then starts fresh
+    setup = setup_model(run, data.model_config, init_weights=rd.latest_checkpoint() is None)
+    init_report = setup.init_report
     # written (and an overwritten run deleted) only when the trainer starts the run, after its own checks (one
     # batch of examples, the checkpoint): a run refused until then leaves the directory as it was
     owner.stage(run, tokenizer=data.tokenizer, model_config=data.model_config.to_dict(), labels=data.label_set,
                 init_from=init_report.to_dict() if init_report is not None else None)
-    return _train(run, owner, data, model, start, progress=progress, on_trainer=on_trainer)
+    return _train(run, owner, data, setup, start, progress=progress, on_trainer=on_trainer)
 
 
-def _train(run: RunConfig, owner: Run, data: TaskData, model: nn.Module, start: float, *, progress: bool,
+def _train(run: RunConfig, owner: Run, data: TaskData, setup: ModelSetup, start: float, *, progress: bool,
            on_trainer: Callable[[Trainer], None] | None) -> TrainResult:
     """Hand the started run to a :class:`Trainer` and train."""
-    freeze_parts(model, run.train.freeze)  # before the count (the optimizer freezes them too; idempotent)
-    params = num_parameters(model)
-    frozen = num_parameters(model, trainable_only=False) - params
+    model, params = setup.model, setup.trainable
     logger.info("model: %s, %s trainable parameters%s", type(model).__name__, f"{params:,}",
-                f" ({frozen:,} frozen)" if frozen else "")
+                f" ({setup.frozen:,} frozen)" if setup.frozen else "")
     data_summary = describe_lengths(run.task, length_reports(data.datasets))
     for line in data_summary:
         logger.info("data: %s", line)

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from synthformer.common.config import to_dict
 from synthformer.data import Tokenizer, load_label_set, load_tokenizer
 from synthformer.models import ModelConfig
-from synthformer.train import Run
+from synthformer.train import Run, RunDir
 from synthformer.train.resume import check_resumed_model as _check_model
 
 from .config import RunConfig
 from .loading import read_model_config, read_run_config
 
-__all__ = ["ResumedInputs", "check_resumed_model", "resumed_inputs"]
+__all__ = ["ResumedInputs", "check_resumed_model", "resumed_inputs", "saved_inputs"]
 
 
 @dataclass
@@ -37,6 +37,15 @@ def resumed_inputs(owner: Run, run: RunConfig) -> ResumedInputs | None:
     """
     rd = owner.rundir
     if not owner.check_resume(lambda: to_dict(read_run_config(rd)), to_dict(run)):
+        return None
+    return saved_inputs(rd)
+
+
+def saved_inputs(rd: RunDir) -> ResumedInputs | None:
+    """The tokenizer and class names saved in ``rd`` (None without a tokenizer: a run there starts fresh). A
+    resumed run reads them after its checks (:func:`resumed_inputs`); a dry run reads them to plan the run that
+    would continue there."""
+    if not rd.tokenizer_path.is_file():
         return None
     labels = load_label_set(rd.labels_path) if rd.labels_path.is_file() else None
     return ResumedInputs(load_tokenizer(rd.tokenizer_path), labels)
