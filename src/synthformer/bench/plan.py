@@ -41,10 +41,8 @@ from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
 from synthformer.models import DEFAULT_VARIANT, ModelConfig
-from synthformer.tasks import RunConfig
-from synthformer.tasks.run.config import resolve_model_config
-from synthformer.tasks.run.data import build_checked_model
-from synthformer.train.optim import freeze_parts
+from synthformer.tasks import RunConfig, build_checked_model, resolve_model_config
+from synthformer.train import freeze_parts
 
 from .measure import count_flops, random_batch
 from .plan_data import DataPlan, format_bytes, plan_data, plan_vocabulary

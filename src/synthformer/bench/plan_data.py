@@ -19,11 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import ConfigError
-from synthformer.data.errors import DataError
-from synthformer.data.prepared.format import MANIFEST, np_dtype, read_manifest
-from synthformer.tasks import RunConfig, get_generator
-from synthformer.tasks.run.init_from import split_init_from
+from synthformer.common import ConfigError
+from synthformer.data import MANIFEST, DataError, np_dtype, read_manifest
+from synthformer.tasks import RunConfig, get_generator, split_init_from
 from synthformer.train import RunDir
 
 __all__ = ["DataPlan", "format_bytes", "manifest_problems", "plan_data", "plan_vocabulary"]
@@ -150,7 +148,7 @@ def plan_data(run: RunConfig, *, processes: int, run_dir: str | Path | None, war
 def _named_data_plan(name: str, warnings: list[str], errors: list[str]) -> None:
     """A named data set (``task.data``) not on this machine: the run fetches it first (a warning), or, when it
     cannot be fetched now, stops with the one-line refusal (an error). The plan itself fetches nothing."""
-    from synthformer.data.catalog import cache_root, fetch_blocker, get_data_set, refusal
+    from synthformer.data import cache_root, fetch_blocker, get_data_set, refusal
 
     entry = get_data_set(name)
     blocker = fetch_blocker()
@@ -308,8 +306,7 @@ def plan_vocabulary(run: RunConfig, data: DataPlan, run_dir: str | Path | None =
 def _sentencepiece_vocabulary(task: Any) -> tuple[int, str]:
     """The ``sentencepiece`` kind's size: its ``vocab_size`` counts its own sentinels (T5's 100 unless
     ``tokenizer_options.num_sentinels`` says otherwise); a ``model_file`` is read (its pieces are known)."""
-    from synthformer.data.sentinels import DEFAULT_NUM_SENTINELS
-    from synthformer.data.tokenizer_spm import SentencePieceTokenizer
+    from synthformer.data import DEFAULT_NUM_SENTINELS, SentencePieceTokenizer
 
     options = task.tokenizer_options
     own = int(options.get("num_sentinels", DEFAULT_NUM_SENTINELS))

@@ -158,9 +158,7 @@ def init_t5_(model: nn.Module, d_model: int, d_ff: int, n_heads: int) -> None:
     K and V N(0, d^-1/2), the output projection N(0, (H d_h)^-1/2); relative position tables N(0, d^-1/2).
     Synthesized parts of a mixture (R, D, ...) and the mixture weights keep their own initialisation.
     """
-    from synthformer.attention.cross import SynthesizerCrossAttention
-    from synthformer.attention.shell import SynthesizerAttention
-    from synthformer.attention.vanilla import DotProduct
+    from synthformer.attention import DotProduct, SynthesizerAttention, SynthesizerCrossAttention
 
     head_dim = d_model // n_heads
     for module in model.modules():

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.io import atomic_write_text
+from synthformer.common import atomic_write_text
 from synthformer.train import RunDir
 
 __all__ = ["CLOCK", "RESULT", "RunClock", "RunRecord", "eval_curve", "read_clock", "read_record", "write_record"]

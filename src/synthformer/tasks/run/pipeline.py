@@ -31,12 +31,10 @@ from typing import Any
 
 from torch import nn
 
-from synthformer.common.config import ConfigError
-from synthformer.data.errors import check_data_path
+from synthformer.common import ConfigError
+from synthformer.data import check_data_path
 from synthformer.models import ModelConfig, num_parameters
-from synthformer.train import Run, RunDir, Trainer
-from synthformer.train.optim import freeze_parts
-from synthformer.train.resume import check_earlier_run
+from synthformer.train import Run, RunDir, Trainer, check_earlier_run, freeze_parts
 
 from ..contract import TaskData
 from .config import RunConfig
