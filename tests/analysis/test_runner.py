@@ -17,7 +17,7 @@ from synthformer.analysis import analyze, analyze_run, find_runs
 from synthformer.analysis.figures import alpha_figure_size, figure_size, grid
 from synthformer.analysis.report import run_name
 from synthformer.cli import analyze as analyze_cli
-from synthformer.tasks import RunError
+from synthformer.train import RunError
 
 from ..tasks.helpers import classification_config
 from .runs import train_tiny

@@ -15,9 +15,9 @@ pytest.importorskip("sentencepiece", reason="the sentencepiece kind needs the 'h
 from synthformer.common.config import ConfigError, from_dict  # noqa: E402
 from synthformer.data import SentencePieceTokenizer, SentinelTokenizer, load_tokenizer  # noqa: E402
 from synthformer.data.prepared import PreparedCorpus  # noqa: E402
-from synthformer.tasks import RunConfig, RunError, TaskConfig, generate_texts, load_run, train_run  # noqa: E402
+from synthformer.tasks import RunConfig, TaskConfig, generate_texts, load_run, train_run
 from synthformer.tasks.prepared import prepare_corpus  # noqa: E402
-from synthformer.train import RunDir
+from synthformer.train import RunDir, RunError
 
 from ..tasks.helpers import span_config  # noqa: E402
 

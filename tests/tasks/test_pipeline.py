@@ -13,7 +13,6 @@ from synthformer.common.config import from_dict
 from synthformer.data import load_tokenizer
 from synthformer.tasks import (
     RunConfig,
-    RunError,
     evaluate_run,
     generate_texts,
     load_run,
@@ -22,6 +21,7 @@ from synthformer.tasks import (
     train_run,
     unigram_bits_per_token,
 )
+from synthformer.train import RunError
 
 from .helpers import classification_config, lm_config, seq2seq_config
 

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from synthformer.attention import Mixture, SynthesizerAttention, masked_softmax
-from synthformer.attention.masking import disallowed
+from synthformer.attention import Mixture, SynthesizerAttention, disallowed, masked_softmax
 from synthformer.common import IGNORE_INDEX
 
 __all__ = ["AttentionSite", "Captured", "attention_sites", "capture_inputs", "part_weights", "valid_positions"]

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from synthformer.generate.search import greedy_search
+from synthformer.generate import greedy_search
 from synthformer.tasks import LoadedRun
 
 __all__ = ["Example", "dataset_example", "text_example"]

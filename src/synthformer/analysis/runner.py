@@ -20,13 +20,9 @@ from typing import Any
 from torch import nn
 
 from synthformer.attention import Mixture
-from synthformer.common.config import ConfigError
-from synthformer.tasks import LoadedRun, load_run, prepare_data
-from synthformer.tasks.metrics.likelihood import batches
-from synthformer.tasks.run.data import seeded_model
-from synthformer.tasks.run.init_from import load_pretrained_weights
-from synthformer.train import RunDir, RunError, open_extras
-from synthformer.train.hooks import preserved_rng
+from synthformer.common import ConfigError
+from synthformer.tasks import LoadedRun, batches, load_pretrained_weights, load_run, prepare_data, seeded_model
+from synthformer.train import RunDir, RunError, open_extras, preserved_rng
 
 from . import figures
 from .capture import AttentionSite, attention_sites, capture_inputs, part_weights, valid_positions

@@ -13,11 +13,20 @@ wing's absence) leaves them out.
 from . import vanilla, random_synthesizer, dense, appendix  # noqa: F401
 
 # isort: on
-from .base import SynthesizingFunction
-from .contract import DecodingCache, TokenMixer
-from .cross import check_cross_kind, cross_kinds
+from .base import SynthesizingFunction, inner_width
+from .contract import (
+    DecodingCache,
+    TokenMixer,
+    check_core_args,
+    check_input,
+    check_probability,
+    reject_unknown_options,
+    resolve_options,
+    supports_causal,
+)
+from .cross import SynthesizerCrossAttention, check_cross_kind, cross_kinds
 from .factory import available_mixers, build_mixer, resolve_mixer, takes_head_dim
-from .masking import masked_softmax
+from .masking import any_true, disallowed, masked_softmax
 from .mixture import Mixture
 from .paths import (
     AttentionCall,
@@ -34,6 +43,7 @@ from .paths import (
     select_path,
     unregister_path,
 )
+from .random_synthesizer import Random
 from .registry import (
     canonical_kind,
     get_kind,
@@ -47,44 +57,17 @@ from .registry import (
     unregister,
 )
 from .shell import AttentionCache, SynthesizerAttention
+from .vanilla import DotProduct
 
 __all__ = [
-    "AttentionCache",
-    "AttentionCall",
-    "DecodingCache",
-    "Mixture",
-    "PathChoice",
-    "SynthesizerAttention",
-    "SynthesizingFunction",
-    "TokenMixer",
-    "available_mixers",
-    "build_mixer",
-    "canonical_kind",
-    "check_cross_kind",
-    "cross_kinds",
-    "describe_call",
-    "explain_call",
-    "get_kind",
-    "get_mixer",
-    "get_path",
-    "is_whole_mixer",
-    "masked_softmax",
-    "observe_paths",
-    "paper_names",
-    "parse_kind",
-    "path_calls",
-    "reference_only_when",
-    "register",
-    "register_path",
-    "registered_kinds",
-    "registered_mixers",
-    "registered_paths",
-    "reset_path_calls",
-    "resolve_mixer",
-    "select_path",
-    "takes_head_dim",
-    "unregister",
-    "unregister_path",
+    "AttentionCache", "AttentionCall", "DecodingCache", "Mixture", "PathChoice", "SynthesizerAttention",
+    "SynthesizingFunction", "TokenMixer", "available_mixers", "build_mixer", "canonical_kind", "check_cross_kind",
+    "cross_kinds", "describe_call", "explain_call", "get_kind", "get_mixer", "get_path", "is_whole_mixer",
+    "masked_softmax", "observe_paths", "paper_names", "parse_kind", "path_calls", "reference_only_when",
+    "register", "register_path", "registered_kinds", "registered_mixers", "registered_paths", "reset_path_calls",
+    "resolve_mixer", "select_path", "takes_head_dim", "unregister", "unregister_path", "inner_width",
+    "check_core_args", "check_input", "check_probability", "resolve_options", "DotProduct", "Random",
+    "SynthesizerCrossAttention", "any_true", "disallowed", "reject_unknown_options", "supports_causal",
 ]
 
 # The speed wing registers its execution paths when loaded (this is the one place attention/ imports it); without

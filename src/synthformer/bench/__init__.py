@@ -15,6 +15,8 @@ Arena's Table 2 (speed and memory at 1K-4K): ``python -m synthformer.bench --lra
 from .cli import build_parser, main, parse_overrides
 from .lra import LRA_KINDS, run_lra_table2
 from .measure import DTYPES, TrainStep, batch_tokens, count_flops, peak_bytes, random_batch, tensor_bytes
+from .memory import fit_report, machine_memory, over_memory
+from .plan import format_plan, micro_batch_tokens, plan_run
 from .rows import (
     ALL_ROWS,
     DECODER_ROWS,
@@ -31,35 +33,10 @@ from .rows import (
 from .table import COLUMNS, bench_config, describe_run, machine_info, run_table, to_csv, to_markdown, write_outputs
 
 __all__ = [
-    "ALL_ROWS",
-    "COLUMNS",
-    "DECODER_ROWS",
-    "DTYPES",
-    "ENCODER_ROWS",
-    "LRA_KINDS",
-    "FAIRSEQ_KERNEL_SIZES",
-    "Row",
-    "TrainStep",
-    "batch_tokens",
-    "bench_config",
-    "build_parser",
-    "conv_kernel_sizes",
-    "count_flops",
-    "default_rows",
-    "describe_run",
-    "has_decoder",
-    "machine_info",
-    "main",
-    "parse_overrides",
-    "peak_bytes",
-    "random_batch",
-    "resolve_rows",
-    "row_config",
-    "run_lra_table2",
-    "run_table",
-    "tensor_bytes",
-    "to_csv",
-    "to_markdown",
-    "valid_row_names",
-    "write_outputs",
+    "ALL_ROWS", "COLUMNS", "DECODER_ROWS", "DTYPES", "ENCODER_ROWS", "LRA_KINDS", "FAIRSEQ_KERNEL_SIZES", "Row",
+    "TrainStep", "batch_tokens", "bench_config", "build_parser", "conv_kernel_sizes", "count_flops",
+    "default_rows", "describe_run", "has_decoder", "machine_info", "main", "parse_overrides", "peak_bytes",
+    "random_batch", "resolve_rows", "row_config", "run_lra_table2", "run_table", "tensor_bytes", "to_csv",
+    "to_markdown", "valid_row_names", "write_outputs", "fit_report", "format_plan", "machine_memory",
+    "micro_batch_tokens", "over_memory", "plan_run",
 ]

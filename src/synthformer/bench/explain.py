@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from synthformer.attention import PathChoice, describe_call, explain_call, observe_paths
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 __all__ = ["FLAG", "LayerPaths", "explain_main", "explain_model", "explain_run", "format_explanation"]
 
@@ -89,8 +89,7 @@ def explain_run(config: str, overrides: Sequence[str] = ()) -> list[LayerPaths]:
     Raises:
         ConfigError: the config cannot be read or its model built (named key).
     """
-    from synthformer.tasks.run.config import load_run_config, resolve_model_config
-    from synthformer.tasks.run.setup import example_lengths
+    from synthformer.tasks import example_lengths, load_run_config, resolve_model_config
 
     from .measure import random_batch
     from .plan_data import Problems, plan_data, plan_inputs

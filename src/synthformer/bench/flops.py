@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from synthformer.attention import SynthesizingFunction, get_mixer, is_whole_mixer, parse_kind
-from synthformer.attention.base import inner_width
+from synthformer.attention import SynthesizingFunction, get_mixer, inner_width, is_whole_mixer, parse_kind
 from synthformer.models import ClassifierConfig
 
 

@@ -55,9 +55,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from synthformer.attention import build_mixer, resolve_mixer
-from synthformer.attention.contract import supports_causal
-from synthformer.data.tokenizer_kinds import ByteTokenizer
+from synthformer.attention import build_mixer, resolve_mixer, supports_causal
+from synthformer.data import ByteTokenizer
 from synthformer.models import ClassifierConfig, ModelConfig, build_model, num_parameters
 
 from .flops import classifier_macs

@@ -28,7 +28,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 from synthformer.attention.fast import fast_path_settings
 from synthformer.common import iter_tensors
 from synthformer.models import ModelConfig
-from synthformer.train.optim import adamw
+from synthformer.train import adamw
 
 __all__ = [
     "DTYPES",

@@ -44,9 +44,7 @@ from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
 from synthformer.models import DEFAULT_VARIANT, ModelConfig
-from synthformer.tasks import RunConfig
-from synthformer.tasks.run.config import resolve_model_config
-from synthformer.tasks.run.setup import example_lengths, optimizer_parameters, setup_model
+from synthformer.tasks import RunConfig, example_lengths, optimizer_parameters, resolve_model_config, setup_model
 
 from .measure import count_flops, random_batch
 from .plan_data import DataPlan, Problems, format_bytes, plan_data, plan_inputs

@@ -27,16 +27,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import ConfigError
-from synthformer.data import Tokenizer
-from synthformer.data.errors import DataError
-from synthformer.data.prepared.format import MANIFEST, read_manifest
-from synthformer.tasks import RunConfig, get_generator
-from synthformer.tasks.prepared.reading import open_prepared, prepared_dataset
-from synthformer.tasks.run.init_from import init_from_missing, split_init_from
-from synthformer.tasks.run.loading import read_model_config
-from synthformer.tasks.run.resume import ResumedInputs
-from synthformer.tasks.run.setup import kept_tokenizer, saved_tokenizer
+from synthformer.common import ConfigError
+from synthformer.data import MANIFEST, DataError, Tokenizer, read_manifest
+from synthformer.tasks import (
+    ResumedInputs,
+    RunConfig,
+    get_generator,
+    init_from_missing,
+    kept_tokenizer,
+    open_prepared,
+    prepared_dataset,
+    read_model_config,
+    saved_tokenizer,
+    split_init_from,
+)
 from synthformer.train import RunDir
 
 __all__ = ["DataPlan", "Problems", "Vocabulary", "format_bytes", "plan_data", "plan_inputs", "plan_vocabulary"]
@@ -202,7 +206,7 @@ def _named_data_plan(name: str, problems: Problems) -> None:
     """A named data set (``task.data``) not on this machine: the run fetches it first (a warning), or, when it
     cannot be fetched now, stops with the one-line refusal, which names the command that fetches it (missing).
     The plan itself fetches nothing."""
-    from synthformer.data.catalog import cache_root, fetch_blocker, get_data_set, refusal
+    from synthformer.data import cache_root, fetch_blocker, get_data_set, refusal
 
     entry = get_data_set(name)
     blocker = fetch_blocker()
@@ -313,8 +317,7 @@ def plan_vocabulary(run: RunConfig, problems: Problems | None = None) -> Vocabul
 def _sentencepiece_vocabulary(task: Any, problems: Problems) -> tuple[int, str]:
     """The ``sentencepiece`` kind's size: its ``vocab_size`` counts its own sentinels (T5's 100 unless
     ``tokenizer_options.num_sentinels`` says otherwise); a ``model_file`` is read (its pieces are known)."""
-    from synthformer.data.sentinels import DEFAULT_NUM_SENTINELS
-    from synthformer.data.tokenizer_spm import SentencePieceTokenizer
+    from synthformer.data import DEFAULT_NUM_SENTINELS, SentencePieceTokenizer
 
     options = task.tokenizer_options
     own = int(options.get("num_sentinels", DEFAULT_NUM_SENTINELS))

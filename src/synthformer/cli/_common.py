@@ -44,9 +44,9 @@ def is_user_error(err: BaseException) -> bool:
     missing files and existing runs are ``OSError`` (``FileNotFoundError``, ``FileExistsError``); a missing
     optional package (``datasets``) is an ``ImportError`` with the install command.
     """
-    from synthformer.common.config import ConfigError
+    from synthformer.common import ConfigError
     from synthformer.data import DataError
-    from synthformer.tasks import RunError
+    from synthformer.train import RunError
 
     return isinstance(err, (ConfigError, DataError, RunError, ValueError, OSError, ImportError))
 

@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     """Print every named data set with its source and where it is on this machine."""
-    from synthformer.data.catalog import CATALOG, cache_root, status
+    from synthformer.data import CATALOG, cache_root, status
 
     rows = [status(entry) for entry in CATALOG.values()]
     if args.json:
@@ -77,7 +77,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_get(args: argparse.Namespace) -> int:
     """Fetch one data set and write its local layout; print where it is."""
-    from synthformer.data.catalog import FetchError, cache_root, fetch, fetch_blocker, get_data_set, holds
+    from synthformer.data import FetchError, cache_root, fetch, fetch_blocker, get_data_set, holds
 
     entry = get_data_set(args.name)
     root = Path(args.out).expanduser() if args.out else cache_root()

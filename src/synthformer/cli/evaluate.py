@@ -90,8 +90,7 @@ def check_options_apply(args: argparse.Namespace) -> None:
     the task type and what applies. A run directory whose config cannot be read is left to the evaluation, which
     names what is wrong with it."""
     from synthformer.models import config_class
-    from synthformer.tasks import get_task_type, list_task_types
-    from synthformer.tasks.run.loading import read_run_config
+    from synthformer.tasks import get_task_type, list_task_types, read_run_config
     from synthformer.train import RunDir
 
     if all(getattr(args, name) is None for name in ("beam", "length_penalty", "min_length", "max_length",

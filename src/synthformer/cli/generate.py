@@ -57,7 +57,7 @@ def _inputs(args: argparse.Namespace) -> list[str]:
         return [args.prompt]
     if args.input == "-":
         return sys.stdin.read().splitlines()
-    from synthformer.tasks.sources import read_input_lines
+    from synthformer.tasks import read_input_lines
 
     lines = read_input_lines(args.input)
     if not lines:

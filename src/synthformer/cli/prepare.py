@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from synthformer.tasks.prepared import check_prepared
+    from synthformer.tasks import check_prepared
 
     if args.config is not None or args.out is not None:
         raise CliError("--check DIR takes no CONFIG and no --out")
@@ -110,8 +110,7 @@ def run(args: argparse.Namespace) -> int:
         return _check(args)
     if args.config is None or args.out is None:
         raise CliError("give CONFIG and --out DIR (or --check DIR)")
-    from synthformer.tasks import load_run_config
-    from synthformer.tasks.prepared import prepare_corpus
+    from synthformer.tasks import load_run_config, prepare_corpus
 
     run_config = load_run_config(Path(args.config), list(args.overrides))
     command = shlex.join(["synthformer", "prepare", args.config, *args.overrides, "--out", args.out,

@@ -98,8 +98,7 @@ def continue_command(args: argparse.Namespace, kinds: list[str], overrides: list
 
 def run(args: argparse.Namespace) -> int:
     """Run (or continue) the study, then print the table and where the report is."""
-    from synthformer.study import StudySpec, parse_grid, run_study, write_outputs
-    from synthformer.study.table import format_markdown
+    from synthformer.study import StudySpec, format_markdown, parse_grid, run_study, write_outputs
     from synthformer.tasks import load_run_config
 
     if args.seeds < 1:

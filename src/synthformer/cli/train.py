@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train; print where the run is and its final metrics."""
-    from synthformer.common.config import ConfigError
+    from synthformer.common import ConfigError
     from synthformer.tasks import load_run_config, train_run
     from synthformer.train import EXIT_PREEMPTED, Preempted
 
@@ -142,9 +142,8 @@ def continue_command(argv: list[str], env: Mapping[str, str] | None = None) -> s
 def _dry_run(args: argparse.Namespace, run_config: object, config_path: Path, run_dir: Path) -> int:
     """Print the plan (:func:`synthformer.bench.plan.plan_run`); a problem the run would stop on ends it with a
     one-line error, an input that is not there yet is a line of the plan (a dry run plans the run to come)."""
-    from synthformer.bench.memory import fit_report, machine_memory
-    from synthformer.bench.plan import format_plan, plan_run
-    from synthformer.common.config import ConfigError
+    from synthformer.bench import fit_report, format_plan, machine_memory, plan_run
+    from synthformer.common import ConfigError
 
     processes = args.processes if args.processes is not None else int(os.environ.get("WORLD_SIZE", "1"))
     if processes < 1:
@@ -181,9 +180,8 @@ def _check_memory(run_config: object, config_path: Path, run_dir: Path) -> None:
     :data:`_TRACE_LIMIT` positions, whose trace would take long: such lengths are most often a mistake that the
     data checks name better (``task.max_len`` beyond the data); ``--dry-run`` plans it all the same.
     """
-    from synthformer.bench.memory import machine_memory, over_memory
-    from synthformer.bench.plan import micro_batch_tokens, plan_run
-    from synthformer.common.config import ConfigError
+    from synthformer.bench import machine_memory, micro_batch_tokens, over_memory, plan_run
+    from synthformer.common import ConfigError
 
     processes = int(os.environ.get("WORLD_SIZE") or 1)
     try:

@@ -33,7 +33,17 @@ from typing import Any
 
 from torch import Tensor
 
-__all__ = ["IGNORE_INDEX", "iter_tensors", "map_tensors", "sum_tensors", "tensor_nbytes"]
+from .config import ConfigError, apply_overrides, dump_config, from_dict, load_config, to_dict
+from .io import TMP_PREFIX, atomic_output, atomic_write_bytes, atomic_write_text, created_mode, fsync_path
+from .order import Order, epoch_order, seeded_order
+from .padding import positions_from_padding
+
+__all__ = [
+    "IGNORE_INDEX", "iter_tensors", "map_tensors", "sum_tensors", "tensor_nbytes", "ConfigError", "Order",
+    "TMP_PREFIX", "apply_overrides", "atomic_output", "atomic_write_text", "created_mode", "dump_config",
+    "epoch_order", "from_dict", "fsync_path", "load_config", "positions_from_padding", "seeded_order", "to_dict",
+    "atomic_write_bytes",
+]
 
 #: Label value ignored by the losses and metrics (``torch.nn.functional.cross_entropy``'s default).
 IGNORE_INDEX = -100

@@ -75,7 +75,7 @@ def pad_sequences(seqs: Sequence[Tensor | Sequence[int]], pad_value: int) -> Ten
     return out
 
 
-def _padding_mask(seqs: Sequence[Tensor], width: int) -> Tensor:
+def padding_mask(seqs: Sequence[Tensor], width: int) -> Tensor:
     """(B, width) bool, True where position >= the sequence's length."""
     lengths = torch.tensor([s.numel() for s in seqs])
     return torch.arange(width).unsqueeze(0) >= lengths.unsqueeze(1)
@@ -96,7 +96,7 @@ class LengthReport:
                            what, self.truncated + self.skipped, self.total, self.truncated, self.skipped)
 
 
-def _check_overflow(overflow: str | None) -> str:
+def check_overflow(overflow: str | None) -> str:
     """The policy to apply (``None``: ``"truncate"``; a run config's default, see ``TaskConfig.overflow``)."""
     if overflow is None:
         return "truncate"
@@ -105,7 +105,7 @@ def _check_overflow(overflow: str | None) -> str:
     return overflow
 
 
-def _frame(ids: list[int], bos: int | None, eos: int | None, max_len: int | None, overflow: str,
+def frame_ids(ids: list[int], bos: int | None, eos: int | None, max_len: int | None, overflow: str,
            where: str) -> tuple[list[int] | None, bool]:
     """``[bos] + ids + [eos]`` (each optional) fitted to ``max_len``.
 
@@ -248,7 +248,7 @@ class Seq2SeqDataset(Seq2SeqItems):
         src_add_bos: bool = False,
         src_add_eos: bool = True,
     ) -> None:
-        overflow = _check_overflow(overflow)
+        overflow = check_overflow(overflow)
         self.src_tokenizer = src_tokenizer
         self.tgt_tokenizer = tgt_tokenizer if tgt_tokenizer is not None else src_tokenizer
         tgt_tok = self.tgt_tokenizer
@@ -264,8 +264,8 @@ class Seq2SeqDataset(Seq2SeqItems):
         # the decoder sees T = len(y) + 1 positions; frame once as bos + y + eos and slice in __getitem__
         max_full = None if max_tgt_len is None else max_tgt_len + 1
         for i, (s, t) in enumerate(zip(src_ids, tgt_ids, strict=True)):
-            s_fit, s_cut = _frame(s, src_bos, src_eos, max_src_len, overflow, f"pair {i} source")
-            t_fit, t_cut = _frame(t, tgt_tok.bos_id, tgt_tok.eos_id, max_full, overflow, f"pair {i} target")
+            s_fit, s_cut = frame_ids(s, src_bos, src_eos, max_src_len, overflow, f"pair {i} source")
+            t_fit, t_cut = frame_ids(t, tgt_tok.bos_id, tgt_tok.eos_id, max_full, overflow, f"pair {i} target")
             if s_fit is None or t_fit is None:
                 self.length_report.skipped += 1
                 continue
@@ -292,7 +292,7 @@ class Seq2SeqCollator:
         src_ids = pad_sequences(src, self.src_pad_id)
         return {
             "src_ids": src_ids,
-            "src_padding_mask": _padding_mask(src, src_ids.shape[1]),
+            "src_padding_mask": padding_mask(src, src_ids.shape[1]),
             "tgt_ids": pad_sequences([b["tgt_ids"] for b in batch], self.tgt_pad_id),
             "labels": pad_sequences([b["labels"] for b in batch], IGNORE_INDEX),
         }
@@ -328,7 +328,7 @@ class ClassificationDataset(Dataset[dict[str, Tensor]]):
         add_bos: bool = False,
         add_eos: bool = False,
     ) -> None:
-        overflow = _check_overflow(overflow)
+        overflow = check_overflow(overflow)
         self.tokenizer = tokenizer
         self.label_set = [str(x) for x in label_set]
         label_to_id = {label: i for i, label in enumerate(self.label_set)}
@@ -346,7 +346,7 @@ class ClassificationDataset(Dataset[dict[str, Tensor]]):
         bos = tokenizer.bos_id if add_bos else None
         eos = tokenizer.eos_id if add_eos else None
         for i, (seq, label) in enumerate(zip(ids, labels, strict=True)):
-            fitted, cut = _frame(seq, bos, eos, max_len, overflow, f"example {i}")
+            fitted, cut = frame_ids(seq, bos, eos, max_len, overflow, f"example {i}")
             if fitted is None:
                 self.length_report.skipped += 1
                 continue
@@ -386,7 +386,7 @@ class ClassificationCollator:
         input_ids = pad_sequences(seqs, self.pad_id)
         return {
             "input_ids": input_ids,
-            "padding_mask": _padding_mask(seqs, input_ids.shape[1]),
+            "padding_mask": padding_mask(seqs, input_ids.shape[1]),
             "labels": torch.stack([b["labels"].reshape(()) for b in batch]).long(),
         }
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Dataset
 
-from synthformer.common.order import Order, seeded_order
+from synthformer.common import Order, seeded_order
 
 __all__ = ["MixtureDataset", "MixtureSchedule", "mixing_rates"]
 

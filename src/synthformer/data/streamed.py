@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from synthformer.data.batching import LengthReport, Seq2SeqCollator, _check_overflow, collate_lm, item_index
+from synthformer.data.batching import LengthReport, Seq2SeqCollator, check_overflow, collate_lm, item_index
 from synthformer.data.span_corruption import TokenSlices
 
 __all__ = ["DecodedPairs", "PairsDataset", "StreamBlockDataset"]
@@ -99,7 +99,7 @@ class PairsDataset(Dataset[dict[str, Tensor]]):
 
     def __init__(self, splits: Sequence[Any], *, bos_id: int, eos_id: int, pad_id: int, max_src_len: int,
                  max_tgt_len: int, overflow: str | None = "truncate") -> None:
-        self.overflow = _check_overflow(overflow)
+        self.overflow = check_overflow(overflow)
         self.splits = list(splits)
         self.bos_id, self.eos_id = bos_id, eos_id
         self.max_src_len, self.max_full = max_src_len, max_tgt_len + 1  # the full target: bos + y + eos

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from synthformer.common.padding import positions_from_padding
+from synthformer.common import positions_from_padding
 
 __all__ = ["LMStepper", "Seq2SeqStepper", "resolve_use_cache"]
 

@@ -34,9 +34,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from synthformer.common.config import ConfigError
-from synthformer.models import Seq2SeqConfig, Seq2SeqTransformer, build_model
-from synthformer.models.t5 import T5_NORM_EPS
+from synthformer.common import ConfigError
+from synthformer.models import T5_NORM_EPS, Seq2SeqConfig, Seq2SeqTransformer, build_model
 
 __all__ = ["check_t5_config", "config_from_t5", "from_t5", "hf_state_from_synthformer", "synthformer_state_from_hf",
            "to_t5", "t5_config_from"]

@@ -15,14 +15,11 @@ import dataclasses
 import logging
 from pathlib import Path
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import Tokenizer, load_tokenizer
 from synthformer.models import Seq2SeqConfig, config_class
-from synthformer.tasks import RunConfig
-from synthformer.tasks.run.config import load_run_config, resolve_model_config
-from synthformer.tasks.run.pipeline import absolute_paths
-from synthformer.train import Run, RunDir, build_optimizer, build_scheduler, capture_rng_state
-from synthformer.train.recording import trainer_state
+from synthformer.tasks import RunConfig, absolute_paths, load_run_config, resolve_model_config
+from synthformer.train import Run, RunDir, build_optimizer, build_scheduler, capture_rng_state, trainer_state
 
 from .t5_convert import check_t5_config, from_t5
 

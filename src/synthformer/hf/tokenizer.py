@@ -24,8 +24,7 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerFast
 
-from synthformer.data import Tokenizer
-from synthformer.data.tokenizer_kinds import byte_symbols
+from synthformer.data import Tokenizer, byte_symbols
 from synthformer.models import ModelConfig
 
 __all__ = ["byte_symbols", "to_hf_tokenizer", "tokenizers_backend"]

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import FunctionCtx, once_differentiable
 
-from ..attention.contract import check_core_args, check_input, check_probability, resolve_options
+from synthformer.attention import check_core_args, check_input, check_probability, resolve_options
 
 __all__ = [
     "CONV_IMPLS",

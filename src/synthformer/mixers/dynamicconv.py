@@ -12,7 +12,8 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from ..attention.registry import register
+from synthformer.attention import register
+
 from ._conv import GLUConvMixer
 
 __all__ = ["DynamicConv"]

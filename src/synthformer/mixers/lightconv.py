@@ -13,7 +13,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..attention.registry import register
+from synthformer.attention import register
+
 from ._conv import GLUConvMixer
 
 __all__ = ["LightConv"]

@@ -13,8 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention.contract import check_core_args, check_input, resolve_options
-from ..attention.registry import register
+from synthformer.attention import check_core_args, check_input, register, resolve_options
 
 __all__ = ["Linformer"]
 

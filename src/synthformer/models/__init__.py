@@ -22,8 +22,16 @@ from .dual_encoder import DualEncoderClassifier, DualEncoderConfig, build_dual_e
 
 # isort: on
 from .cache import DecoderCache, LayerCache, select_batch
-from .config import FFN_TYPES, NORMS, POSITIONS, ModelConfig
-from .layers import ConvReluFFN, CrossAttention, Embeddings, PositionWiseFFN, ReluFFN, TransformerBlock
+from .config import FFN_TYPES, NORMS, POSITIONS, ModelConfig, choice, is_int
+from .layers import (
+    ConvReluFFN,
+    CrossAttention,
+    Embeddings,
+    PositionWiseFFN,
+    ReluFFN,
+    TransformerBlock,
+    sinusoidal_table,
+)
 from .losses import IGNORE_INDEX, classification_loss, token_cross_entropy
 from .positions import plain_positions, positions_from_padding
 from .presets import get_preset, list_presets
@@ -37,6 +45,7 @@ from .registry import (
     unregister_arch,
 )
 from .stacks import Decoder, Encoder
+from .t5 import T5_NORM_EPS
 from .variant_parts import (
     DEFAULT_VARIANT,
     VariantParts,
@@ -47,54 +56,13 @@ from .variant_parts import (
 )
 
 __all__ = [
-    "DEFAULT_VARIANT",
-    "FFN_TYPES",
-    "IGNORE_INDEX",
-    "NORMS",
-    "POOLINGS",
-    "POSITIONS",
-    "ClassifierConfig",
-    "ConvReluFFN",
-    "CrossAttention",
-    "Decoder",
-    "DecoderCache",
-    "DualEncoderClassifier",
-    "DualEncoderConfig",
-    "Embeddings",
-    "Encoder",
-    "LMConfig",
-    "LayerCache",
-    "MixerFactory",
-    "ModelConfig",
-    "PositionWiseFFN",
-    "ReluFFN",
-    "Seq2SeqConfig",
-    "Seq2SeqTransformer",
-    "TransformerBlock",
-    "TransformerClassifier",
-    "TransformerLM",
-    "VariantParts",
-    "build_classifier",
-    "build_dual_encoder",
-    "build_lm",
-    "build_model",
-    "build_seq2seq",
-    "classification_loss",
-    "config_class",
-    "get_preset",
-    "get_variant",
-    "list_archs",
-    "list_presets",
-    "list_variants",
-    "num_parameters",
-    "parts_of",
-    "plain_positions",
-    "pool",
-    "positions_from_padding",
-    "register_arch",
-    "register_variant",
-    "select_batch",
-    "token_cross_entropy",
-    "unregister_arch",
-    "unregister_variant",
+    "DEFAULT_VARIANT", "FFN_TYPES", "IGNORE_INDEX", "NORMS", "POOLINGS", "POSITIONS", "ClassifierConfig",
+    "ConvReluFFN", "CrossAttention", "Decoder", "DecoderCache", "DualEncoderClassifier", "DualEncoderConfig",
+    "Embeddings", "Encoder", "LMConfig", "LayerCache", "MixerFactory", "ModelConfig", "PositionWiseFFN", "ReluFFN",
+    "Seq2SeqConfig", "Seq2SeqTransformer", "TransformerBlock", "TransformerClassifier", "TransformerLM",
+    "VariantParts", "build_classifier", "build_dual_encoder", "build_lm", "build_model", "build_seq2seq",
+    "classification_loss", "config_class", "get_preset", "get_variant", "list_archs", "list_presets",
+    "list_variants", "num_parameters", "parts_of", "plain_positions", "pool", "positions_from_padding",
+    "register_arch", "register_variant", "select_batch", "token_cross_entropy", "unregister_arch",
+    "unregister_variant", "T5_NORM_EPS", "choice", "is_int", "sinusoidal_table",
 ]

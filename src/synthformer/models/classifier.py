@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from synthformer.attention.masking import any_true
+from synthformer.attention import any_true
 
 from .config import ModelConfig, choice, is_int, positive_int
 from .layers import Embeddings

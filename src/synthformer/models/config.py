@@ -24,7 +24,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 FFN_TYPES: tuple[str, ...] = ("relu", "conv_relu")
 NORMS: tuple[str, ...] = ("pre", "post")

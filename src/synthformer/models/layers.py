@@ -14,10 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from synthformer.attention import build_mixer
-
 # the decoder's attention over the encoder memory is the attention package's cross layer (any cross-capable kind)
-from synthformer.attention.cross import SynthesizerCrossAttention as CrossAttention
+from synthformer.attention import SynthesizerCrossAttention as CrossAttention
+from synthformer.attention import build_mixer
 
 from .cache import LayerCache
 from .variant_parts import DEFAULT_VARIANT, VariantParts, get_variant

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from synthformer.common.padding import positions_from_padding
+from synthformer.common import positions_from_padding
 
 __all__ = ["extend_positions", "plain_positions", "positions_from_padding", "put_columns", "real_first",
            "step_positions", "take_columns"]

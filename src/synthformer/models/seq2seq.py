@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
-from synthformer.attention.masking import any_true
-from synthformer.common.config import ConfigError
+from synthformer.attention import any_true
+from synthformer.common import ConfigError
 
 from .cache import DecoderCache
 from .config import POSITIONS, ModelConfig, check_token_head, choice, positive_int

@@ -161,9 +161,7 @@ def init_t5_(model: nn.Module, d_model: int, d_ff: int, n_heads: int) -> None:
     attention module's own head width (``d_model // n_heads`` unless the config sets ``head_dim``), so
     ``n_heads`` is not read (it stays a parameter for the callers).
     """
-    from synthformer.attention.cross import SynthesizerCrossAttention
-    from synthformer.attention.shell import SynthesizerAttention
-    from synthformer.attention.vanilla import DotProduct
+    from synthformer.attention import DotProduct, SynthesizerAttention, SynthesizerCrossAttention
 
     for module in model.modules():
         if isinstance(module, RMSNorm):

@@ -80,7 +80,7 @@ def resolve_direction(direction: str | None = None, metric: str | None = None) -
         if direction not in _DIRECTIONS:
             raise ValueError(f"direction must be one of {', '.join(_DIRECTIONS)}, got {direction!r}")
         return _DIRECTIONS[direction]  # type: ignore[return-value]
-    from synthformer.train.best import metric_direction  # imported where used: only metric names need train
+    from synthformer.train import metric_direction  # imported where used: only metric names need train
 
     return metric_direction(metric)  # type: ignore[arg-type]
 

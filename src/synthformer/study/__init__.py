@@ -20,24 +20,10 @@ from .manifest import DEFAULT_KINDS, PAPER_NAMES, StudySpec, Variant, kind_label
 from .report import StudyOutputs, write_outputs
 from .runner import StudyResult, run_dir_of, run_study
 from .runs import RunRecord
-from .table import StudyTable, VariantRow, mean_std, summarize, welch_p
+from .table import StudyTable, VariantRow, format_markdown, mean_std, summarize, welch_p
 
 __all__ = [
-    "DEFAULT_KINDS",
-    "PAPER_NAMES",
-    "RunRecord",
-    "StudyOutputs",
-    "StudyResult",
-    "StudySpec",
-    "StudyTable",
-    "Variant",
-    "VariantRow",
-    "kind_label",
-    "mean_std",
-    "parse_grid",
-    "run_dir_of",
-    "run_study",
-    "summarize",
-    "welch_p",
-    "write_outputs",
+    "DEFAULT_KINDS", "PAPER_NAMES", "RunRecord", "StudyOutputs", "StudyResult", "StudySpec", "StudyTable",
+    "Variant", "VariantRow", "kind_label", "mean_std", "parse_grid", "run_dir_of", "run_study", "summarize",
+    "welch_p", "write_outputs", "format_markdown",
 ]

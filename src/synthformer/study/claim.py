@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from synthformer.common.io import atomic_write_text
+from synthformer.common import atomic_write_text
 from synthformer.train import Run, RunDir, RunError
 
 from .manifest import MANIFEST, StudySpec, check_manifest

@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from synthformer.attention import paper_names
-from synthformer.common.config import ConfigError, apply_overrides, to_dict
-from synthformer.common.io import atomic_write_text
-from synthformer.train import RunDir, RunError
-from synthformer.train.resume import EXECUTION_SETTINGS, config_differences
+from synthformer.common import ConfigError, apply_overrides, atomic_write_text, to_dict
+from synthformer.train import EXECUTION_SETTINGS, RunDir, RunError, config_differences
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +159,7 @@ class StudySpec:
     def from_run(cls, base: Any, kinds: Sequence[str], grid: Sequence[tuple[str, list[str]]], seeds: int,
                  overrides: Sequence[str] = ()) -> StudySpec:
         """A spec from a base RunConfig: ``seeds`` runs per variant with ``train.seed`` = base seed + 0, 1, ..."""
-        from synthformer.tasks.run.pipeline import absolute_paths
+        from synthformer.tasks import absolute_paths
 
         if seeds < 1:
             raise ConfigError(f"--seeds: expected an integer >= 1, got {seeds}")

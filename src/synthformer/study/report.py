@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.io import atomic_write_text
+from synthformer.common import atomic_write_text
 
 from .curves import collect_curves, plot_curves
 from .runner import StudyResult

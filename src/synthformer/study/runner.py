@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import ConfigError, to_dict
+from synthformer.common import ConfigError, to_dict
 from synthformer.models import build_model
 from synthformer.tasks import RunConfig, TaskData, evaluate_run, prepare_data, resolve_model_config, train_run
 from synthformer.train import Run, RunDir, RunError

@@ -239,7 +239,7 @@ def _json_safe(value: Any) -> Any:
 
 def write_tables(table: StudyTable, out: Path) -> dict[str, Path]:
     """Write ``results.md``, ``results.csv`` and ``results.json`` into ``out``; returns the paths by format."""
-    from synthformer.common.io import atomic_write_text
+    from synthformer.common import atomic_write_text
 
     paths = {"md": out / "results.md", "csv": out / "results.csv", "json": out / "results.json"}
     atomic_write_text(paths["md"], format_markdown(table) + "\n")

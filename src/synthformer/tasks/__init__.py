@@ -41,7 +41,6 @@ from .registry import (
 from . import types, generators, suites  # noqa: F401
 
 # isort: on
-from synthformer.train import RunError
 
 from .compare import (
     COMPARE_TASKS,
@@ -54,63 +53,34 @@ from .compare import (
     with_kind,
 )
 from .generators.pystdlib import load_pystdlib, stdlib_source_files
+from .metrics.likelihood import batches
+from .prepared import check_prepared, prepare_corpus
+from .prepared.reading import open_prepared, prepared_dataset
 from .run.config import EvalConfig, RunConfig, load_run_config, resolve_model_config
-from .run.data import build_task_model, prepare_data
+from .run.data import build_checked_model, build_task_model, prepare_data, seeded_model
 from .run.evaluation import EvalReport, default_eval_split, evaluate_run, evaluate_split, make_eval_fn
 from .run.generation import generate_texts
-from .run.loading import load_run
-from .run.pipeline import TrainResult, check_run_dir, train_run
+from .run.init_from import init_from_missing, load_pretrained_weights, split_init_from
+from .run.loading import load_run, read_model_config, read_run_config
+from .run.pipeline import TrainResult, absolute_paths, check_run_dir, train_run
+from .run.resume import ResumedInputs
+from .run.setup import example_lengths, kept_tokenizer, optimizer_parameters, saved_tokenizer, setup_model
 from .run.task_config import TaskConfig
-from .sources import load_raw_data
+from .sources import load_raw_data, read_input_lines
 from .types.classification import majority_baseline
 from .types.lm import unigram_bits_per_token
 
 __all__ = [
-    "COMPARE_TASKS",
-    "DEFAULT_KINDS",
-    "ComparisonResult",
-    "ComparisonRow",
-    "EvalConfig",
-    "EvalReport",
-    "GenerateOptions",
-    "Generated",
-    "Generator",
-    "LoadedRun",
-    "RawData",
-    "RunConfig",
-    "RunError",
-    "TaskConfig",
-    "TaskData",
-    "TaskType",
-    "TrainResult",
-    "build_task_model",
-    "check_run_dir",
-    "compare_config",
-    "default_eval_split",
-    "evaluate_run",
-    "evaluate_split",
-    "format_table",
-    "generate_texts",
-    "get_generator",
-    "get_task_type",
-    "list_generators",
-    "list_task_types",
-    "load_pystdlib",
-    "load_raw_data",
-    "load_run",
-    "load_run_config",
-    "majority_baseline",
-    "make_eval_fn",
-    "prepare_data",
-    "register_generator",
-    "register_task_type",
-    "resolve_model_config",
-    "run_comparison",
-    "stdlib_source_files",
-    "task_type_for_arch",
-    "train_run",
-    "unigram_bits_per_token",
-    "unregister_generator",
-    "unregister_task_type",
-    "with_kind",
+    "COMPARE_TASKS", "DEFAULT_KINDS", "ComparisonResult", "ComparisonRow", "EvalConfig", "EvalReport",
+    "GenerateOptions", "Generated", "Generator", "LoadedRun", "RawData", "RunConfig", "TaskConfig", "TaskData",
+    "TaskType", "TrainResult", "build_task_model", "check_run_dir", "compare_config", "default_eval_split",
+    "evaluate_run", "evaluate_split", "format_table", "generate_texts", "get_generator", "get_task_type",
+    "list_generators", "list_task_types", "load_pystdlib", "load_raw_data", "load_run", "load_run_config",
+    "majority_baseline", "make_eval_fn", "prepare_data", "register_generator", "register_task_type",
+    "resolve_model_config", "run_comparison", "stdlib_source_files", "task_type_for_arch", "train_run",
+    "unigram_bits_per_token", "unregister_generator", "unregister_task_type", "with_kind", "absolute_paths",
+    "batches", "build_checked_model", "check_prepared", "load_pretrained_weights", "prepare_corpus",
+    "read_input_lines", "read_run_config", "seeded_model", "split_init_from", "ResumedInputs", "example_lengths",
+    "init_from_missing", "kept_tokenizer", "open_prepared", "optimizer_parameters", "prepared_dataset",
+    "read_model_config", "saved_tokenizer", "setup_model",
 ]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import ConfigError, apply_overrides, from_dict, to_dict
+from synthformer.common import ConfigError, apply_overrides, from_dict, to_dict
 from synthformer.models import config_class
 from synthformer.train import RunError
 

@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import Tensor
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 if TYPE_CHECKING:
     from torch import nn
 
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from .prepared.preparation import Preparation
     from .run.config import RunConfig

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, TypeVar
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 __all__ = [
     "get_generator",

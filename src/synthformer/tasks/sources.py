@@ -12,8 +12,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from synthformer.common.config import ConfigError
-from synthformer.data.errors import read_utf8, split_lines
+from synthformer.common import ConfigError
+from synthformer.data import read_utf8, split_lines
 
 from .contract import RawData
 from .registry import get_generator

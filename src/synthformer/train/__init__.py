@@ -18,8 +18,11 @@ long runs ``longrun`` (its decisions), ``faults`` (their errors), ``signals`` (S
 (``keep_best``) and ``saving`` (the trainer's checkpoints).
 """
 
+from .best import metric_direction, metric_key
 from .callbacks import TrainerCallback
 from .checkpoint import (
+    MODEL_FILE,
+    STATE_FILE,
     Checkpoint,
     CheckpointError,
     WeightsMismatchError,
@@ -31,49 +34,30 @@ from .checkpoint import (
     read_trainer_state,
     restore_rng_state,
     save_checkpoint,
+    shape_mismatches,
 )
 from .config import TrainConfig
 from .faults import TrainingFailed
+from .hooks import preserved_rng
 from .loader import BatchStream, eval_batches
-from .optim import build_optimizer, build_scheduler, lr_multiplier, param_groups
-from .run import ExtraFiles, Run, open_extras
+from .optim import adamw, build_optimizer, build_scheduler, freeze_parts, lr_multiplier, param_groups
+from .recording import trainer_state
+from .resume import EXECUTION_SETTINGS, check_earlier_run, check_resumed_model, config_differences
+from .run import ExtraFiles, Run, append_metrics, open_extras, write_evaluation
 from .rundir import RunDir, RunError, RunExistsError, RunLock, is_main_process, select_checkpoint
+from .runlock import LOCK_FILE, lock_directory
+from .sharding import EvalShard, accepts_shard
 from .signals import EXIT_PREEMPTED, Preempted
 from .trainer import Trainer, count_tokens, seed_everything
 
 __all__ = [
-    "EXIT_PREEMPTED",
-    "BatchStream",
-    "Checkpoint",
-    "CheckpointError",
-    "ExtraFiles",
-    "Run",
-    "RunDir",
-    "RunError",
-    "RunExistsError",
-    "RunLock",
-    "Preempted",
-    "TrainingFailed",
-    "TrainConfig",
-    "Trainer",
-    "TrainerCallback",
-    "build_optimizer",
-    "build_scheduler",
-    "capture_rng_state",
-    "count_tokens",
-    "eval_batches",
-    "is_main_process",
-    "latest_checkpoint",
-    "list_checkpoints",
-    "load_checkpoint",
-    "load_model_weights",
-    "lr_multiplier",
-    "open_extras",
-    "param_groups",
-    "read_trainer_state",
-    "restore_rng_state",
-    "save_checkpoint",
-    "select_checkpoint",
-    "WeightsMismatchError",
-    "seed_everything",
+    "EXIT_PREEMPTED", "BatchStream", "Checkpoint", "CheckpointError", "ExtraFiles", "Run", "RunDir", "RunError",
+    "RunExistsError", "RunLock", "Preempted", "TrainingFailed", "TrainConfig", "Trainer", "TrainerCallback",
+    "build_optimizer", "build_scheduler", "capture_rng_state", "count_tokens", "eval_batches", "is_main_process",
+    "latest_checkpoint", "list_checkpoints", "load_checkpoint", "load_model_weights", "lr_multiplier",
+    "open_extras", "param_groups", "read_trainer_state", "restore_rng_state", "save_checkpoint",
+    "select_checkpoint", "WeightsMismatchError", "seed_everything", "check_earlier_run", "check_resumed_model",
+    "freeze_parts", "preserved_rng", "EXECUTION_SETTINGS", "EvalShard", "LOCK_FILE", "MODEL_FILE", "STATE_FILE",
+    "accepts_shard", "adamw", "append_metrics", "config_differences", "lock_directory", "metric_direction",
+    "metric_key", "shape_mismatches", "trainer_state", "write_evaluation",
 ]

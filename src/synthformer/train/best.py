@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 __all__ = ["BEST_FILE", "HIGHER", "LOWER", "BestRecord", "improves", "metric_direction", "metric_key",
            "read_best"]

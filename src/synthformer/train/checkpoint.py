@@ -38,10 +38,10 @@ from safetensors.torch import load_model, save_file, save_model
 from torch import nn
 
 # under these names because the fault-injection tests (tests/reliability/test_faults.py) patch them here
-from synthformer.common.io import TMP_PREFIX as _TMP_PREFIX
-from synthformer.common.io import atomic_write_text
-from synthformer.common.io import created_mode as _created_mode
-from synthformer.common.io import fsync_path as _fsync_path
+from synthformer.common import TMP_PREFIX as _TMP_PREFIX
+from synthformer.common import atomic_write_text
+from synthformer.common import created_mode as _created_mode
+from synthformer.common import fsync_path as _fsync_path
 
 from .best import BEST_FILE, BestRecord, read_best
 from .rng import capture_rng_state, restore_rng_state

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from .best import metric_direction
 

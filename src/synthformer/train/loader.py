@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from synthformer.common.order import Order, epoch_order
+from synthformer.common import Order, epoch_order
 
 __all__ = ["BatchStream", "RankBatches", "eval_batches", "is_map_style"]
 

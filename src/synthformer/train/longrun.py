@@ -21,7 +21,7 @@ from typing import Any
 from accelerate import Accelerator
 from torch import nn
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from .best import BestRecord, improves, metric_direction, metric_key, read_best
 from .checkpoint import STATE_FILE, CheckpointError, checkpoint_name, read_trainer_state

@@ -19,7 +19,7 @@ import torch
 from accelerate import Accelerator
 from torch import nn
 
-from synthformer.common.config import to_dict
+from synthformer.common import to_dict
 
 from .best import BestRecord
 from .config import TrainConfig

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from synthformer.common.config import to_dict
+from synthformer.common import to_dict
 
 from .checkpoint import STATE_FILE, read_trainer_state
 from .config import TrainConfig

@@ -38,8 +38,7 @@ from typing import Any
 
 from accelerate import Accelerator
 
-from synthformer.common.config import dump_config
-from synthformer.common.io import atomic_output, atomic_write_bytes, atomic_write_text
+from synthformer.common import atomic_output, atomic_write_bytes, atomic_write_text, dump_config
 
 from .checkpoint import STATE_FILE, latest_checkpoint, read_trainer_state, save_checkpoint
 from .hooks import any_process

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import ConfigError, to_dict
+from synthformer.common import ConfigError, to_dict
 
 from .config import TRACKER_NAMES, TrainConfig
 from .rundir import RunDir

@@ -31,7 +31,7 @@ from accelerate.utils import send_to_device
 from torch import nn
 from tqdm.auto import tqdm
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from . import faults
 from .callbacks import TrainerCallback, checked_callback, fire

@@ -17,7 +17,7 @@ import os
 import struct
 from pathlib import Path
 
-from synthformer.common.io import created_mode
+from synthformer.common import created_mode
 
 __all__ = ["finish_weights_file"]
 

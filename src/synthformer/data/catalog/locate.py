@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from .entries import CATALOG, DataSet
 from .fetch import FetchError, Loader, fetch, fetch_blocker

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data.errors import DataError
 
 __all__ = [

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data.errors import DataError
 from synthformer.data.tokenization import load_tokenizer
 from synthformer.data.tokenizer_base import Tokenizer, tokenizer_difference

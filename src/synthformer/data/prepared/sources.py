@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data.errors import DataError, check_data_path
 
 __all__ = ["TEXT_UNITS", "expand_glob", "file_format", "file_ranges", "iter_file", "iter_hf", "splittable"]

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from synthformer.common.io import atomic_write_text, fsync_path
+from synthformer.common import atomic_write_text, fsync_path
 from synthformer.data.tokenizer_base import Tokenizer
 
 from .format import FORMAT, LAYOUTS, MANIFEST, TOKENIZER, VERSION, dtype_for, np_dtype, sha256_file, shard_name

@@ -23,7 +23,7 @@ from typing import Any
 from torch import nn
 
 from synthformer.attention import Mixture, canonical_kind, is_whole_mixer, parse_kind
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from .backend import IMPLEMENTATION, register_backend
 from .families import max_positions, self_attention_modules, sliding_window

@@ -13,7 +13,7 @@ from typing import Any
 
 from torch import nn
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 __all__ = ["FAMILIES", "Family", "SelfAttention", "family_of", "max_positions", "self_attention_modules",
            "sliding_window", "supported_model_types"]

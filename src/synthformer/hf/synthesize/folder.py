@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from .api import added_parameters, plan, synthesize, synthesized_class
 from .families import family_of, self_attention_modules

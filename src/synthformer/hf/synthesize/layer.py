@@ -16,10 +16,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from synthformer.attention import Mixture, SynthesizingFunction, canonical_kind, masked_softmax, parse_kind
-from synthformer.attention.contract import reject_unknown_options
-from synthformer.attention.masking import disallowed
-from synthformer.common.config import ConfigError
+from synthformer.attention import (
+    Mixture,
+    SynthesizingFunction,
+    canonical_kind,
+    disallowed,
+    masked_softmax,
+    parse_kind,
+    reject_unknown_options,
+)
+from synthformer.common import ConfigError
 
 __all__ = ["ATTRIBUTE", "HIDDEN", "ModelDotProduct", "SynthesizedAttention", "record_input"]
 

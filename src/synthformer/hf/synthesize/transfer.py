@@ -18,8 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from synthformer.attention import Mixture
-from synthformer.attention.random_synthesizer import Random
+from synthformer.attention import Mixture, Random
 
 from .families import self_attention_modules
 from .layer import ATTRIBUTE

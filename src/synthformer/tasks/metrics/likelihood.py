@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Subset
 
 from synthformer.models import IGNORE_INDEX
-from synthformer.train.sharding import EvalShard
+from synthformer.train import EvalShard
 
 from .units import perplexity
 

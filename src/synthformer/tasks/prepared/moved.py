@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import to_dict
-from synthformer.data.prepared.format import MANIFEST, sha256_file
-from synthformer.data.prepared.writer import write_manifest
+from synthformer.common import to_dict
+from synthformer.data import MANIFEST, sha256_file, write_manifest
 
 from .plan import Plan, same_identity
 from .repair import check_tokenizer, damaged_units, repair

@@ -23,19 +23,22 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from synthformer.common.config import ConfigError, to_dict
-from synthformer.common.io import TMP_PREFIX, atomic_write_text, fsync_path
-from synthformer.data import DataError, Tokenizer, load_tokenizer
-from synthformer.data.prepared.format import MANIFEST, TOKENIZER, dtype_for, shard_name
-from synthformer.data.prepared.writer import (
+from synthformer.common import TMP_PREFIX, ConfigError, atomic_write_text, fsync_path, to_dict
+from synthformer.data import (
     DEFAULT_SHARD_TOKENS,
+    MANIFEST,
+    TOKENIZER,
+    DataError,
+    Tokenizer,
     base_manifest,
+    dtype_for,
+    load_tokenizer,
     manifest_shard,
+    shard_name,
     split_entry,
     write_manifest,
 )
-from synthformer.train.run_errors import RunError
-from synthformer.train.runlock import LOCK_FILE, lock_directory
+from synthformer.train import LOCK_FILE, RunError, lock_directory
 
 from ..run.task_config import TaskConfig
 from .moved import finished_elsewhere, finished_without_sources

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import ConfigError, to_dict
-from synthformer.data import DataError
-from synthformer.data.prepared.format import LAYOUTS
-from synthformer.data.prepared.sources import (
+from synthformer.common import ConfigError, to_dict
+from synthformer.data import (
+    LAYOUTS,
+    DataError,
     expand_glob,
     file_ranges,
     file_stat,

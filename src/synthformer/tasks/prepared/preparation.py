@@ -10,12 +10,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from synthformer.data.prepared.format import LAYOUTS
-from synthformer.data.streamed import PairsDataset
+from synthformer.data import LAYOUTS, PairsDataset
 
 if TYPE_CHECKING:
-    from synthformer.data import Tokenizer
-    from synthformer.data.prepared import PreparedCorpus, PreparedSplit
+    from synthformer.data import PreparedCorpus, PreparedSplit, Tokenizer
 
     from ..run.config import RunConfig
     from ..run.task_config import TaskConfig

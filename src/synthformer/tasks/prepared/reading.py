@@ -16,9 +16,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from synthformer.common.config import ConfigError
-from synthformer.data import DataError, Tokenizer
-from synthformer.data.prepared import PreparedCorpus, reader
+from synthformer.common import ConfigError
+from synthformer.data import ID_SCAN_BYTES, DataError, PreparedCorpus, Tokenizer
 
 from ..contract import RawData, TaskData
 from ..run.config import RunConfig, resolve_model_config
@@ -66,7 +65,7 @@ def open_prepared(run: RunConfig, tokenizer: Tokenizer | None = None, *, scan_id
                           "unset (the corpus's is used)")
     # ids beyond the vocabulary (a byte flipped on disk keeps a shard's size): refused here, before the run
     # directory exists, when the scan is cheap; a bigger corpus is checked batch by batch as it is read
-    if scan_ids and not corpus.check_ids(reader.ID_SCAN_BYTES):
+    if scan_ids and not corpus.check_ids(ID_SCAN_BYTES):
         logger.info("the prepared corpus %s holds %s of token ids: checked against its vocabulary as batches are "
                     "read, not scanned at start", corpus.path, f"{corpus.token_bytes() / 1e9:,.1f} GB")
     return corpus

@@ -13,11 +13,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from synthformer.common.io import fsync_path
-from synthformer.data import DataError
-from synthformer.data.prepared.format import MANIFEST, sha256_file
-from synthformer.data.prepared.reader import PreparedCorpus
-from synthformer.data.prepared.writer import manifest_shard
+from synthformer.common import fsync_path
+from synthformer.data import MANIFEST, DataError, PreparedCorpus, manifest_shard, sha256_file
 
 from .plan import Plan
 from .runner import PrepareError, PrepareResult, raise_error, run_units

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from .plan import Context, Unit
 from .work import run_unit

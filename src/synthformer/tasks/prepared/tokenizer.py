@@ -10,10 +10,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from synthformer.common.config import ConfigError
-from synthformer.data import SentinelTokenizer, Tokenizer, build_tokenizer, load_tokenizer
-from synthformer.data.prepared.format import sha256_file
-from synthformer.data.tokenizer_spm import BYTE_FALLBACK_MIN_PIECES
+from synthformer.common import ConfigError
+from synthformer.data import (
+    BYTE_FALLBACK_MIN_PIECES,
+    SentinelTokenizer,
+    Tokenizer,
+    build_tokenizer,
+    load_tokenizer,
+    sha256_file,
+)
 
 from ..run.task_config import TaskConfig
 from .plan import Context, Unit, unit_records

@@ -16,11 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import ConfigError
-from synthformer.common.io import atomic_write_text
-from synthformer.data import DataError, Tokenizer, load_tokenizer
-from synthformer.data.prepared.format import TOKENIZER, sha256_file
-from synthformer.data.prepared.writer import ShardWriter
+from synthformer.common import ConfigError, atomic_write_text
+from synthformer.data import TOKENIZER, DataError, ShardWriter, Tokenizer, load_tokenizer, sha256_file
 
 from .plan import Context, Unit, unit_records
 from .preparation import Preparation

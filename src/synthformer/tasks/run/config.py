@@ -41,10 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from synthformer.common.config import ConfigError, load_config, to_dict
+from synthformer.common import ConfigError, load_config, to_dict
 from synthformer.models import ModelConfig, config_class, get_preset, list_presets
-from synthformer.train import TrainConfig
-from synthformer.train.best import metric_key
+from synthformer.train import TrainConfig, metric_key
 
 from ..registry import get_generator
 from .task_config import TaskConfig

@@ -11,7 +11,7 @@ from typing import Any
 
 from torch import nn
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import DataError, Tokenizer, build_tokenizer
 from synthformer.models import ModelConfig, build_model
 from synthformer.train import seed_everything

@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from synthformer.train import RunDir, RunError
-from synthformer.train.run import append_metrics, write_evaluation
-from synthformer.train.sharding import EvalShard, accepts_shard
+from synthformer.train import EvalShard, RunDir, RunError, accepts_shard, append_metrics, write_evaluation
 
 from .data import prepare_data
 from .loading import load_run

@@ -53,7 +53,7 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.attention import parse_kind
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.models import ModelConfig
 
 __all__ = ["GROWABLE_FIELDS", "grown_layers", "growth_record", "rename_grown_keys", "start_grown_mixtures_"]

@@ -30,11 +30,18 @@ from safetensors import safe_open
 from safetensors.torch import load_file, load_model
 from torch import nn
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import Tokenizer, load_tokenizer
 from synthformer.models import ModelConfig
-from synthformer.train import RunDir, RunError, select_checkpoint
-from synthformer.train.checkpoint import MODEL_FILE, STATE_FILE, read_trainer_state, shape_mismatches
+from synthformer.train import (
+    MODEL_FILE,
+    STATE_FILE,
+    RunDir,
+    RunError,
+    read_trainer_state,
+    select_checkpoint,
+    shape_mismatches,
+)
 
 from .grow import GROWABLE_FIELDS, grown_layers, growth_record, rename_grown_keys, start_grown_mixtures_
 from .loading import read_model_config

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import LengthReport
 
 from .task_config import TaskConfig

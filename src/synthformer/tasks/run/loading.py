@@ -13,10 +13,11 @@ import json
 import logging
 from pathlib import Path
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import Tokenizer, load_label_set, load_tokenizer
 from synthformer.models import ModelConfig, build_model
 from synthformer.train import (
+    STATE_FILE,
     RunDir,
     RunError,
     WeightsMismatchError,
@@ -24,7 +25,6 @@ from synthformer.train import (
     read_trainer_state,
     select_checkpoint,
 )
-from synthformer.train.checkpoint import STATE_FILE
 
 from ..contract import LoadedRun
 from .config import RunConfig, load_run_config

@@ -31,11 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synthformer.common.config import ConfigError
-from synthformer.data.errors import check_data_path
+from synthformer.common import ConfigError
+from synthformer.data import check_data_path
 from synthformer.models import ModelConfig
-from synthformer.train import Run, RunDir, Trainer
-from synthformer.train.resume import check_earlier_run
+from synthformer.train import Run, RunDir, Trainer, check_earlier_run
 
 from ..contract import TaskData
 from .config import RunConfig

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from synthformer.common.config import to_dict
+from synthformer.common import to_dict
 from synthformer.data import Tokenizer, load_label_set, load_tokenizer
 from synthformer.models import ModelConfig
 from synthformer.train import Run, RunDir
-from synthformer.train.resume import check_resumed_model as _check_model
+from synthformer.train import check_resumed_model as _check_model
 
 from .config import RunConfig
 from .loading import read_model_config, read_run_config

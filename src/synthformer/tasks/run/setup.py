@@ -26,8 +26,7 @@ import torch
 from torch import nn
 
 from synthformer.models import ModelConfig, num_parameters
-from synthformer.train import RunDir
-from synthformer.train.optim import freeze_parts, param_groups
+from synthformer.train import RunDir, freeze_parts, param_groups
 
 from .config import RunConfig
 from .data import build_checked_model, seeded_model

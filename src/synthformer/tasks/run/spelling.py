@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from synthformer.common.config import ConfigError
-from synthformer.data.spelling import first_misspelling
+from synthformer.common import ConfigError
+from synthformer.data import first_misspelling
 
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer

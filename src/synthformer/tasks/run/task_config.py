@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NewType
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import MAX_VOCAB_SIZE, OVERFLOW_POLICIES, TOKENIZER_KINDS
 
 from ..registry import get_generator, get_task_type, list_generators, list_task_types
@@ -233,7 +233,7 @@ class TaskConfig:
             if self.data_splits is not None:
                 raise ConfigError("data_splits: set only together with 'data' (a named data set)")
             return
-        from synthformer.data.catalog import cache_root, find_local, get_data_set, has_split
+        from synthformer.data import cache_root, find_local, get_data_set, has_split
 
         try:
             entry = get_data_set(self.data)
@@ -282,7 +282,7 @@ class TaskConfig:
         fetch (:meth:`ensure_data`) would write them. Empty without ``data``."""
         if self.data is None:
             return []
-        from synthformer.data.catalog import cache_root
+        from synthformer.data import cache_root
 
         folder = (cache_root() / self.data).resolve()
         paths = [Path(p) for p in self._data_paths()]
@@ -297,7 +297,7 @@ class TaskConfig:
         """
         if self.data is None:
             return
-        from synthformer.data.catalog import ensure, get_data_set
+        from synthformer.data import ensure, get_data_set
 
         ensure(get_data_set(self.data), self._data_paths())
 
@@ -396,7 +396,7 @@ class TaskConfig:
     def has_test_split(self) -> bool:
         """Whether the data source gives a test split."""
         if self.prepared is not None:
-            from synthformer.data.prepared import read_manifest
+            from synthformer.data import read_manifest
 
             try:
                 return "test" in read_manifest(self.prepared)["splits"]

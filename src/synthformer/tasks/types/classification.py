@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import (
     CLASSIFICATION_FORMATS,
     ClassificationDataset,
@@ -35,7 +35,7 @@ from ..sources import finish_example_splits, read_file_splits
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from ..contract import LoadedRun, TaskData
     from ..run.config import RunConfig

@@ -17,10 +17,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from synthformer.common.config import ConfigError
-from synthformer.data import DataError, LMBlockDataset, load_hf_text, read_text_file, split_text
-from synthformer.data.errors import check_data_path
-from synthformer.data.streamed import StreamBlockDataset
+from synthformer.common import ConfigError
+from synthformer.data import (
+    DataError,
+    LMBlockDataset,
+    StreamBlockDataset,
+    check_data_path,
+    load_hf_text,
+    read_text_file,
+    split_text,
+)
 from synthformer.tasks.metrics.units import bits_per_byte, bits_per_character, perplexity
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
@@ -31,7 +37,7 @@ from ..registry import register_task_type
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from ..contract import LoadedRun, TaskData
     from ..run.config import RunConfig

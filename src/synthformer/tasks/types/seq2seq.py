@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import (
     Seq2SeqDataset,
     TranslationPair,
+    expand_glob,
     load_hf_pairs,
     read_classification,
     read_parallel,
     read_parallel_tsv,
 )
-from synthformer.data.prepared.sources import expand_glob
 
 from ..contract import Generated, GenerateOptions, RawData, TaskType, random_ids
 from ..prepared.preparation import Preparation, Sources, pairs_dataset
@@ -39,7 +39,7 @@ from .seq2seq_decoding import DECODED_METRICS, decode_seq2seq, decoding_for, seq
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from ..contract import LoadedRun, TaskData
     from ..run.config import RunConfig
@@ -133,7 +133,7 @@ class SequenceToSequence(TaskType):
             yield (pair.line or i), (pair.source, pair.target)
 
     def _stream_pairs(self, run: RunConfig, corpus: Any, split: str, tokenizer: Tokenizer) -> Any:
-        from synthformer.data.streamed import DecodedPairs
+        from synthformer.data import DecodedPairs
 
         dataset = pairs_dataset(run, [corpus.split(split)], tokenizer)
         # the references of BLEU / ROUGE: the stored texts decoded when scored (raw_examples becomes the raw split)

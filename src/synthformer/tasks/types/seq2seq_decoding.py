@@ -22,7 +22,7 @@ from synthformer.tasks.metrics.text import bleu, chrf, rouge
 from ..metrics.likelihood import device_of, likelihood_metrics
 
 if TYPE_CHECKING:
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from ..contract import TaskData
     from ..run.config import RunConfig

@@ -28,10 +28,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from synthformer.common.config import ConfigError
-from synthformer.data import SentinelTokenizer
-from synthformer.data.sentinels import with_sentinels
-from synthformer.data.span_corruption import SpanCorruptionDataset, t5_lengths
+from synthformer.common import ConfigError
+from synthformer.data import SentinelTokenizer, SpanCorruptionDataset, t5_lengths, with_sentinels
 
 from ..contract import Generated, GenerateOptions
 from ..metrics.likelihood import likelihood_metrics
@@ -43,7 +41,7 @@ from .seq2seq_decoding import decode_seq2seq
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from ..contract import LoadedRun, RawData, TaskData
     from ..run.config import RunConfig

@@ -22,9 +22,14 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from synthformer.data.batching import OVERFLOW_POLICIES, LengthReport, Seq2SeqCollator, Seq2SeqItems
-from synthformer.data.sentinels import SentinelTokenizer
-from synthformer.data.streamed import PairsDataset
+from synthformer.data import (
+    OVERFLOW_POLICIES,
+    LengthReport,
+    PairsDataset,
+    SentinelTokenizer,
+    Seq2SeqCollator,
+    Seq2SeqItems,
+)
 
 from .reader import Exchange
 

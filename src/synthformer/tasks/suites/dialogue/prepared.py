@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from synthformer.common.config import ConfigError
-from synthformer.data.sentinels import SentinelTokenizer
+from synthformer.common import ConfigError
+from synthformer.data import SentinelTokenizer
 
 from .dataset import SPEAKER_TOKENS, PreparedDialogueDataset, encode_source
 from .reader import Exchange, dialogue_exchanges, read_dialogues
@@ -87,7 +87,7 @@ def prepared_dialogue_dataset(run: RunConfig, corpus: Any, split: str, tokenizer
     if not isinstance(tokenizer, SentinelTokenizer):
         raise ConfigError(f"task.prepared: {corpus.path}'s tokenizer has no speaker separators ({tokenizer!r}); "
                           "prepare it again with task.type dialogue")
-    from synthformer.data.streamed import DecodedPairs
+    from synthformer.data import DecodedPairs
 
     task = run.task
     dataset = PreparedDialogueDataset([corpus.split(split)], tokenizer, max_src_len=task.max_len,

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from synthformer.data.errors import DataError, json_object, read_utf8, split_lines
+from synthformer.data import DataError, json_object, read_utf8, split_lines
 
 __all__ = ["DIALOGUE_FORMATS", "Dialogue", "Exchange", "dialogue_exchanges", "read_dialogues", "response_positions"]
 

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from synthformer.common.config import ConfigError
-from synthformer.data.sentinels import SentinelTokenizer, with_sentinels
+from synthformer.common import ConfigError
+from synthformer.data import SentinelTokenizer, with_sentinels
 
 from ...contract import Generated, GenerateOptions, RawData
 from ...prepared.preparation import Preparation
@@ -55,7 +55,7 @@ from .reader import DIALOGUE_FORMATS, Dialogue, Exchange, dialogue_exchanges, re
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from ...contract import LoadedRun, TaskData
     from ...run.config import RunConfig

@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from .superglue_metrics import score_with_records
 from .table import GLUE_TASKS, GlueTask, TextToTextExample, get_glue_task

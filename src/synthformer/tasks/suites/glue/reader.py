@@ -24,7 +24,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from synthformer.data.errors import DataError, json_object, read_utf8, split_lines
+from synthformer.data import DataError, json_object, read_utf8, split_lines
 
 from .superglue import pair_axg, read_superglue_records, text_field
 from .table import GLUE_TASKS, GlueTask, TextToTextExample, get_glue_task

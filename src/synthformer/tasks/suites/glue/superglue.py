@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from os import PathLike
 from typing import Any
 
-from synthformer.data.errors import DataError
+from synthformer.data import DataError
 
 from .table import GlueTask, TextToTextExample
 

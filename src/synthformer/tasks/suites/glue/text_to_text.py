@@ -53,9 +53,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from synthformer.common.config import ConfigError
-from synthformer.data import Seq2SeqDataset
-from synthformer.data.mixture import MixtureDataset, MixtureSchedule, mixing_rates
+from synthformer.common import ConfigError
+from synthformer.data import MixtureDataset, MixtureSchedule, Seq2SeqDataset, mixing_rates
 
 from ...contract import Generated, GenerateOptions, RawData, TaskType
 from ...metrics.likelihood import likelihood_metrics
@@ -76,7 +75,7 @@ from .reader import glue_split_path, load_hf_glue, read_glue_split
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from ...contract import LoadedRun, TaskData
     from ...run.config import RunConfig

@@ -18,11 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from synthformer.common.config import ConfigError
-from synthformer.data.errors import DataError
-from synthformer.data.mixture import MixtureDataset, MixtureSchedule
-from synthformer.data.prepared.format import sha256_file
-from synthformer.data.streamed import PairsDataset
+from synthformer.common import ConfigError
+from synthformer.data import DataError, MixtureDataset, MixtureSchedule, PairsDataset, sha256_file
 
 from ...prepared.preparation import pairs_dataset
 from .metrics import glue_task_from_config

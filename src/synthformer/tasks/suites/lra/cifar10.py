@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from synthformer.data.errors import DataError
+from synthformer.data import DataError
 
 __all__ = ["CIFAR10_TRAIN_BATCHES", "grayscale", "read_cifar10", "read_cifar10_batch"]
 

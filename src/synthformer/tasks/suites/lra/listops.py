@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from synthformer.data.errors import DataError, read_utf8, split_lines
-from synthformer.data.tokenization import FixedVocabTokenizer
+from synthformer.data import DataError, FixedVocabTokenizer, read_utf8, split_lines
 
 __all__ = [
     "LISTOPS_VOCAB",

@@ -17,9 +17,17 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from synthformer.data.batching import LengthReport, _check_overflow, _frame, _padding_mask, pad_sequences
-from synthformer.data.errors import DataError, read_utf8, split_lines
-from synthformer.data.tokenization import Tokenizer
+from synthformer.data import (
+    DataError,
+    LengthReport,
+    Tokenizer,
+    check_overflow,
+    frame_ids,
+    pad_sequences,
+    padding_mask,
+    read_utf8,
+    split_lines,
+)
 
 __all__ = ["MatchingExample", "PairClassificationDataset", "read_matching_tsv"]
 
@@ -89,7 +97,7 @@ class PairClassificationDataset(Dataset[dict[str, Tensor]]):
 
     def __init__(self, examples: Sequence[Any], tokenizer: Tokenizer, label_set: Sequence[str],
                  max_len: int | None = None, overflow: str | None = "truncate", add_bos: bool = False) -> None:
-        overflow = _check_overflow(overflow)
+        overflow = check_overflow(overflow)
         self.label_set = [str(x) for x in label_set]
         index = {label: i for i, label in enumerate(self.label_set)}
         bos = tokenizer.bos_id if add_bos else None
@@ -101,8 +109,8 @@ class PairClassificationDataset(Dataset[dict[str, Tensor]]):
             label = str(ex[2])
             if label not in index:
                 raise ValueError(f"example {i}: label {label!r} is not in the label set {self.label_set}")
-            a_fit, a_cut = _frame(a, bos, None, max_len, overflow, f"pair {i} text1")
-            b_fit, b_cut = _frame(b, bos, None, max_len, overflow, f"pair {i} text2")
+            a_fit, a_cut = frame_ids(a, bos, None, max_len, overflow, f"pair {i} text1")
+            b_fit, b_cut = frame_ids(b, bos, None, max_len, overflow, f"pair {i} text2")
             if a_fit is None or b_fit is None:
                 self.length_report.skipped += 1
                 continue
@@ -127,6 +135,6 @@ class PairClassificationDataset(Dataset[dict[str, Tensor]]):
             seqs = [b[f"input_ids_{side}"] for b in batch]
             ids = pad_sequences(seqs, self.pad_id)  # (B, L_side)
             out[f"input_ids_{side}"] = ids
-            out[f"padding_mask_{side}"] = _padding_mask(seqs, ids.shape[1])
+            out[f"padding_mask_{side}"] = padding_mask(seqs, ids.shape[1])
         out["labels"] = torch.stack([b["labels"].reshape(()) for b in batch]).long()
         return out

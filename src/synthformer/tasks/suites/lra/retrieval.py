@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from ...contract import Generated, GenerateOptions, RawData, random_ids
 from ...registry import register_task_type

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import FixedVocabTokenizer
 
 from ...contract import Generated, GenerateOptions, Generator, RawData, TaskType, random_ids
@@ -45,7 +45,7 @@ from .task_type import answer_metrics
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from ...contract import LoadedRun, TaskData
     from ...run.config import RunConfig

@@ -23,9 +23,17 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from synthformer.models import Decoder, Embeddings, MixerFactory, ModelConfig, register_arch, token_cross_entropy
-from synthformer.models.config import choice, is_int
-from synthformer.models.layers import sinusoidal_table
+from synthformer.models import (
+    Decoder,
+    Embeddings,
+    MixerFactory,
+    ModelConfig,
+    choice,
+    is_int,
+    register_arch,
+    sinusoidal_table,
+    token_cross_entropy,
+)
 
 __all__ = ["DECODER_POSITIONS", "Compressor", "CompressorConfig", "build_compressor"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from .sequences import MixingSequence, unigram_guess_accuracy
 

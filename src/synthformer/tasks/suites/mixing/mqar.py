@@ -39,7 +39,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from .mad_options import check_int, context_free_unigram
 from .sequences import MixingBenchmark, MixingSequence, register_benchmark

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import FixedVocabTokenizer
 from synthformer.models import IGNORE_INDEX
 
@@ -33,7 +33,7 @@ from .sequences import MixingBenchmark, MixingSequence, StackedDataset, get_benc
 if TYPE_CHECKING:
     from synthformer.data import Tokenizer
     from synthformer.models import ModelConfig
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from ...contract import LoadedRun, TaskData
     from ...run.config import RunConfig

@@ -19,8 +19,7 @@ from __future__ import annotations
 import logging
 import random
 
-from synthformer.data.readers import TranslationPair
-from synthformer.data.tokenization import CharTokenizer
+from synthformer.data import CharTokenizer, TranslationPair
 
 __all__ = ["ALGORITHMIC_TASKS", "algorithmic_tokenizer", "generate_algorithmic", "solve_algorithmic"]
 

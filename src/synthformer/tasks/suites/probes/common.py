@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from ...contract import Generator, RawData
 

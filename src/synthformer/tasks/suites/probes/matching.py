@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 from synthformer.data import FixedVocabTokenizer
 
 from ...registry import register_generator

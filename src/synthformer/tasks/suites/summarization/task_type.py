@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from synthformer.common.config import ConfigError
+from synthformer.common import ConfigError
 
 from ...prepared.preparation import Preparation
 from ...registry import register_task_type
@@ -36,7 +36,7 @@ from ...types.seq2seq_decoding import evaluate_decoded
 from .metrics import rouge_scores
 
 if TYPE_CHECKING:
-    from synthformer.train.sharding import EvalShard
+    from synthformer.train import EvalShard
 
     from ...contract import RawData, TaskData
     from ...run.config import RunConfig
