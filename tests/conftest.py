@@ -64,6 +64,20 @@ def _one_thread():
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _one_thread_in_child_processes():
+    """``OMP_NUM_THREADS=1`` for every process the tests start (unless a test sets its own): the children's torch
+    takes one intra-op thread, as this process does (``_one_thread``). With two, a child on a 2-core machine that
+    already runs the suite's two workers waits on its own threads at every op of its tiny shapes (measured: a
+    fresh process's 60 tiny attention layers 19 s with two threads, 1.2 s with one). Set after this process
+    imported torch, so its own thread count stays what torch chose."""
+    import os
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _quiet_machine():
     """An idle load average: the CLI's busy-machine warning (tested on its own) depends on what else runs on the
     machine and would otherwise appear in the output of any test (module-scoped fixtures included)."""
