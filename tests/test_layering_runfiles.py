@@ -25,7 +25,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.test_layering import PACKAGE_DIR, module_names
+from tests.test_layering import PACKAGE_DIR, module_names, parse_module
 
 #: The one module allowed to write run files.
 LIFECYCLE = "synthformer.train.run"
@@ -90,7 +90,7 @@ def writers_outside(root: Path, allowed: str) -> list[str]:
     for module, path in module_names(root).items():
         if module == allowed:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = parse_module(path)
         for line, what in run_file_writes(tree):
             primitive = what[:-2] if what.endswith("()") else None
             if primitive and _defines(tree, primitive):
