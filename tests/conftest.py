@@ -56,7 +56,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True)
 def _one_thread():
     """One intra-op thread: the tests use tiny shapes, where threading costs more than it gains, and the
-    machine's cores may be shared."""
+    machine's cores may be shared. Per test, so that a test that sets its own (``--threads 2``) leaves none."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread_in_shared_fixtures():
+    """One intra-op thread for the module- and session-scoped fixtures too, which are set up before a test's own
+    ``_one_thread``: a tiny run trained with both cores' threads while the other worker holds one waits on its
+    threads at every op (the analysis tests' session runs: a third of a second a backward pass of a tiny model).
+    It also makes them train as the tests that compare with them do (some set one thread by hand for that)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
