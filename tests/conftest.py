@@ -11,31 +11,39 @@ os.environ["SYNTHFORMER_CALIBRATION"] = "off"
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-#: The slowest tests (5-35 s each in one process on the 2-core development CPU, 2026-11-26; most start processes),
-#: slowest first. They run before every other test: with pytest-xdist a long test that starts last, when the other
-#: worker has nothing left, is the suite's tail. A prefix of node ids (a whole test function, every parameter).
-#: The tests of the suite's one torchrun launch (the fixture ``two_processes``, about 35 s) come first: with
-#: ``--dist loadgroup`` they are one unit of work, which pytest-xdist hands out before the single tests anyway.
+#: The slowest units of work (5-60 s each on the 2-core development CPU with the suite running, 2026-12-03; most
+#: start processes), slowest first. They run before every other test: with pytest-xdist a long test that starts
+#: last, when the other worker has nothing left, is the suite's tail. A prefix of node ids (a whole test function,
+#: every parameter, or a whole module). A test of an ``xdist_group`` brings its whole group to the front (with
+#: ``--dist loadgroup`` a group is one unit of work, handed out where its first test stands): the suite's one
+#: torchrun launch (the fixture ``two_processes``, about 35 s), the documented Python blocks (``doc-python-blocks``,
+#: about 40 s in all), the analysis runs, the IMDb tokenizers and the module fixtures of the hf tests.
 SLOW_FIRST = (
     "tests/train/test_stream_distributed.py::",
     "tests/train/test_distributed.py::",
     "tests/tasks/test_sharded_eval.py::test_two_processes_evaluate_like_one",
+    "tests/docs/test_doc_python.py::",
     "tests/hf/test_lm_eval.py::test_the_harness_scores_and_generates_what_synthformer_does",
-    "tests/reliability/test_long_runs.py::test_a_process_that_dies_mid_step_or_mid_save",
-    "tests/reliability/test_faults.py::test_a_fault_at_any_call_of_a_rotating_save",
-    "tests/tasks/test_seeded_losses.py::test_seeded_losses_are_those_of_the_previous_version",
     "tests/hf/test_clients.py::test_folders_load_by_path",
-    "tests/tasks/test_text_metrics.py::test_dialogue_metrics_reproduce_nlg_eval_readme_example",
-    "tests/hf/test_export.py::test_exported_runs_load_offline_in_a_fresh_process",
+    "tests/reliability/test_long_runs.py::test_a_process_that_dies_mid_step_or_mid_save",
+    "tests/analysis/test_runner.py::test_cli_verb_and_a_study_directory",
+    "tests/data/test_spelling.py::",
     "tests/attention/test_triton_compile.py::",
-    "tests/attention/test_fused_backends.py::test_backend_equals_the_reference_and_the_torch_backend_in_float64[compile-",
-    "tests/reliability/test_two_processes.py::",
+    "tests/hf/test_synthesize_remote.py::test_every_family_loads_by_path_in_a_fresh_process",
+    "tests/hf/test_synthesize_train.py::test_save_pretrained_and_from_pretrained_in_a_fresh_process",
+    "tests/reliability/test_faults.py::test_a_fault_at_any_call_of_a_rotating_save",
+    "tests/tasks/test_text_metrics.py::test_dialogue_metrics_reproduce_nlg_eval_readme_example",
     "tests/reliability/test_faults.py::test_a_kill_during_a_training_checkpoint",
+    "tests/hf/test_export.py::test_exported_runs_load_offline_in_a_fresh_process",
+    "tests/attention/test_fused_backends.py::test_backend_equals_the_reference_and_the_torch_backend_in_float64[compile-",
     "tests/reliability/test_bad_inputs_meta.py::test_a_real_terminal_sees_one_line",
     "tests/reliability/test_long_runs.py::test_sigterm_and_sigusr1",
-    "tests/train/test_rundir.py::test_a_second_process_fails_fast",
-    "tests/analysis/test_runner.py::test_cli_verb_and_a_study_directory",
+    "tests/reliability/test_two_processes.py::",
+    "tests/test_gpu_extra.py::test_the_library_imports_and_runs_without_triton",
+    "tests/attention/test_without_the_wing.py::test_without_the_wing",
+    "tests/bench/test_bench_progress.py::",
     "tests/bench/test_bench_guard.py::test_quick_against_head_records_one_line_per_row_with_its_ratios",
+    "tests/train/test_rundir.py::test_a_second_process_fails_fast",
     "tests/bench/test_gpu_suite.py::test_the_smoke_run_records_every_piece_and_the_docs_build_from_it",
     "tests/bench/test_gpu_suite.py::test_a_timed_piece_runs_in_a_process_of_its_own",
 )
@@ -56,11 +64,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(autouse=True)
 def _one_thread():
     """One intra-op thread: the tests use tiny shapes, where threading costs more than it gains, and the
-    machine's cores may be shared."""
+    machine's cores may be shared. Per test, so that a test that sets its own (``--threads 2``) leaves none."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread_in_shared_fixtures():
+    """One intra-op thread for the module- and session-scoped fixtures too, which are set up before a test's own
+    ``_one_thread``: a tiny run trained with both cores' threads while the other worker holds one waits on its
+    threads at every op (the analysis tests' session runs: a third of a second a backward pass of a tiny model).
+    It also makes them train as the tests that compare with them do (some set one thread by hand for that)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread_in_child_processes():
+    """``OMP_NUM_THREADS=1`` for every process the tests start (unless a test sets its own): the children's torch
+    takes one intra-op thread, as this process does (``_one_thread``). With two, a child on a 2-core machine that
+    already runs the suite's two workers waits on its own threads at every op of its tiny shapes (measured: a
+    fresh process's 60 tiny attention layers 19 s with two threads, 1.2 s with one). Set after this process
+    imported torch, so its own thread count stays what torch chose."""
+    import os
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -24,6 +24,7 @@ loaded: module-level ones, not those inside functions, and counts importing ``a.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,18 @@ def module_names(root: Path) -> dict[str, Path]:
     return names
 
 
+@functools.cache
+def _parse(text: str, filename: str) -> ast.Module:
+    return ast.parse(text, filename)
+
+
+def parse_module(path: Path) -> ast.Module:
+    """The syntax tree of the file ``path``, parsed once per process for each text it has: the scanners of these
+    files read the same package test after test (about a second a parse of it). The tree is shared: read it, never
+    change it."""
+    return _parse(path.read_text(encoding="utf-8"), str(path))
+
+
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
@@ -116,7 +129,7 @@ def collect_imports(root: Path, type_checking: bool = False) -> list[Import]:
     found: list[Import] = []
     for importer, path in modules.items():
         package_parts = importer.split(".") if path.name == "__init__.py" else importer.split(".")[:-1]
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = parse_module(path)
         for node, local in _import_nodes(tree, type_checking=type_checking):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -382,7 +395,7 @@ def name_comparisons(root: Path, owners: dict[str, set[str]]) -> list[str]:
     registered name (alone or in a tuple, list or set), in a module that does not register that name."""
     found = []
     for module, path in module_names(root).items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in ast.walk(parse_module(path)):
             if not isinstance(node, ast.Compare):
                 continue
             operands = [node.left, *node.comparators]

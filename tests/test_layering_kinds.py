@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.test_layering import PACKAGE_DIR, _write_package, module_names
+from tests.test_layering import PACKAGE_DIR, _write_package, module_names, parse_module
 
 #: file -> why its table of kinds is not a fact a kind's class should declare (a new entry needs a reason).
 ALLOWED: dict[str, str] = {
@@ -60,7 +60,7 @@ def kind_tables(root: Path, owners: dict[str, str]) -> list[str]:
     define every one of them."""
     found = []
     for module, path in module_names(root).items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = parse_module(path)
         for table in _top_level_dicts(tree):
             names = sorted({n for key in table.keys for n in _named(key, owners)})
             if len(names) >= 2 and any(owners[n] != module for n in names):

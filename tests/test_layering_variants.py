@@ -13,7 +13,7 @@ from pathlib import Path
 
 from synthformer.models import list_variants
 
-from .test_layering import PACKAGE_DIR, _write_package, module_names
+from .test_layering import PACKAGE_DIR, _write_package, module_names, parse_module
 
 #: The module allowed to decide by a variant's name: the one that defines the variants as parts.
 VARIANTS_MODULE = "synthformer.models.variants"
@@ -47,7 +47,7 @@ def variant_comparisons(root: Path, variant_names: set[str], allowed: str = VARI
         if module == allowed:
             continue
         other_meaning = any(module == p or module.startswith(p + ".") for p in OTHER_VARIANTS)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in ast.walk(parse_module(path)):
             if not isinstance(node, ast.Compare):
                 continue
             operands = [node.left, *node.comparators]

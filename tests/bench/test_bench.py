@@ -33,6 +33,9 @@ from synthformer.models import build_model, num_parameters
 # whenever another job holds a core (measured: 3 ms -> 750 ms per step).
 TINY = {"n_layers": 2, "d_model": 32, "n_heads": 2, "d_ff": 64}
 TINY_RUN = dict(batch_size=2, seq_len=16, vocab_size=50, steps=1, warmup=0, repeats=1, overrides=TINY, threads=1)
+#: one pytest-xdist worker runs the module, so that each preset's table (the module fixtures, seconds each) is
+#: measured once rather than once in each worker
+pytestmark = pytest.mark.xdist_group("bench-tables")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,8 @@ from synthformer.cli import _eval_progress
 from synthformer.cli.main import main
 from tests.tasks.helpers import classification_config, lm_config, seq2seq_config, write_yaml
 
-pytestmark = pytest.mark.usefixtures("restore_logging")
+#: one pytest-xdist worker runs the module: the three trained runs (the module fixture) are trained once
+pytestmark = [pytest.mark.usefixtures("restore_logging"), pytest.mark.xdist_group("eval-progress-runs")]
 
 
 def trained(tmp: Path, name: str, config: dict) -> Path:

@@ -21,6 +21,8 @@ from synthformer.tasks.suites.lra.listops import DIGITS, END, OPERATORS
 LRA = {"min_length": 500, "max_length": 2000, "max_depth": 10, "max_args": 10}
 GENERATED = 80  # about 10 ms each
 ALPHA = 0.01
+#: one pytest-xdist worker runs the module: both samples (the module fixtures) are read and generated once
+pytestmark = pytest.mark.xdist_group("listops-lra-samples")
 
 
 def features(sources: list[str]) -> tuple[list[int], list[float], list[int]]:

@@ -1,15 +1,16 @@
 """Fresh interpreters for ``test_doc_python.py`` without importing torch again for each documented block.
 
 Importing torch is most of what a small block costs (seconds, for a block that itself runs in a fraction of one),
-and some 30 blocks run. So a server process imports torch once (nothing else: no synthformer, no transformers,
-whose import reads ``HF_HOME``) and forks one child per block; the child is the block's fresh interpreter: its own
-``__main__`` namespace, working directory, environment, ``sys.argv``/``sys.path[0]`` and standard streams (stdin
-``/dev/null``, stdout and stderr to files), as ``python _doc_block.py`` (a script) or ``python -c "import
-importlib; importlib.import_module(...)"`` (a file block) would have them. Nothing a block does reaches the server
-or another block, and a block that needs a name it does not import still fails (a fork has torch in
-``sys.modules``, not in the block's namespace). The child ends as an interpreter does: an exception out of the
-block prints its traceback and exits 1, ``sys.exit`` exits with its code, threads are joined and ``atexit`` runs
-(only the final teardown of every module's objects is left out: seconds with torch, and nothing a block shows).
+and some 30 blocks run. So a server process imports torch once (with its compiler and distributed-tensor modules;
+nothing else: no synthformer, no transformers, whose import reads ``HF_HOME``) and forks one child per block; the
+child is the block's fresh interpreter: its own ``__main__`` namespace, working directory, environment,
+``sys.argv``/``sys.path[0]`` and standard streams (stdin ``/dev/null``, stdout and stderr to files), as ``python
+_doc_block.py`` (a script) or ``python -c "import importlib; importlib.import_module(...)"`` (a file block) would
+have them. Nothing a block does reaches the server or another block, and a block that needs a name it does not
+import still fails (a fork has torch in ``sys.modules``, not in the block's namespace). The child ends as an
+interpreter does: an exception out of the block prints its traceback and exits 1, ``sys.exit`` exits with its code,
+threads are joined and ``atexit`` runs (only the final teardown of every module's objects is left out: seconds with
+torch, and nothing a block shows).
 
 The fork is safe: torch's import under ``OMP_NUM_THREADS=1`` (the blocks' setting) starts no thread. Where there is
 no ``os.fork``, :class:`BlockRunner` runs the plain subprocess instead.
@@ -34,6 +35,13 @@ from typing import Any
 def _serve() -> dict[str, Any] | None:
     """The server's loop; returns (in a child only) the request it is to run."""
     import torch  # noqa: F401 - the point: imported once, before the forks
+
+    # torch's compiler and distributed-tensor modules too: about as long again to import, and what every block that
+    # builds a torch optimizer (torch.compile's decorators) or imports transformers pulls in. Neither reads HF_HOME
+    # nor starts a thread.
+    import torch._dynamo  # noqa: F401
+    if torch.distributed.is_available():
+        import torch.distributed.tensor  # noqa: F401
 
     while True:
         line = sys.stdin.buffer.readline()

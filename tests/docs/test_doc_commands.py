@@ -114,9 +114,12 @@ def _scratch(root: Path) -> Path:
     (shared / "tiny_shakespeare" / "input.txt").write_text(  # speeches: paragraphs of a few lines
         "\n\n".join("\n".join(" ".join(WORDS[i + k:i + k + 6]) for k in range(0, 18, 6)) for i in range(0, 900, 18))
         + "\n", encoding="utf-8")
+    # IMDb's train and test files: with the train file alone this folder does not hold the data set (the catalog's
+    # marker files), and the lookup goes on to the checkout's ../shared/data and its 25,000 real reviews
     (shared / "imdb").mkdir()
-    (shared / "imdb" / "train.jsonl").write_text(
-        "".join(json.dumps({"text": " ".join(WORDS[i:i + 12])}) + "\n" for i in range(0, 600, 12)), encoding="utf-8")
+    for split, rows in (("train", range(0, 600, 12)), ("test", range(600, 720, 12))):
+        (shared / "imdb" / f"{split}.jsonl").write_text(
+            "".join(json.dumps({"text": " ".join(WORDS[i:i + 12])}) + "\n" for i in rows), encoding="utf-8")
     (work / "runs" / "t5").mkdir(parents=True)
     build_tokenizer("char", [LM_TEXT]).save(work / "runs" / "t5" / "tokenizer.json")
     (work / PLACEHOLDERS["CONFIG"]).write_text(yaml.safe_dump({"task": {

@@ -32,6 +32,10 @@ from tests.tasks.helpers import LM_TEXT
 from .block_server import BlockRunner
 from .doc_blocks import LANGUAGES, ROOT, Block, all_blocks, blocks_of
 
+#: one pytest-xdist worker runs the module: the block server and what GIVEN makes (trained and exported runs, a
+#: prepared corpus; the session fixtures) are started and made once instead of once in each worker
+pytestmark = pytest.mark.xdist_group("doc-python-blocks")
+
 #: Fences without a language on pages this change may not edit, each with what it needs: kept visible here (and
 #: failing once fixed, so the entry goes) instead of skipped.
 BARE_FENCES_PENDING = {

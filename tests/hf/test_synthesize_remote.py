@@ -26,6 +26,9 @@ from synthformer.hf.synthesize.remote import MODULE  # noqa: E402
 from .synth_models import HEADS, POSITIONS, VOCAB, WIDTH, build, forward  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("restore_logging")
+#: the tests of the module fixture ``loaded_by_path`` (about 20 s) in one pytest-xdist worker, which builds it
+#: once: a test in each worker would build it twice
+BY_PATH = pytest.mark.xdist_group("synthesize-remote")
 
 
 def masked_lm() -> torch.nn.Module:
@@ -129,6 +132,7 @@ def loaded_by_path(tmp_path_factory):
             "cli": (pretrained, cli, cli_inputs)}
 
 
+@BY_PATH
 def test_every_family_loads_by_path_in_a_fresh_process(loaded_by_path):
     tmp_path, inputs, report = (loaded_by_path[key] for key in ("tmp", "inputs", "report"))
     expected = {}
@@ -158,6 +162,7 @@ def test_every_family_loads_by_path_in_a_fresh_process(loaded_by_path):
     assert set(mine) == set(theirs) and all(torch.equal(mine[k], theirs[k]) for k in mine)
 
 
+@BY_PATH
 def test_a_folder_of_the_command_line_loads_by_path(loaded_by_path, tmp_path, capsys):
     assert loaded_by_path["cli_status"] == 0
     pretrained, out, inputs = loaded_by_path["cli"]

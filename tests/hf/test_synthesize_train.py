@@ -142,6 +142,9 @@ def _load_in_a_fresh_process(folders: dict[str, str], inputs: dict[str, torch.Te
     return {name: (torch.load(tmp / f"{name}.logits.pt"), layers[name]) for name in folders}
 
 
+#: the tests of the module fixture ``fresh_loads`` (a LoRA training and a fresh process, about 15 s) in one
+#: pytest-xdist worker, which builds it once: a test in each worker would build it twice
+FRESH_LOADS = pytest.mark.xdist_group("synthesize-fresh-loads")
 FRESH = [("llama_gqa", {0: "R+V", 1: "D"}), ("gpt2", {1: "FR+D+V"}), ("t5", {0: "R", 3: "D+V"})]
 
 
@@ -181,6 +184,7 @@ def fresh_loads(tmp_path_factory):
             "loaded": _load_in_a_fresh_process(folders, inputs, tmp)}
 
 
+@FRESH_LOADS
 @pytest.mark.parametrize(("family", "kinds"), FRESH)
 def test_save_pretrained_and_from_pretrained_in_a_fresh_process(family, kinds, fresh_loads):
     model, folder, inputs = (fresh_loads[key][family] for key in ("models", "folders", "inputs"))
@@ -193,6 +197,7 @@ def test_save_pretrained_and_from_pretrained_in_a_fresh_process(family, kinds, f
     assert set(mine) == set(theirs) and all(torch.equal(mine[k], theirs[k]) for k in mine)
 
 
+@FRESH_LOADS
 def test_lora_adapts_the_projections_and_trains_the_synthesized_layers(fresh_loads):
     lora = fresh_loads["lora"]
     trainable, merged = lora["trainable"], lora["merged"]

@@ -15,6 +15,8 @@ from synthformer.tasks import RunConfig, load_run_config
 from tests.tasks.helpers import lm_config, write_yaml
 
 KINDS = ["V", "R"]
+#: one pytest-xdist worker runs the module: the study of the module fixture is run once
+pytestmark = pytest.mark.xdist_group("study-runs")
 
 
 def base_config(tmp: Path) -> RunConfig:

@@ -17,6 +17,10 @@ from synthformer.tasks.run.init_from import load_pretrained_weights
 
 from .helpers import TINY_MODEL, TINY_TRAIN, lm_config, span_config
 
+#: one pytest-xdist worker runs the module: the pretrained run of the init_from tests (a module fixture) is trained
+#: once instead of once in each worker
+pytestmark = pytest.mark.xdist_group("span-corruption-pretrained")
+
 
 def test_span_corruption_run_end_to_end(tmp_path: Path) -> None:
     result = train_run(from_dict(RunConfig, span_config(tmp_path, **{"train.eval_steps": 0})), tmp_path / "pre")
