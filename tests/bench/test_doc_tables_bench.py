@@ -1,4 +1,4 @@
-"""``benchmarks/doc_tables_bench.py`` and ``doc_tables_bench_goals.py``: docs/benchmarks.md's tables built from the
+"""``benchmarks/doc_tables/bench.py`` and ``doc_tables/bench_goals.py``: docs/benchmarks.md's tables built from the
 newest ``bench_*.jsonl`` entry, with the provenance line saying whether the CPU was shared, a placeholder until a
 record exists, and each goal's verdict computed from the same numbers the table shows."""
 
@@ -15,7 +15,7 @@ from .scripts import load_script
 
 @pytest.fixture()
 def bench(tmp_path, monkeypatch):
-    module = load_script("doc_tables_bench", monkeypatch)
+    module = load_script("doc_tables/bench", monkeypatch)
     monkeypatch.setattr(module, "ROOT", tmp_path)
     monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
     (tmp_path / "results").mkdir()
@@ -25,13 +25,13 @@ def bench(tmp_path, monkeypatch):
 @pytest.fixture()
 def goals(bench, monkeypatch):
     """The second module, loaded over the fresh ``bench`` (whose record folder is the test's)."""
-    return load_script("doc_tables_bench_goals", monkeypatch)
+    return load_script("doc_tables/bench_goals", monkeypatch)
 
 
 def _entry(name: str, rows: list[dict], date: str, shared: bool = False, **extra) -> str:
     return json.dumps({"table": name, "row": name, "rows": rows, "date": date, "commit": "abc1234",
                        "machine": "AMD EPYC, 2 CPUs", "torch": "2.13.0+cpu", "threads": 2, "shared_cpu": shared,
-                       "command": "python benchmarks/attention.py", **extra})
+                       "command": "python benchmarks/speed/attention.py", **extra})
 
 
 def _record(tmp_path, name: str, rows: list[dict], **extra) -> None:
@@ -66,7 +66,7 @@ def test_a_load_above_the_cores_is_reported_even_when_the_run_claimed_a_quiet_cp
 
 
 def test_without_a_record_a_builder_says_how_to_measure(bench):
-    assert "bash benchmarks/measure_all.sh" in bench.BENCH_BUILDERS["bench-decode"]()
+    assert "bash benchmarks/speed/measure_all.sh" in bench.BENCH_BUILDERS["bench-decode"]()
 
 
 def test_the_model_table_reads_the_bench_csv_rows(goals, tmp_path):
@@ -131,7 +131,7 @@ def test_hf_goals_and_threads(goals, tmp_path):
     assert "| 2 processes | 1 | 1,000 / 2,000 | 3,000 |" in goals.GOALS_BUILDERS["bench-threads"]()
 
 # --------------------------------------------------------------------------- LRA's Table 2 (issue 31)
-# docs/benchmarks.md's LRA Table 2 section from a made-up record (benchmarks/doc_tables_lra.py through
+# docs/benchmarks.md's LRA Table 2 section from a made-up record (benchmarks/doc_tables/lra.py through
 # synthformer.bench.lra_report): speed beside its FLOP-ratio limit, the 10% and memory verdicts, skipped kinds with
 # their reason, causal against bidirectional; and the command that fills it while there is no record.
 NAN = float("nan")
@@ -140,7 +140,7 @@ NAN = float("nan")
 @pytest.fixture()
 def builders(bench, monkeypatch):
     """The LRA builders, loaded over the fresh ``bench`` (whose record folder is the test's)."""
-    return load_script("doc_tables_lra", monkeypatch).LRA_BUILDERS
+    return load_script("doc_tables/lra", monkeypatch).LRA_BUILDERS
 
 
 def _row(kind, length, speed, limit, memory, causal=False, status="measured", **more):
@@ -165,7 +165,7 @@ def test_without_a_record_the_blocks_give_the_command_that_fills_them(builders):
     for block, build in builders.items():
         name = "lra_profile" if block.startswith("bench-lra-profile") else "lra_table2"
         text = build()
-        assert text.startswith(f"(not measured yet: `python benchmarks/{name}.py ")
+        assert text.startswith(f"(not measured yet: `python benchmarks/speed/{name}.py ")
         assert f"bench_{name}.jsonl" in text or f"bench_{name}_no_dropout.jsonl" in text
     assert "--set attention_dropout=0 --record" in builders["bench-lra-profile-no-dropout"]()
 
@@ -176,18 +176,18 @@ def test_the_profile_table_gives_each_category_in_ms_and_share(builders, tmp_pat
              **{f"{c}_ms": 1000.0 * f for c, f in shares.items()}, **{f"{c}_share": f for c, f in shares.items()}}]
     entry = {"table": "bench_lra_profile", "row": "bench_lra_profile", "rows": rows, "date": "2026-11-27 09:00 UTC",
              "commit": "abc1234", "machine": "AMD EPYC, 2 CPUs", "threads": 2, "shared_cpu": False,
-             "command": "python benchmarks/lra_profile.py", "load_1min": [2.0, 2.1]}
+             "command": "python benchmarks/speed/lra_profile.py", "load_1min": [2.0, 2.1]}
     (tmp_path / "results" / "bench_lra_profile.jsonl").write_text(json.dumps(entry) + "\n")
     text = builders["bench-lra-profile"]()
     assert "| kind | profiled step | matrix products | SDPA | softmax | AdamW | everything else |" in text
     assert "| V | 1,000 ms | 500 ms (50%) | 100 ms (10%) | 0 ms (0%) | 150 ms (15%) | 250 ms (25%) |" in text
-    assert "`python benchmarks/lra_profile.py`" in text
+    assert "`python benchmarks/speed/lra_profile.py`" in text
 
 
 def test_table2_shows_speed_beside_its_limit_memory_and_the_verdicts(builders, tmp_path):
     entry = {"table": "bench_lra_table2", "row": "bench_lra_table2", "rows": ROWS, "date": "2026-11-27 09:00 UTC",
              "commit": "abc1234", "machine": "AMD EPYC, 2 CPUs", "threads": 2, "shared_cpu": False,
-             "command": "python benchmarks/lra_table2.py", "load_1min": [2.0, 2.1]}
+             "command": "python benchmarks/speed/lra_table2.py", "load_1min": [2.0, 2.1]}
     (tmp_path / "results" / "bench_lra_table2.jsonl").write_text(json.dumps(entry) + "\n")
     text = builders["bench-lra-table2"]()
     assert ("| kind | 1K speed (limit) | 1K memory | 2K speed (limit) | 2K memory | speed within 10% of limit | "

@@ -1,26 +1,22 @@
-"""``benchmarks/doc_tables_superglue.py`` and ``doc_tables_lra_results.py``: docs/results.md's SuperGLUE (the
+"""``benchmarks/doc_tables/superglue.py`` and ``lra_results.py``: docs/results.md's SuperGLUE (the
 paper's Table 6) and LRA Table 1 sections, built from tiny made-up records: the placeholder until a row exists,
 rows in the paper's layout with missing tasks as ``-``, the average over the tasks present, the majority-label row
 from the baselines record, the paper's numbers, and LRA's budget fractions."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from .scripts import BENCH, load_script
 
 
-def _load(name: str, monkeypatch, tmp_path: Path):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, module)
-    spec.loader.exec_module(module)
+def _load(path: str, monkeypatch, tmp_path: Path):
+    """``benchmarks/PATH.py`` freshly loaded (see ``load_script``), reading its records under ``tmp_path``."""
+    module = load_script(path, monkeypatch)
     monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(module, "ROOT", tmp_path)
     (tmp_path / "results").mkdir(exist_ok=True)
@@ -38,9 +34,9 @@ def _write(tmp_path: Path, table: str, entries: list[dict]) -> None:
 
 @pytest.fixture()
 def superglue(monkeypatch, tmp_path):
-    baselines = _load("doc_tables_baselines", monkeypatch, tmp_path)  # the majority row's record
-    t5 = _load("doc_tables_t5", monkeypatch, tmp_path)  # the unspellable answers' record
-    module = _load("doc_tables_superglue", monkeypatch, tmp_path)
+    baselines = _load("doc_tables/baselines", monkeypatch, tmp_path)  # the majority row's record
+    t5 = _load("doc_tables/t5", monkeypatch, tmp_path)  # the unspellable answers' record
+    module = _load("doc_tables/superglue", monkeypatch, tmp_path)
     assert module.baselines is baselines and module.unknown_pieces is t5.unknown_pieces
     return module
 
@@ -53,7 +49,7 @@ def _sg_entry(row: str, average: float, **metrics) -> dict:
 
 def test_superglue_without_a_record_gives_the_command(superglue):
     assert superglue.superglue_table() == (
-        "(no recorded row yet: `python benchmarks/results_runs.py --table t5arch_superglue`)")
+        "(no recorded row yet: `python benchmarks/studies/results_runs.py --table t5arch_superglue`)")
 
 
 def test_superglue_rows_follow_the_papers_layout_with_the_majority_row(superglue, tmp_path):
@@ -61,13 +57,13 @@ def test_superglue_rows_follow_the_papers_layout_with_the_majority_row(superglue
         _sg_entry("R+V", 55.0, cb_accuracy=60.0, cb_f1_macro=40.0, cb_invalid=2, super_glue_rte_accuracy=60.0,
                   super_glue_rte_invalid=1, axb_matthews_corrcoef=5.0, axb_invalid=3),
         _sg_entry("V", 52.5, cb_accuracy=50.0, cb_f1_macro=30.0, super_glue_rte_accuracy=65.0)])
-    # the majority row as benchmarks/baselines.py records it: CB answers "contradiction" (F1 macro 2/3 / 3
+    # the majority row as benchmarks/studies/baselines.py records it: CB answers "contradiction" (F1 macro 2/3 / 3
     # classes, accuracy 2 of 4), RTE "not_entailment" (1 of 2), AX-b RTE's answer (a constant: MCC 0); the
     # average over the trained tasks: (36.1 + 50) / 2
     _write(tmp_path, "baselines", [{"table": "t5arch_superglue", "row": "majority", "valid": {
         "cb_accuracy": 50.0, "cb_f1_macro": 200 / 9, "super_glue_rte_accuracy": 50.0, "axb_matthews_corrcoef": 0.0,
         "super_glue_average": (100 / 9 + 25 + 50) / 2}}])
-    # R+V's answers counted by benchmarks/t5_unknown_pieces.py for this run (its date); V's not counted
+    # R+V's answers counted by benchmarks/studies/t5_unknown_pieces.py for this run (its date); V's not counted
     _write(tmp_path, "t5arch_unknown_pieces", [{"table": "t5arch_superglue", "row": "R+V", "unknown_pieces": 1,
                                                 "row_date": "2026-11-27 09:00 UTC"}])
     text = superglue.superglue_table()
@@ -86,7 +82,7 @@ def test_superglue_without_a_recorded_majority_says_how_to_record_it(superglue, 
     _write(tmp_path, "t5arch_superglue", [_sg_entry("V", 52.5, cb_accuracy=50.0, cb_f1_macro=30.0)])
     text = superglue.superglue_table()
     assert "majority label" not in text
-    assert "Baseline not recorded yet: `python benchmarks/baselines.py --tables t5arch_superglue`." in text
+    assert "Baseline not recorded yet: `python benchmarks/studies/baselines.py --tables t5arch_superglue`." in text
 
 
 def test_the_papers_table6_averages_and_the_rows_that_disagree(superglue):
@@ -105,8 +101,8 @@ def test_the_papers_table6_averages_and_the_rows_that_disagree(superglue):
 
 @pytest.fixture()
 def lra(monkeypatch, tmp_path):
-    _load("doc_tables_baselines", monkeypatch, tmp_path)  # the majority rows' record: empty unless written
-    module = _load("doc_tables_lra_results", monkeypatch, tmp_path)
+    _load("doc_tables/baselines", monkeypatch, tmp_path)  # the majority rows' record: empty unless written
+    module = _load("doc_tables/lra_results", monkeypatch, tmp_path)
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "lra_text.yaml").write_text("train:\n  batch_size: 32\n", encoding="utf-8")
     return module
@@ -119,7 +115,7 @@ def _lra_entry(row: str, accuracy: float, command: str, steps: int = 100) -> dic
 
 
 def test_lra_without_a_record_gives_the_command(lra):
-    assert lra.lra_results_table() == "(no recorded row yet: `python benchmarks/results_runs.py --table lra`)"
+    assert lra.lra_results_table() == "(no recorded row yet: `python benchmarks/studies/results_runs.py --table lra`)"
 
 
 def test_lra_rows_stand_beside_lras_table1_with_chance_and_the_budget(lra, tmp_path):
@@ -164,10 +160,10 @@ def test_a_resumed_lra_row_says_its_wall_time_is_the_last_sittings(lra, tmp_path
 
 
 def test_the_lra_budget_table_is_the_runners_budget_beside_lras(monkeypatch, tmp_path):
-    module = _load("doc_tables_lra_results", monkeypatch, tmp_path)
+    module = _load("doc_tables/lra_results", monkeypatch, tmp_path)
     monkeypatch.setattr(module, "ROOT", BENCH.parent)  # the shipped configs
     lines = module.lra_budget_table().splitlines()
-    runs = sys.modules["results_runs"]  # the runner the table imported
+    runs = sys.modules["studies.results_runs"]  # the runner the table imported
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| ListOps", "| Text", "| Pathfinder"]
     b = runs.LRA_BUDGETS["listops"]
     assert lines[2].startswith(f"| ListOps | 6 x d512, 8 heads, MLP 2048 | 5,000 x 32 | {b.steps:,} x {b.batch_size} | "
