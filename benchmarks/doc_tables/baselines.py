@@ -2,7 +2,7 @@
 
 ``python benchmarks/studies/baselines.py`` computes each baseline from the data (majority class, unigram and "predict
 the sentinels" losses, the source copied as its translation, lead-3, the most frequent reply) and records it like the
-models' rows; the builders of the tables (``doc_tables.builders``, ``doc_tables.t5``, ``doc_tables.superglue``,
+models' rows; the builders of the tables (``doc_tables.results``, ``doc_tables.t5``, ``doc_tables.superglue``,
 ``doc_tables.lra_results``) call the functions here to add the row and a line saying where it comes from. Nothing
 is computed at doc-build time: a table whose baseline is not recorded says how to record it.
 """

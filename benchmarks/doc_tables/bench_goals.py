@@ -1,21 +1,22 @@
-"""Builders of docs/benchmarks.md's section 3 to 5 tables (the paper's Table 4 at model level, ``generate()``
-through the Hugging Face wrapper, the fused path's goals and its backends) and of docs/reliability.md's
-"Threads" table, from the records of ``benchmarks/speed/measure_all.sh``; the helpers are ``doc_tables/bench.py``'s.
+"""docs/benchmarks.md's section 3 to 5 tables (the paper's Table 4 at model level, ``generate()`` through the Hugging
+Face wrapper, the fused path's goals and its backends, the long-length goals) and docs/reliability.md's "Threads"
+table, from the records of ``benchmarks/speed/measure_all.sh``; the helpers are ``bench.py``'s. Each is a function of
+the newest entry of its record (``doc_tables/registry.py`` names the record), but for the goals of two records.
 
 The goals each table is checked against are not in the records: they come from the constants below (each saying
-what it bounds) or from ``synthformer.bench.goals`` (the fused path's), so a verdict always matches its numbers.
+what it bounds) or from ``synthformer.bench.goals`` (the fused path's and the long lengths'), so a verdict always
+matches its numbers.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
-from doc_tables.bench import find, markdown, newest, note, placeholder, recorded, yes  # noqa: E402 - the sibling
+from doc_tables.bench import find, markdown, newest, note, placeholder, yes  # noqa: E402 - the shared helpers
 from synthformer.bench.goals import (  # noqa: E402 - the fused path's goals, the ones attention.py --goals prints
     CAUSAL_KINDS,
     CAUSAL_LEN,
@@ -23,6 +24,7 @@ from synthformer.bench.goals import (  # noqa: E402 - the fused path's goals, th
     MEMORY_GOAL,
     MODEL_EFFICIENCY_GOAL,
     TIME_GOALS,
+    speed_goals,
 )
 
 #: The goals for Syn (R)'s training speed: its steps/s at least this multiple of the named model's.
@@ -53,24 +55,19 @@ def _model(row: dict[str, Any]) -> str:
     return row["model"] + (f" (K={row['kernel_sizes']})" if row.get("kernel_sizes") else "")
 
 
-def model_table(name: str) -> Callable[[], str]:
+def model_table(entry: dict[str, Any]) -> str:
     """Section 3's Table 4 (``synthformer bench``, fp32 or bf16): parameters, FLOPs, steps/s and its ratio, FLOP
     ratio, efficiency, peak memory and the paper's ratio (TPU), from the CSV rows the bench wrote."""
-
-    @recorded(name)
-    def table(entry: dict[str, Any]) -> str:
-        body = []
-        for r in entry["rows"]:
-            peak = _float(r["peak_mib"])
-            body.append([_model(r), f"{_float(r['params']) / 1e6:.2f}M", f"{_float(r['flops_per_step']):.2e}",
-                         f"{_float(r['steps_per_s']):.3f}", _ratio(r["steps_per_s_ratio"]), _ratio(r["flop_ratio"]),
-                         _ratio(r["efficiency"]), "-" if math.isnan(peak) else f"{peak:,.1f}",
-                         _ratio(r.get("paper_steps_per_s_ratio"))])
-        header = ["Model", "Params", "FLOPs/step", "Steps/s", "Steps/s vs Transformer", "FLOP ratio", "Efficiency",
-                  "Peak MiB", "Paper steps/s vs Transformer"]
-        return markdown(header, body)
-
-    return table
+    body = []
+    for r in entry["rows"]:
+        peak = _float(r["peak_mib"])
+        body.append([_model(r), f"{_float(r['params']) / 1e6:.2f}M", f"{_float(r['flops_per_step']):.2e}",
+                     f"{_float(r['steps_per_s']):.3f}", _ratio(r["steps_per_s_ratio"]), _ratio(r["flop_ratio"]),
+                     _ratio(r["efficiency"]), "-" if math.isnan(peak) else f"{peak:,.1f}",
+                     _ratio(r.get("paper_steps_per_s_ratio"))])
+    header = ["Model", "Params", "FLOPs/step", "Steps/s", "Steps/s vs Transformer", "FLOP ratio", "Efficiency",
+              "Peak MiB", "Paper steps/s vs Transformer"]
+    return markdown(header, body)
 
 
 def model_goals_table() -> str:
@@ -89,7 +86,6 @@ def model_goals_table() -> str:
     return markdown(["goal", *(f"{d}: Syn (R) / it" for d in measured), "holds"], body) + "\n\n" + notes
 
 
-@recorded("model")
 def model_efficiency_table(entry: dict[str, Any]) -> str:
     """The fused path's model-level goal: every row's steps/s ratio to the Transformer at least 0.95 of its FLOP
     ratio."""
@@ -102,7 +98,6 @@ def model_efficiency_table(entry: dict[str, Any]) -> str:
     return markdown(header, body)
 
 
-@recorded("hf_generate")
 def hf_generate_table(entry: dict[str, Any]) -> str:
     """Section 4: tokens/s of the native decoders and of the wrapper's ``generate()``, the overhead, same tokens."""
     body = [[r["kind"], str(r["beams"]), f"{r['native_tokens_per_s']:,.1f}", f"{r['hf_tokens_per_s']:,.1f}",
@@ -111,7 +106,6 @@ def hf_generate_table(entry: dict[str, Any]) -> str:
     return markdown(header, body)
 
 
-@recorded("hf_generate")
 def hf_cache_table(entry: dict[str, Any]) -> str:
     """Section 4: the cache's bytes per token (per batch row and position) through HF's cache, and against V's."""
     sizes = entry["cache_bytes_per_token"]
@@ -119,7 +113,6 @@ def hf_cache_table(entry: dict[str, Any]) -> str:
     return markdown(["kind", "cache bytes per token", "vs V"], body)
 
 
-@recorded("hf_generate")
 def hf_goals_table(entry: dict[str, Any]) -> str:
     """The wrapper's goals: its largest overhead, R's cache against V's, and whether every row's tokens agree."""
     rows, sizes = entry["rows"], entry["cache_bytes_per_token"]
@@ -140,7 +133,6 @@ def _goal_rows(entry: dict[str, Any], causal: bool = False, dtype: str = "fp32")
     return [r for r in entry["rows"] if r["mode"] == "fwd+bwd" and r["causal"] == causal and r["dtype"] == dtype]
 
 
-@recorded("goals")
 def goals_table(entry: dict[str, Any]) -> str:
     """Section 5: the fused path's time goals (fp32, bidirectional, forward+backward) at each length: time ratio to
     V, FLOP ratio, efficiency, the goal and whether it holds; V's ms in its own row."""
@@ -164,7 +156,6 @@ def _order(rows: list[dict[str, Any]]) -> list[str]:
     return [r["kind"] for r in sorted(rows, key=lambda r: r["ratio_to_V"]) if r["kind"] != "V"]
 
 
-@recorded("goals")
 def goals_other_table(entry: dict[str, Any]) -> str:
     """Section 5: the fused path's other goals: causal against bidirectional at L=1024, D's peak memory, bf16's
     order."""
@@ -191,7 +182,6 @@ def goals_other_table(entry: dict[str, Any]) -> str:
     return markdown(["goal", "measured", "holds"], body, align="---")
 
 
-@recorded("fused_backends")
 def fused_backends_table(entry: dict[str, Any]) -> str:
     """Section 5: each backend of a fused block, time ratio to V, and (in parentheses) to the torch backend's."""
     rows = [r for r in entry["rows"] if r["kind"] != "V"]
@@ -210,7 +200,6 @@ def fused_backends_table(entry: dict[str, Any]) -> str:
     return markdown(header, body)
 
 
-@recorded("threads")
 def threads_table(entry: dict[str, Any]) -> str:
     """docs/reliability.md's "Threads": tokens/s per process and in total when 1 to 3 trainings share the cores."""
     body = [[r["scenario"], str(r["threads"]), " / ".join(f"{t:,.0f}" for t in r["tokens_per_s"]),
@@ -219,16 +208,43 @@ def threads_table(entry: dict[str, Any]) -> str:
     return markdown(header, body)
 
 
-GOALS_BUILDERS: dict[str, Callable[[], str]] = {
-    "bench-model": model_table("model"),
-    "bench-model-bf16": model_table("model_bf16"),
-    "bench-model-goals": model_goals_table,
-    "bench-model-efficiency": model_efficiency_table,
-    "bench-hf-generate": hf_generate_table,
-    "bench-hf-cache": hf_cache_table,
-    "bench-hf-goals": hf_goals_table,
-    "bench-goals": goals_table,
-    "bench-goals-other": goals_other_table,
-    "bench-fused-backends": fused_backends_table,
-    "bench-threads": threads_table,
-}
+def _cell_peak(goal: dict[str, Any]) -> str:
+    if goal["memory_holds"] is None:
+        return ""
+    return f"{goal['peak_to_V']:.2f} ({yes(goal['memory_holds'])})"
+
+
+def speed_goals_table(entry: dict[str, Any]) -> str:
+    """Rows kind x L (V's own time first), for each dropout: time / V, the goal, holds, peak / V (holds)."""
+    rows = entry["rows"]
+    dropouts = sorted({r["dropout"] for r in rows})
+    lengths = sorted({r["L"] for r in rows})
+    goals = {(g["kind"], g["L"], g["dropout"]): g for g in speed_goals(rows)}
+    header = ["kind, length (batch)"]
+    for p in dropouts:
+        header += [f"dropout {p:g}: time / V", "goal", "holds", "peak / V (<= 1)"]
+    body = []
+    for length in lengths:
+        v_cells = []
+        for p in dropouts:
+            v = find(rows, kind="V", L=length, dropout=p)
+            v_cells += ["" if v is None else f"{v['ms']:,.0f} ms", "", "", ""]
+        batch = next(r["batch"] for r in rows if r["L"] == length)
+        body.append([f"V, L={length} (B={batch})", *v_cells])
+        kinds = list(dict.fromkeys(r["kind"] for r in rows if r["L"] == length and (r["kind"], length,
+                                                                                      r["dropout"]) in goals))
+        for kind in kinds:
+            cells = []
+            for p in dropouts:
+                g = goals.get((kind, length, p))
+                cells += (["", "", "", ""] if g is None else
+                          [f"{g['ratio_to_V']:.2f}", f"<= {g['time_goal']:.2f}", yes(g["time_holds"]), _cell_peak(g)])
+            body.append([f"{kind}, L={length}", *cells])
+    capability = entry.get("cpu_capability", "unknown")
+    thresholds = entry.get("thresholds")
+    in_force = "" if not thresholds else (
+        " Length thresholds in force: " + ", ".join(f"`{k}` {v}" for k, v in thresholds.items())
+        + (f" (calibrated for this machine: `{entry['calibration']}`)." if entry.get("calibration")
+           else " (the library's defaults)."))
+    return (markdown(header, body) + f"\n\nCPU capability (torch): {capability}. The goal of D, FD, R+V, D+V and "
+            "GLU is 1.10 x the FLOP ratio counted from the shapes; that of R and FR is 0.55." + in_force)

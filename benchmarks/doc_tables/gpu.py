@@ -1,15 +1,14 @@
-"""Builders of docs/benchmarks.md's GPU section from the records of ``benchmarks/speed/gpu_suite.py``
+"""docs/benchmarks.md's GPU section from the records of ``benchmarks/speed/gpu_suite.py``
 (``benchmarks/results/gpu_*.jsonl``, added by ``gpu_suite.py --collect OUT`` after a run): the compiled kernels'
 test outcomes, every kind against SDPA (FlashAttention) in fp32 and bf16, LRA's Table 2 and the paper's Table 4 on
-the GPU. Each table is the newest GPU run's (smoke runs on a CPU are never shown); until a run is recorded each says
-how to make one.
+the GPU. Each table is a function of the newest GPU run's entries (smoke runs on a CPU are never shown), listed in
+``doc_tables/registry.py`` with its record; until a run is recorded each says how to make one.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,17 +46,6 @@ def gpu_note(entries: list[dict[str, Any]], record: str) -> str:
     return (f"Record: `{record}` (GPU run of {e.get('suite_run')}; {e.get('gpu')}; {e.get('machine')}; torch "
             f"{e.get('torch')}, CUDA {e.get('cuda')}, Triton {e.get('triton')}; commit {e.get('commit')}; "
             f"`{e.get('command')}`).")
-
-
-def _recorded(name: str, table: Callable[[list[dict[str, Any]]], str]) -> Callable[[], str]:
-    def build() -> str:
-        entries, record = newest_run(name)
-        if not entries:
-            return placeholder(record)
-        return table(entries) + "\n\n" + gpu_note(entries, record)
-
-    build.__doc__ = table.__doc__
-    return build
 
 
 def _outcomes(cases: list[dict[str, Any]]) -> str:
@@ -142,12 +130,3 @@ def suite_table(entries: list[dict[str, Any]]) -> str:
     """How each piece of the run ended, and its seconds."""
     body = [[e["row"], str(e.get("status")), f"{e.get('seconds', float('nan')):.0f}"] for e in entries]
     return markdown(["piece", "how it ended", "seconds"], body, align="---")
-
-
-GPU_BUILDERS: dict[str, Callable[[], str]] = {
-    "gpu-suite": _recorded("suite", suite_table),
-    "gpu-correctness": _recorded("correctness", correctness_table),
-    "gpu-attention": _recorded("attention", attention_table),
-    "gpu-lra-table2": _recorded("lra_table2", lra_table),
-    "gpu-table4": _recorded("table4", table4_table),
-}

@@ -84,6 +84,3 @@ def guard_table() -> str:
         "it exceeds that spread:", _grid(entries, _ratio),
         "Time as a fraction of V's in the same tree and rounds, this tree (the commit's):",
         _grid(entries, _v_fraction), settings + " " + note(first, record)])
-
-
-GUARD_BUILDERS: dict[str, Callable[[], str]] = {"bench-guard": guard_table}

@@ -78,9 +78,3 @@ def loss_table(family: str) -> str:
     said = ", ".join(f"{k} {v}" for k, v in settings.items())
     return ("\n".join(lines) + f"\n\nSettings: {said}.\n\n"
             + provenance([r["_entry"] for r in found], str(RECORD.relative_to(ROOT))))
-
-
-HF_SYNTHESIZE_BUILDERS = {
-    "hf-synthesize-llama": lambda: loss_table("llama"),
-    "hf-synthesize-gpt2": lambda: loss_table("gpt2"),
-}

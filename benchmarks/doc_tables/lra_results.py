@@ -5,20 +5,20 @@ Pathfinder-32, at LRA's model sizes with a CPU step budget) and records its test
 --split test``), the last periodic validation, steps and times. The table shows each row beside LRA's published
 Table 1 (Tay et al. 2021) where LRA has that model, the chance level of the task (one class in ``classes``, the
 accuracy of a uniform guess), and the budget as a fraction of LRA's examples seen (steps x batch).
+``doc_tables/registry.py`` hands the table its record's rows, in the order of :func:`row_names`.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
-from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - benchmarks/records.py
+from records import ROOT, provenance  # noqa: E402 - benchmarks/records.py
 
 from doc_tables import baselines  # noqa: E402 - the baseline rows
 
@@ -69,15 +69,10 @@ def _wall(entry: dict) -> str:
     return f"{wall} (resumed: the last sitting)" if entry.get("resumed") else wall
 
 
-def lra_results_table() -> str:
+def lra_results_table(entries: list[dict[str, Any]], record: str) -> str:
     """Test accuracy per task and kind beside LRA's Table 1, chance, the last validation accuracy, the budget
     (steps x batch and its fraction of LRA's), the training time without periodic validation, and the row's wall
     time (the training process, data generation and periodic validation included, and the test evaluation)."""
-    path = RESULTS / f"{TABLE}.jsonl"
-    found = latest(path, TABLE)
-    entries = [found[r] for r in row_names() if r in found]
-    if not entries:
-        return f"(no recorded row yet: `python benchmarks/studies/results_runs.py --table {TABLE}`)"
     lines = ["| task | model | test accuracy | LRA's Table 1 | chance | valid accuracy | steps x batch | of LRA's | "
              "training time | row's wall time |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     found_baselines: list[dict[str, Any]] = []
@@ -98,7 +93,7 @@ def lra_results_table() -> str:
             if row is not None and baseline is not None:
                 lines.append(row)
                 found_baselines.append(baseline)
-    return "\n".join([*lines, "", provenance(entries, str(path.relative_to(ROOT))) + " "
+    return "\n".join([*lines, "", provenance(entries, record) + " "
                       + baselines.lra_note(found_baselines)])
 
 
@@ -121,6 +116,3 @@ def lra_budget_table() -> str:
                      f"{100 * b.steps * b.batch_size / (lra_steps * lra_batch):.2g}% | {b.warmup_steps} | "
                      f"{b.eval_steps * b.batch_size} examples | {b.eval_limit:,} |")
     return "\n".join(lines)
-
-
-LRA_RESULTS_BUILDERS: dict[str, Callable[[], str]] = {"lra-results": lra_results_table, "lra-budget": lra_budget_table}

@@ -219,16 +219,3 @@ def calibration_table() -> str:
                      f"{st['batch_size']} | {st['steps']} | {points}{stopped} | "
                      f"{e['best_accuracy']:.3f} |")
     return "\n".join(lines) + "\n\n" + provenance(list(found.values()), _record_name(CALIBRATION))
-
-
-MIXING_BUILDERS = {
-    "mixing-calibration": calibration_table,
-    "mixing-mqar": lambda: accuracy_table("mqar"),
-    "mixing-mqar-verdicts": lambda: verdict_table("mqar"),
-    "mixing-mad": lambda: accuracy_table("mad"),
-    "mixing-mad-verdicts": lambda: verdict_table("mad"),
-    "mixing-rates": rates_table,
-    "mixing-mqar-first-grid": earlier_grid_table,
-    "mixing-mixture-check": mixture_check_table,
-    "mixing-speed": speed_table,
-}

@@ -11,20 +11,20 @@ match), here followed by the diagnostics AX-b (Matthews correlation) and AX-g (a
 with no score is ``-``. The records' table ends with the majority-label reference, recorded in
 ``benchmarks/results/baselines.jsonl`` by ``python benchmarks/studies/baselines.py`` from the shared SuperGLUE files by
 the library's own rule (``majority_scores``: each task's most frequent training label; the diagnostics answer with
-RTE's; WSC's answer names no candidate).
+RTE's; WSC's answer names no candidate). ``doc_tables/registry.py`` hands the records' table its rows, in the
+order of :data:`ROWS`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
-from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - benchmarks/records.py
+from records import ROOT, provenance  # noqa: E402 - benchmarks/records.py
 
 from doc_tables import baselines  # noqa: E402 - the baseline rows
 from doc_tables.t5 import UNSPELLABLE_NOTE, unknown_pieces  # noqa: E402 - the column both T5 tables share
@@ -80,14 +80,9 @@ def _missing_line(entries: list[dict[str, Any]]) -> str:
             "`super_glue_missing`). ")
 
 
-def superglue_table() -> str:
+def superglue_table(entries: list[dict[str, Any]], record: str) -> str:
     """Every finetuning row's dev scores in the paper's Table 6 layout, AX-b and AX-g, invalid predictions (all
     sets), training time without periodic validation; the majority-label row from the baselines record."""
-    path = RESULTS / f"{TABLE}.jsonl"
-    found = latest(path, TABLE)
-    entries = [found[r] for r in ROWS if r in found]
-    if not entries:
-        return f"(no recorded row yet: `python benchmarks/studies/results_runs.py --table {TABLE}`)"
     header = ("| model | SGlue avg | " + " | ".join(label for _, _, label in COLUMNS)
               + " | invalid | of them unspellable | training time |")
     lines = [header, "|---|" + "---:|" * (len(COLUMNS) + 4)]
@@ -104,7 +99,7 @@ def superglue_table() -> str:
         lines.append(f"| majority label | {m['super_glue_average']:.1f} | " + " | ".join(cells) + " | 0 | 0 | - |")
     note = (_missing_line(entries) + "BoolQ is not trained here (the shared folder has its val set only) and "
             "ReCoRD's data is not here. ")
-    return "\n".join([*lines, "", note + provenance(entries, str(path.relative_to(ROOT))) + " " + baseline, "",
+    return "\n".join([*lines, "", note + provenance(entries, record) + " " + baseline, "",
                       UNSPELLABLE_NOTE])
 
 
@@ -132,7 +127,3 @@ def paper_table() -> str:
     labels = ", ".join(label for t, _, label in COLUMNS if t in tasks)
     return "\n".join([*lines, "", f"The last column is computed here: the mean over {labels} (CB and MultiRC as the "
                       "mean of their two numbers), the tasks `configs/t5arch_cpu_superglue.yaml` trains."])
-
-
-SUPERGLUE_BUILDERS: dict[str, Callable[[], str]] = {"t5arch-superglue": superglue_table,
-                                                    "t5arch-superglue-paper": paper_table}

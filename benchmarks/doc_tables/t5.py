@@ -5,17 +5,18 @@
 finished row, with the validation metrics of ``synthformer eval`` under ``valid``. Each table ends with its
 baselines from ``benchmarks/results/baselines.jsonl`` (``python benchmarks/studies/baselines.py``): the unigram and
 "predict the sentinels" losses of the pretraining targets, and the GLUE majority-label reference.
+``doc_tables/registry.py`` hands each table its record's rows, in the order of :data:`PRETRAIN_ROWS` or
+:data:`GLUE_ROWS`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
-from records import RESULTS, ROOT, latest, provenance  # noqa: E402 - benchmarks/records.py
+from records import RESULTS, latest, provenance  # noqa: E402 - benchmarks/records.py
 
 from doc_tables import baselines  # noqa: E402 - the baseline rows
 
@@ -24,12 +25,6 @@ PRETRAIN_ROWS = {"V": "T5 (V)", "R": "Syn (R)", "D": "Syn (D)", "R+V": "Syn (R+V
                  "transformer-V": "Transformer (V), the earlier setting"}
 GLUE_ROWS = {"V": "T5 (V)", "R+V": "Syn (R+V)", "D+V": "Syn (D+V)",
              "R+V-grown": "Syn (R+V) grown from T5 (V)", "transformer-V": "Transformer (V), the earlier setting"}
-
-
-def _entries(table: str, order: dict[str, str]) -> tuple[list[dict[str, Any]], str]:
-    path = RESULTS / f"{table}.jsonl"
-    found = latest(path, table)
-    return [found[r] for r in order if r in found], str(path.relative_to(ROOT))
 
 
 def _minutes(entry: dict[str, Any]) -> str:
@@ -44,12 +39,9 @@ def unknown_pieces(table: str, entry: dict[str, Any]) -> str:
     return str(counted["unknown_pieces"]) if counted and counted["row_date"] == entry.get("date") else "-"
 
 
-def t5_pretrain_table() -> str:
+def t5_pretrain_table(entries: list[dict[str, Any]], record: str) -> str:
     """Span-corruption pretraining: validation log perplexity (nats per target token), the measured corruption,
     steps/s over the training time without periodic validation."""
-    entries, record = _entries("t5arch_pretrain", PRETRAIN_ROWS)
-    if not entries:
-        return "(no recorded row yet: `python benchmarks/studies/results_runs.py --table t5arch_pretrain`)"
     lines = ["| encoder | params | valid log PPL | noise density | mean span | steps | steps/s | training time |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for e in entries:
@@ -61,14 +53,11 @@ def t5_pretrain_table() -> str:
     return "\n".join([*lines, *rows, "", provenance(entries, record), "", note])
 
 
-def t5_glue_table() -> str:
+def t5_glue_table(entries: list[dict[str, Any]], record: str) -> str:
     """GLUE dev scores of every finetuning row (greedy decoding of every dev example), the GLUE average, the
     invalid predictions, and the majority-label reference (recorded by ``benchmarks/studies/baselines.py``)."""
     from studies.t5_tables import _COLUMNS  # Table 5's columns, shared with that script
 
-    entries, record = _entries("t5arch_glue", GLUE_ROWS)
-    if not entries:
-        return "(no recorded row yet: `python benchmarks/studies/results_runs.py --table t5arch_glue`)"
     present = [c for c in _COLUMNS if any(f"{c[0]}_{c[1][0]}" in e["valid"] for e in entries)]
     lines = ["| model | GLUE avg | " + " | ".join(c[2] for c in present) + " | invalid | of them unspellable | "
              "training time |", "|---|---:|" + "---:|" * len(present) + "---:|---:|---:|"]
@@ -91,6 +80,3 @@ UNSPELLABLE_NOTE = ("\"of them unspellable\": answers holding a piece the vocabu
                     "`python benchmarks/studies/t5_unknown_pieces.py` (record "
                     "`benchmarks/results/t5arch_unknown_pieces.jsonl`; "
                     "\"-\": not counted, the run directory was not at hand).")
-
-
-T5_BUILDERS: dict[str, Callable[[], str]] = {"t5arch-pretrain": t5_pretrain_table, "t5arch-glue": t5_glue_table}

@@ -62,6 +62,3 @@ def t2_verdicts() -> str:
                  f"read as matches within {MARGINS['bleu']:g} BLEU; R+V above it. Noise floor: Table 8's (the same "
                  "model and budget, German to English). Record: `benchmarks/results/seed_studies.jsonl`, study "
                  "`t2-mt`, paired by seed.")
-
-
-TRANSLATION_BUILDERS = {"table2-translation": t2_table, "table2-translation-verdicts": t2_verdicts}

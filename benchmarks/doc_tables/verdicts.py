@@ -360,20 +360,3 @@ def lra_verdicts() -> str:
                                         caption=f"{name}, test accuracy"))
     return _join(sections, "Claims: the direction of LRA's Synthesizer (random plus dot-product logits, R+V here) "
                  "and Linformer against its Transformer in LRA's Table 1. Record: `benchmarks/results/lra.jsonl`.")
-
-
-VERDICT_BUILDERS = {
-    "compare-verdicts": compare_verdicts,
-    "compare-steps": compare_steps,
-    "study-shk-verdicts": shk_verdicts,
-    "study-t8-verdicts": t8_verdicts,
-    "study-t9-verdicts": t9_verdicts,
-    "probe-pair-verdicts": lambda: probe_verdicts("pair"),
-    "probe-control-verdicts": lambda: probe_verdicts("control"),
-    "imdb-verdicts": imdb_verdicts,
-    "t5arch-pretrain-verdicts": lambda: t5_verdicts("pretrain"),
-    "t5arch-glue-verdicts": lambda: t5_verdicts("glue"),
-    "t5arch-superglue-verdicts": lambda: t5_verdicts("superglue"),
-    "table3-verdicts": table3_verdicts,
-    "lra-verdicts": lra_verdicts,
-}

@@ -1,6 +1,6 @@
 """Where a training step of LRA Text's classifier spends its time, per kind (``synthformer.bench.lra_profile``):
 the profiler's self time summed into matrix products, SDPA, softmax, AdamW and everything else, appended to a
-JSONL record from which ``benchmarks/doc_tables/lra.py`` builds docs/benchmarks.md's "Where the time goes" table.
+JSONL record from which ``benchmarks/doc_tables/registry.py`` builds docs/benchmarks.md's "Where the time goes" table.
 It explains the kinds of LRA Table 2 that miss their FLOP-ratio limit. About 2 minutes on the 2-core CPU:
 
     python benchmarks/speed/lra_profile.py --record benchmarks/results/bench_lra_profile.jsonl

@@ -1,5 +1,5 @@
 """Long Range Arena's Table 2 (speed and memory at 1K-4K, causal against bidirectional) measured and appended to
-a JSONL record, from which ``benchmarks/doc_tables/lra.py`` builds docs/benchmarks.md's "LRA Table 2" section.
+a JSONL record, from which ``benchmarks/doc_tables/registry.py`` builds docs/benchmarks.md's "LRA Table 2" section.
 
 The options are those of ``synthformer bench --lra-table2`` (:mod:`synthformer.bench.lra_cli`) plus
 ``--record FILE``, ``--name`` and ``--shared-cpu`` (``benchmarks/records.py``). The defaults (8 kinds, 1K-4K,

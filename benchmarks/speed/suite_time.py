@@ -1,7 +1,7 @@
 """Time the test suite as the README runs it (``python -m pytest``, every core through pytest-xdist) and append the
 result to ``benchmarks/results/suite_time.jsonl``: wall seconds, the counts of pytest's summary line, its exit
 status, the machine. Run it with nothing else on the machine: the README quotes the newest entry
-(``benchmarks/doc_tables/facts.py``, ``suite-time``) as the suite's time on the development CPU.
+(``benchmarks/doc_tables/results.py``, ``suite-time``) as the suite's time on the development CPU.
 
     python benchmarks/speed/suite_time.py
 """

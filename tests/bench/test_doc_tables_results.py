@@ -17,10 +17,17 @@ from .scripts import BENCH, load_script
 def _load(path: str, monkeypatch, tmp_path: Path):
     """``benchmarks/PATH.py`` freshly loaded (see ``load_script``), reading its records under ``tmp_path``."""
     module = load_script(path, monkeypatch)
-    monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(module, "ROOT", tmp_path)
+    for name in ("RESULTS", "ROOT"):
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, tmp_path / "results" if name == "RESULTS" else tmp_path)
     (tmp_path / "results").mkdir(exist_ok=True)
     return module
+
+
+def _tables(monkeypatch, tmp_path: Path) -> dict:
+    """The registry's builders (``doc_tables/registry.py``), loaded over the modules the test loaded before, reading
+    the records under ``tmp_path``."""
+    return _load("doc_tables/registry", monkeypatch, tmp_path).BUILDERS
 
 
 def _write(tmp_path: Path, table: str, entries: list[dict]) -> None:
@@ -41,18 +48,24 @@ def superglue(monkeypatch, tmp_path):
     return module
 
 
+@pytest.fixture()
+def superglue_table(superglue, monkeypatch, tmp_path):
+    """The registry's ``t5arch-superglue`` table, built by the fresh modules from the test's records."""
+    return _tables(monkeypatch, tmp_path)["t5arch-superglue"]
+
+
 def _sg_entry(row: str, average: float, **metrics) -> dict:
     return {"row": row, "train_s": 600.0,
             "valid": {"super_glue_average": average, "super_glue_missing": "boolq, copa, multirc, record, wic, wsc",
                       **metrics}}
 
 
-def test_superglue_without_a_record_gives_the_command(superglue):
-    assert superglue.superglue_table() == (
+def test_superglue_without_a_record_gives_the_command(superglue_table):
+    assert superglue_table() == (
         "(no recorded row yet: `python benchmarks/studies/results_runs.py --table t5arch_superglue`)")
 
 
-def test_superglue_rows_follow_the_papers_layout_with_the_majority_row(superglue, tmp_path):
+def test_superglue_rows_follow_the_papers_layout_with_the_majority_row(superglue_table, tmp_path):
     _write(tmp_path, "t5arch_superglue", [
         _sg_entry("R+V", 55.0, cb_accuracy=60.0, cb_f1_macro=40.0, cb_invalid=2, super_glue_rte_accuracy=60.0,
                   super_glue_rte_invalid=1, axb_matthews_corrcoef=5.0, axb_invalid=3),
@@ -66,7 +79,7 @@ def test_superglue_rows_follow_the_papers_layout_with_the_majority_row(superglue
     # R+V's answers counted by benchmarks/studies/t5_unknown_pieces.py for this run (its date); V's not counted
     _write(tmp_path, "t5arch_unknown_pieces", [{"table": "t5arch_superglue", "row": "R+V", "unknown_pieces": 1,
                                                 "row_date": "2026-11-27 09:00 UTC"}])
-    text = superglue.superglue_table()
+    text = superglue_table()
     assert text.splitlines()[0] == ("| model | SGlue avg | BoolQ | CB | COPA | MultiRC | ReCoRD | RTE | WiC | WSC | "
                                     "AX-b | AX-g | invalid | of them unspellable | training time |")
     body = text.splitlines()[2:5]  # the paper's row order (V first), each task's metrics in its order (CB: F1/acc)
@@ -78,9 +91,9 @@ def test_superglue_rows_follow_the_papers_layout_with_the_majority_row(superglue
     assert "Baseline record: `results/baselines.jsonl` (1 row;" in text
 
 
-def test_superglue_without_a_recorded_majority_says_how_to_record_it(superglue, tmp_path):
+def test_superglue_without_a_recorded_majority_says_how_to_record_it(superglue_table, tmp_path):
     _write(tmp_path, "t5arch_superglue", [_sg_entry("V", 52.5, cb_accuracy=50.0, cb_f1_macro=30.0)])
-    text = superglue.superglue_table()
+    text = superglue_table()
     assert "majority label" not in text
     assert "Baseline not recorded yet: `python benchmarks/studies/baselines.py --tables t5arch_superglue`." in text
 
@@ -108,21 +121,27 @@ def lra(monkeypatch, tmp_path):
     return module
 
 
+@pytest.fixture()
+def lra_table(lra, monkeypatch, tmp_path):
+    """The registry's ``lra-results`` table, built by the fresh modules from the test's records."""
+    return _tables(monkeypatch, tmp_path)["lra-results"]
+
+
 def _lra_entry(row: str, accuracy: float, command: str, steps: int = 100) -> dict:
     return {"row": row, "steps": steps, "train_s": 1800.0, "train_wall_s": 1900.0, "eval_wall_s": 500.0,
             "test": {"accuracy": accuracy, "examples": 500}, "valid": {"eval_accuracy": accuracy + 0.01},
             "command": command}
 
 
-def test_lra_without_a_record_gives_the_command(lra):
-    assert lra.lra_results_table() == "(no recorded row yet: `python benchmarks/studies/results_runs.py --table lra`)"
+def test_lra_without_a_record_gives_the_command(lra_table):
+    assert lra_table() == "(no recorded row yet: `python benchmarks/studies/results_runs.py --table lra`)"
 
 
-def test_lra_rows_stand_beside_lras_table1_with_chance_and_the_budget(lra, tmp_path):
+def test_lra_rows_stand_beside_lras_table1_with_chance_and_the_budget(lra_table, tmp_path):
     listops = "OMP_NUM_THREADS=1 synthformer train configs/lra_listops.yaml train.steps=100 train.batch_size=4 x"
     _write(tmp_path, "lra", [_lra_entry("text-R", 0.55, "synthformer train configs/lra_text.yaml --run-dir x"),
                              _lra_entry("listops-R+V", 0.2, listops), _lra_entry("listops-D", 0.18, listops)])
-    lines = lra.lra_results_table().splitlines()
+    lines = lra_table().splitlines()
     # ListOps first, kinds in the issue's order; LRA's Synthesizer (random + dot product) stands beside R+V
     assert lines[2] == ("| ListOps | Syn (D) | 18.00% (500) | - | 10% | 19.00% | 100 x 4 | 0.25% | 30.0 min | "
                         "40.0 min |")
@@ -132,7 +151,7 @@ def test_lra_rows_stand_beside_lras_table1_with_chance_and_the_budget(lra, tmp_p
                         "40.0 min |")
 
 
-def test_each_lra_task_ends_with_its_recorded_majority_row(lra, tmp_path):
+def test_each_lra_task_ends_with_its_recorded_majority_row(lra_table, tmp_path):
     listops = "synthformer train configs/lra_text.yaml train.batch_size=4 x"
     _write(tmp_path, "lra", [_lra_entry("listops-V", 0.2, listops), _lra_entry("listops-R", 0.2, listops),
                              _lra_entry("text-V", 0.5, listops)])
@@ -141,7 +160,7 @@ def test_each_lra_task_ends_with_its_recorded_majority_row(lra, tmp_path):
     _write(tmp_path, "baselines", [
         {"table": "lra", "row": "listops-majority", **majority},
         {"table": "lra", "row": "text-majority", **majority, "label": "1", "tied": ["1", "0"], "chance": 0.5}])
-    lines = lra.lra_results_table().splitlines()
+    lines = lra_table().splitlines()
     assert [line.split(" | ")[1] for line in lines[2:7]] == [
         "Transformer (V)", "Syn (R)", "majority class (no model): label 0", "Transformer (V)",
         "majority class (no model): label 1, tied with 0 in training"]
@@ -153,10 +172,10 @@ def test_each_lra_task_ends_with_its_recorded_majority_row(lra, tmp_path):
     assert "Baseline record: `results/baselines.jsonl` (2 rows;" in lines[-1]
 
 
-def test_a_resumed_lra_row_says_its_wall_time_is_the_last_sittings(lra, tmp_path):
+def test_a_resumed_lra_row_says_its_wall_time_is_the_last_sittings(lra_table, tmp_path):
     entry = {**_lra_entry("text-V", 0.5, "synthformer train configs/lra_text.yaml x"), "resumed": True}
     _write(tmp_path, "lra", [entry])
-    assert lra.lra_results_table().splitlines()[2].endswith("| 30.0 min | 40.0 min (resumed: the last sitting) |")
+    assert lra_table().splitlines()[2].endswith("| 30.0 min | 40.0 min (resumed: the last sitting) |")
 
 
 def test_the_lra_budget_table_is_the_runners_budget_beside_lras(monkeypatch, tmp_path):

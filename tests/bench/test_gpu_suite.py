@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .scripts import load_script
+from .scripts import doc_builders, load_script
 
 
 @pytest.fixture()
@@ -56,11 +56,12 @@ def test_the_smoke_run_records_every_piece_and_the_docs_build_from_it(suite, mon
     docs = load_script("doc_tables/gpu", monkeypatch)
     monkeypatch.setattr(docs, "RESULTS", results)
     monkeypatch.setattr(docs, "ROOT", tmp_path)
-    assert "| attention-fp32 | ok |" in docs.GPU_BUILDERS["gpu-suite"]()
-    text = docs.GPU_BUILDERS["gpu-attention"]()
+    tables = doc_builders(monkeypatch)
+    assert "| attention-fp32 | ok |" in tables["gpu-suite"]()
+    text = tables["gpu-attention"]()
     assert "| kind, path | fp32 L=16 | fp32 L=32 |" in text and "| V, SDPA (ms) |" in text and "| D, PyTorch |" in text
-    assert "| R |" in docs.GPU_BUILDERS["gpu-lra-table2"]() and "| Transformer |" in docs.GPU_BUILDERS["gpu-table4"]()
-    assert docs.GPU_BUILDERS["gpu-correctness"]().startswith("(not measured yet: no GPU run recorded yet")
+    assert "| R |" in tables["gpu-lra-table2"]() and "| Transformer |" in tables["gpu-table4"]()
+    assert tables["gpu-correctness"]().startswith("(not measured yet: no GPU run recorded yet")
 
 
 def test_smoke_entries_are_never_collected_nor_shown(suite, monkeypatch, tmp_path):
@@ -72,7 +73,7 @@ def test_smoke_entries_are_never_collected_nor_shown(suite, monkeypatch, tmp_pat
     docs = load_script("doc_tables/gpu", monkeypatch)
     monkeypatch.setattr(docs, "RESULTS", tmp_path / "out")
     monkeypatch.setattr(docs, "ROOT", tmp_path)
-    assert docs.GPU_BUILDERS["gpu-suite"]().startswith("(not measured yet")
+    assert doc_builders(monkeypatch)["gpu-suite"]().startswith("(not measured yet")
 
 
 def test_a_piece_is_not_started_without_the_time_it_needs(suite, tmp_path):

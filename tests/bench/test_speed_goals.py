@@ -10,7 +10,7 @@ import pytest
 
 from synthformer.bench.goals import FLOP_LIMIT_KINDS, LIGHT_KINDS, speed_goals
 
-from .scripts import load_script
+from .scripts import doc_builders, load_script
 
 
 def _row(kind: str, ratio: float, flops: float = 1.0, peak: float = 100.0, length: int = 1024,
@@ -64,8 +64,7 @@ def test_the_doc_table_gives_each_verdict_beside_its_numbers(monkeypatch, tmp_pa
     bench = load_script("doc_tables/bench", monkeypatch)
     monkeypatch.setattr(bench, "ROOT", tmp_path)
     monkeypatch.setattr(bench, "RESULTS", tmp_path / "results")
-    builder = load_script("doc_tables/speed_goals", monkeypatch)
-    build = builder.SPEED_GOALS_BUILDERS["bench-speed-goals"]
+    build = doc_builders(monkeypatch)["bench-speed-goals"]
     assert build().startswith("(not measured yet")
     rows = [_row("V", 1.0), _row("D", 0.96, flops=0.88, peak=90.0), _row("R", 0.60),
             _row("V", 1.0, dropout=0.1, peak=400.0), _row("D", 0.70, flops=0.88, peak=90.0, dropout=0.1)]

@@ -18,7 +18,7 @@ def test_the_summary_counts(monkeypatch) -> None:
 
 
 def test_the_fact_is_the_newest_timing(tmp_path: Path, monkeypatch) -> None:
-    facts = load_script("doc_tables/facts", monkeypatch)
+    facts = load_script("doc_tables/results", monkeypatch)
     monkeypatch.setattr(facts, "RESULTS", tmp_path)
     assert "no timing recorded yet" in facts.suite_time()
     record = tmp_path / "suite_time.jsonl"
