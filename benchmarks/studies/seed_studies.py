@@ -138,6 +138,8 @@ STUDIES: tuple[SeedStudy, ...] = (
               about="shk-repro's run under torch's kernels without AVX (same seed, same commit)"),
     SeedStudy("compare", "configs/compare_pystdlib.yaml", (), ("V", "R", "D", "R+V"),
               about="`synthformer compare`'s four kinds on its default task and budget, 5 seeds (its record has one)"),
+    SeedStudy("compare-repro", "configs/compare_pystdlib.yaml", (), ("V",), seeds=(0,),
+              about="the compare study's V seed 0 again, at a later commit: do the house's changes keep it?"),
     SeedStudy("shk", "configs/lm_tiny_shakespeare.yaml", _SHK, ("V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V"),
               earlier="docs/figures/study-shk/results.json",
               about="Tiny Shakespeare's eight kinds (the paper's Table 2, LM column): seeds 3 and 4"),
@@ -293,18 +295,22 @@ def runs_of(name: str, split: str = "valid") -> list[tuple[str, int, float]]:
 
 
 def reproduction(repro: str, split: str = "valid") -> dict[str, Any] | None:
-    """A repro study's run against the same (variant, seed) in the earlier record it re-trains (the study named
-    ``repro`` without ``-repro``): both values and their difference; None until the repro run is recorded."""
+    """A repro study's run against the same (variant, seed) of the study it re-trains (the study named ``repro``
+    without ``-repro``): in that study's earlier record, else in its own recorded runs. Both values and their
+    difference; None until the repro run is recorded."""
     if repro not in {s.name for s in STUDIES}:
         return None
     now = runs_of(repro, split)
-    base = study(repro.removesuffix("-repro")).earlier
-    if not now or base is None:
+    if not now:
         return None
     variant, seed, value = now[0]
-    key = "valid_metric" if split == "valid" else "test_metric"
-    runs = json.loads((ROOT / base).read_text(encoding="utf-8"))["runs"]
-    before = next((r.get(key) for r in runs if r["variant"] == variant and int(r["seed"]) == seed), None)
+    base = study(repro.removesuffix("-repro"))
+    if base.earlier is not None:
+        key = "valid_metric" if split == "valid" else "test_metric"
+        runs = json.loads((ROOT / base.earlier).read_text(encoding="utf-8"))["runs"]
+        before = next((r.get(key) for r in runs if r["variant"] == variant and int(r["seed"]) == seed), None)
+    else:
+        before = next((x for v, s, x in runs_of(base.name, split) if v == variant and s == seed), None)
     return {"variant": variant, "seed": seed, "now": value, "earlier": before,
             "difference": None if before is None else value - float(before)}
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import synthformer.bench
 import synthformer.bench.memory as memory
 from synthformer.bench.memory import OVERRIDE, MachineMemory, fit_report, machine_memory, over_memory
 from synthformer.bench.plan import plan_run
@@ -20,6 +21,12 @@ from tests.tasks.helpers import lm_config, write_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 GiB = 2**30
+
+
+def _plant(monkeypatch: pytest.MonkeyPatch, ram) -> None:
+    """The machine's memory as ``ram()`` says, where the plan and the CLI read it (the module and bench's face)."""
+    monkeypatch.setattr(memory, "machine_memory", ram)
+    monkeypatch.setattr(synthformer.bench, "machine_memory", ram)
 
 
 def _ram(total: int, available: int | None = None) -> MachineMemory:
@@ -61,7 +68,7 @@ def config(tmp_path: Path) -> Path:
 def test_a_plan_over_the_machines_memory_warns_refuses_and_starts_with_the_override(
         config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
     small = _ram(2**16, available=2**15)  # 64 KiB: less than the tiny model's plan (some 380 KiB)
-    monkeypatch.setattr(memory, "machine_memory", lambda: small)
+    _plant(monkeypatch, lambda: small)
     run_dir = tmp_path / "run"
 
     assert run_cli(["train", str(config), "--run-dir", str(run_dir), "--dry-run"]) == 0
@@ -84,7 +91,7 @@ def test_a_plan_over_the_machines_memory_warns_refuses_and_starts_with_the_overr
 @pytest.mark.usefixtures("restore_logging")
 def test_a_plan_that_fits_trains_without_a_warning(config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]):
-    monkeypatch.setattr(memory, "machine_memory", lambda: _ram(2**40, available=2**40))
+    _plant(monkeypatch, lambda: _ram(2**40, available=2**40))
     assert run_cli(["train", str(config), "--run-dir", str(tmp_path / "r"), "--dry-run"]) == 0
     assert "warning:" not in capsys.readouterr().out
     assert run_cli(["train", str(config), "--run-dir", str(tmp_path / "r"), "-q"]) == 0
@@ -108,7 +115,7 @@ def test_a_micro_batch_beyond_the_trace_limit_is_left_to_the_run(config: Path, t
                                                                   monkeypatch: pytest.MonkeyPatch):
     import synthformer.cli.train as train_cli
 
-    monkeypatch.setattr(memory, "machine_memory", lambda: _ram(2**16))
+    _plant(monkeypatch, lambda: _ram(2**16))
     assert run_cli(["train", str(config), "--run-dir", str(tmp_path / "a"), "-q"]) == 2  # planned: refused
     monkeypatch.setattr(train_cli, "_TRACE_LIMIT", 8 * 16 - 1)  # one position less than its micro-batch of 8 x 16
     assert run_cli(["train", str(config), "--run-dir", str(tmp_path / "b"), "-q"]) == 0  # not planned: it trains

@@ -88,6 +88,17 @@ def test_the_page_reads_earlier_and_new_runs_by_variant_and_seed(seeds, tmp_path
     assert found["earlier"] == 2.0 and found["now"] == 2.25 and found["difference"] == pytest.approx(0.25)
 
 
+def test_a_repro_of_a_study_without_an_earlier_record_reads_its_recorded_runs(seeds, monkeypatch) -> None:
+    monkeypatch.setattr(seeds, "STUDIES", (seeds.SeedStudy("c", "c.yaml", (), ("V", "R")),
+                                           seeds.SeedStudy("c-repro", "c.yaml", (), ("V",), seeds=(0,))))
+    _row(seeds, "c-repro", "V", 0, 1.5)
+    assert seeds.reproduction("c-repro")["earlier"] is None  # the study's own seed 0 not recorded yet
+    _row(seeds, "c", "V", 0, 1.25)
+    _row(seeds, "c", "V", 1, 9.0)  # another seed is not the one re-trained
+    found = seeds.reproduction("c-repro")
+    assert found["earlier"] == 1.25 and found["difference"] == pytest.approx(0.25)
+
+
 def test_the_noise_floor_pairs_one_seed_and_source_under_different_kernels(seeds) -> None:
     _row(seeds, "t-repro", "V", 0, 2.00)
     _row(seeds, "t-noise", "V", 0, 2.03, capability="default")

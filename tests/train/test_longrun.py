@@ -188,8 +188,8 @@ def test_out_of_memory_names_the_batch_and_the_options_and_loses_nothing(tmp_pat
         "step 10 ran out of memory on a micro-batch of 4 examples, lengths input_ids 8, labels 8 (train.batch_size 4 "
         "per process, train.grad_accum 2); reduce train.batch_size and raise train.grad_accum to keep the batch, "
         "lower task.max_len, set train.bf16=true, or use the fused attention path (synthformer.attention."
-        f"fast_path_settings(fused='always')); the last completed step is saved ({run / 'checkpoints' / 'step_000009'})"
-        "; continue with --resume")
+        f"fast.fast_path_settings(fused='always')); the last completed step is saved "
+        f"({run / 'checkpoints' / 'step_000009'}); continue with --resume")
     resumed = make(run, resume=True)
     resumed.train()
     assert state_equal(resumed.model, reference.model)
