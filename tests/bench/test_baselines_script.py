@@ -1,4 +1,4 @@
-"""``benchmarks/baselines.py`` on tiny made-up data: each kind it records reads its config through the task
+"""``benchmarks/studies/baselines.py`` on tiny made-up data: each kind it records reads its config through the task
 pipeline and appends one entry per row with the records' metadata; a recorded spec is skipped, ``--rerun``
 computes it again; span corruption scores the tokens of the config's own tokenizer, or of a run directory's."""
 
@@ -15,7 +15,7 @@ from .scripts import load_script
 
 @pytest.fixture()
 def script(monkeypatch):
-    return load_script("baselines", monkeypatch)
+    return load_script("studies/baselines", monkeypatch)
 
 
 def _jsonl(path: Path, rows: list[dict]) -> Path:
@@ -50,7 +50,7 @@ def test_a_majority_baseline_is_recorded_once_with_its_metadata(script, tmp_path
         "toy_table", "majority", "majority", "pos", ["pos"])
     assert entry["valid"] == {"accuracy": 0.25, "examples": 4} and entry["chance"] == 0.5
     assert entry["test"]["accuracy"] == pytest.approx(2 / 3) and entry["train_examples"] == 5
-    assert entry["command"] == "python benchmarks/baselines.py --specs toy"
+    assert entry["command"] == "python benchmarks/studies/baselines.py --specs toy"
     assert {"date", "machine", "commit", "threads", "shared_cpu", "load_1min", "wall_s"} <= set(entry)
     assert script.main(["--record", str(record)]) == 0  # recorded: skipped
     assert len(_lines(record)) == 1
@@ -134,7 +134,7 @@ def test_span_corruption_takes_a_run_directorys_tokenizer_and_config(script, tmp
     entry = _lines(record)[0]
     assert entry["tokenizer"] == str(RunDir(run_dir).tokenizer_path)
     assert (entry["config"], entry["overrides"]) == (str(run_dir / "config.yaml"), [])
-    assert entry["command"] == f"python benchmarks/baselines.py --specs span --from-run span={run_dir}"
+    assert entry["command"] == f"python benchmarks/studies/baselines.py --specs span --from-run span={run_dir}"
 
 
 def test_an_unknown_spec_is_refused(script, capsys):

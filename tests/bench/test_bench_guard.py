@@ -1,5 +1,5 @@
-"""``benchmarks/bench_guard.py``: the current tree against a commit in alternating rounds, each tree in a process of
-its own, one record line per (kind, L, dropout, causal); the verdict rule; and ``doc_tables_guard.py``'s table.
+"""``benchmarks/speed/bench_guard.py``: the current tree against a commit in alternating rounds, each tree in a process
+of its own, one record line per (kind, L, dropout, causal); the verdict rule; and ``doc_tables/guard.py``'s table.
 No timing is asserted: only the structure, and that the numbers are finite and positive."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .scripts import BENCH, load_script
 
 @pytest.fixture()
 def guard(monkeypatch):
-    return load_script("bench_guard", monkeypatch)
+    return load_script("speed/bench_guard", monkeypatch)
 
 
 TINY = ["--lengths", "16", "--batch", "2", "--d-model", "16", "--heads", "2", "--rounds", "3", "--repeats", "1",
@@ -95,17 +95,17 @@ def _entry(run: str, kind: str, causal: bool, quick: bool = False, **numbers) ->
             "dropout": 0.0, "causal": causal, "against": "abc123456789", "against_ref": "HEAD", "quick": quick,
             "rounds": 5, "repeats": 3, "warmup": 1, "batch": 16, "d_model": 512, "heads": 8, "date": run[:16],
             "commit": "def4567", "machine": "AMD EPYC, 2 CPUs", "torch": "2.13.0+cpu", "threads": 2,
-            "shared_cpu": False, "command": "python benchmarks/bench_guard.py"}
+            "shared_cpu": False, "command": "python benchmarks/speed/bench_guard.py"}
     ratio = numbers.get("ratio", 1.0)
     return {**base, "ratio": ratio, "ratio_min": ratio - 0.05, "ratio_max": ratio + 0.05, "verdict": "same",
             "new_vs_V": 0.5, "old_vs_V": 0.6, **numbers}
 
 
 def test_the_doc_table_shows_the_newest_full_run_with_spreads_and_verdicts(monkeypatch, tmp_path):
-    builder = load_script("doc_tables_guard", monkeypatch)
+    builder = load_script("doc_tables/guard", monkeypatch)
     monkeypatch.setattr(builder, "ROOT", tmp_path)
     monkeypatch.setattr(builder, "RESULTS", tmp_path / "results")
-    assert builder.guard_table().startswith("(not measured yet: `python benchmarks/bench_guard.py`")
+    assert builder.guard_table().startswith("(not measured yet: `python benchmarks/speed/bench_guard.py`")
     old, new, quick = "2026-11-27 10:00:00 UTC", "2026-11-28 10:00:00 UTC", "2026-11-29 10:00:00 UTC"
     lines = [_entry(old, "D", False, ratio=1.50),
              _entry(new, "V", False), _entry(new, "D", False, ratio=1.20, verdict="slower"),
@@ -124,7 +124,7 @@ def test_the_doc_table_shows_the_newest_full_run_with_spreads_and_verdicts(monke
 
 
 def test_the_doc_table_names_each_lengths_batch_when_they_differ(monkeypatch, tmp_path):
-    builder = load_script("doc_tables_guard", monkeypatch)
+    builder = load_script("doc_tables/guard", monkeypatch)
     monkeypatch.setattr(builder, "ROOT", tmp_path)
     monkeypatch.setattr(builder, "RESULTS", tmp_path / "results")
     run = "2026-11-28 10:00:00 UTC"

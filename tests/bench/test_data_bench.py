@@ -1,4 +1,4 @@
-"""``benchmarks/data.py`` (issue 32's data-at-scale goals) on a ~100 KB corpus: each piece runs and records the
+"""``benchmarks/speed/data.py`` (issue 32's data-at-scale goals) on a ~100 KB corpus: each piece runs and records the
 fields the goals read, with sane values. No timing is asserted."""
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-import data_corpus  # noqa: E402 - benchmarks/data_corpus.py
-import data_measure  # noqa: E402
+sys.path.insert(0, str(BENCH))  # as the scripts do: records.py and the rooms
+from speed import data_corpus, data_measure  # noqa: E402 - benchmarks/speed/data_corpus.py, data_measure.py
 
-# benchmarks/data.py under a name of its own (a top-level module called "data" would be too easy to shadow)
-_spec = importlib.util.spec_from_file_location("benchmarks_data_script", BENCH / "data.py")
+# benchmarks/speed/data.py under a name of its own (a top-level module called "data" would be too easy to shadow)
+_spec = importlib.util.spec_from_file_location("benchmarks_data_script", BENCH / "speed" / "data.py")
 bench_data = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench_data)
 

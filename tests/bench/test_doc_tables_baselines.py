@@ -1,4 +1,4 @@
-"""The baseline rows the docs' tables get from ``benchmarks/results/baselines.jsonl`` (``doc_tables_baselines`` and
+"""The baseline rows the docs' tables get from ``benchmarks/results/baselines.jsonl`` (``doc_tables/baselines.py`` and
 the builders that call it), from tiny made-up records: each row under its table's headers, the line naming its
 record, and the command when it is not recorded yet. (SuperGLUE's and LRA's: ``test_doc_tables_results.py``.)"""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_doc_tables_results import _load  # a benchmarks module loaded with its records under tmp_path
+from .test_doc_tables_results import _load, _tables  # modules and the registry reading records under tmp_path
 
 META = {"date": "2026-11-28 05:00 UTC", "commit": "abc1234", "machine": "AMD EPYC, 2 CPUs", "threads": 1,
         "shared_cpu": True}
@@ -18,7 +18,7 @@ META = {"date": "2026-11-28 05:00 UTC", "commit": "abc1234", "machine": "AMD EPY
 
 @pytest.fixture()
 def baselines(monkeypatch, tmp_path):
-    return _load("doc_tables_baselines", monkeypatch, tmp_path)
+    return _load("doc_tables/baselines", monkeypatch, tmp_path)
 
 
 def _write(tmp_path: Path, name: str, entries: list[dict]) -> None:
@@ -33,20 +33,22 @@ def test_a_row_goes_under_its_headers_before_the_tables_caption(baselines):
 
 
 def test_the_imdb_table_ends_with_the_majority_row_and_names_its_record(baselines, monkeypatch, tmp_path):
-    builders = _load("doc_tables_builders", monkeypatch, tmp_path)
+    _load("doc_tables/results", monkeypatch, tmp_path)
+    imdb = _tables(monkeypatch, tmp_path)["imdb"]
     _write(tmp_path, "imdb", [{"table": "imdb", "row": "V", "parameters": 10, "steps": 100, "train_s": 50.0,
                                "test": {"accuracy": 0.8}, "valid": {"eval_accuracy": 0.9}}])
-    assert builders.imdb_table().endswith(
-        "Baseline not recorded yet: `python benchmarks/baselines.py --tables imdb`.")
+    assert imdb().endswith(
+        "Baseline not recorded yet: `python benchmarks/studies/baselines.py --tables imdb`.")
     _write(tmp_path, "baselines", [{"table": "imdb", "row": "majority", "test": {"accuracy": 0.5},
                                     "valid": {"accuracy": 0.4928}}])
-    lines = builders.imdb_table().splitlines()
+    lines = imdb().splitlines()
     assert lines[3] == "| majority class (no model) | - | 50.00% | 49.28% | - | - | - |"
     assert "Baseline record: `results/baselines.jsonl` (1 row; 2026-11-28 05:00 UTC; commit abc1234;" in lines[-1]
 
 
 def test_the_pretraining_table_gets_both_losses_per_tokenizer(baselines, monkeypatch, tmp_path):
-    t5 = _load("doc_tables_t5", monkeypatch, tmp_path)
+    _load("doc_tables/t5", monkeypatch, tmp_path)
+    pretrain = _tables(monkeypatch, tmp_path)["t5arch-pretrain"]
     model = {"table": "t5arch_pretrain", "parameters": 5, "steps": 10, "train_s": 60.0}
     valid = {"log_perplexity": 4.9, "noise_density": 0.15, "mean_span_length": 3.0}
     _write(tmp_path, "t5arch_pretrain", [  # V scored another tokenizer's tokens; the earlier setting the same
@@ -59,7 +61,7 @@ def test_the_pretraining_table_gets_both_losses_per_tokenizer(baselines, monkeyp
         {**common, "row": "unigram", "overrides": ["a=b"], "valid": {"log_perplexity": 6.0140, "tokens": 22155}},
         {**common, "row": "transformer-V-unigram", "config": "configs/y.yaml", "overrides": [],
          "valid": {"log_perplexity": 6.2143, "tokens": 21700}}])
-    text = t5.t5_pretrain_table()
+    text = pretrain()
     lines = text.splitlines()
     # the rows in the table's order (unigram first), each loss to three decimals like the models'
     assert lines[4:7] == ["| unigram of the targets (no model) | - | 6.014 | - | - | - | - | - |",
@@ -72,12 +74,13 @@ def test_the_pretraining_table_gets_both_losses_per_tokenizer(baselines, monkeyp
 
 
 def test_the_glue_majority_row_comes_from_the_record(baselines, monkeypatch, tmp_path):
-    t5 = _load("doc_tables_t5", monkeypatch, tmp_path)
+    _load("doc_tables/t5", monkeypatch, tmp_path)
+    glue = _tables(monkeypatch, tmp_path)["t5arch-glue"]
     _write(tmp_path, "t5arch_glue", [{"table": "t5arch_glue", "row": "V", "train_s": 120.0, "valid": {
         "glue_average": 40.0, "rte_accuracy": 60.0, "rte_invalid": 3, "sst2_accuracy": 70.0}}])
     _write(tmp_path, "baselines", [{"table": "t5arch_glue", "row": "majority", "valid": {
         "glue_average": 51.8, "rte_accuracy": 52.7, "sst2_accuracy": 50.9}}])
-    lines = t5.t5_glue_table().splitlines()
+    lines = glue().splitlines()
     assert lines[0] == "| model | GLUE avg | SST-2 | RTE | invalid | of them unspellable | training time |"
     # V's answers not counted for unknown pieces ("-"); the majority row answers label strings only (0)
     assert lines[2:4] == ["| T5 (V) | 40.0 | 70.0 | 60.0 | 3 | - | 2.0 min |",
@@ -105,7 +108,7 @@ def _study(tmp_path: Path, name: str, metric: str) -> None:
 
 
 def test_the_studies_get_the_unigram_and_the_copied_source(baselines, monkeypatch, tmp_path):
-    builders = _load("doc_tables_builders", monkeypatch, tmp_path)
+    builders = _load("doc_tables/results", monkeypatch, tmp_path)
     monkeypatch.setattr(builders, "FIGURES", tmp_path / "docs" / "figures")
     _study(tmp_path, "shk", "bits_per_character")
     _study(tmp_path, "t8", "bleu")
@@ -127,7 +130,7 @@ def test_the_studies_get_the_unigram_and_the_copied_source(baselines, monkeypatc
 
 
 def test_a_probe_table_gets_a_majority_row_per_length(baselines, monkeypatch, tmp_path):
-    builders = _load("doc_tables_builders", monkeypatch, tmp_path)
+    builders = _load("doc_tables/results", monkeypatch, tmp_path)
     rows = [_ROW]
     _write(tmp_path, "probe", [{"table": "probe", "row": f"pair-{n}", "task": "pair", "length": n, "rows": rows,
                                 "metric": "accuracy", "runs_done": 1, "runs_total": 1} for n in (16, 32)])
@@ -141,8 +144,8 @@ def test_a_probe_table_gets_a_majority_row_per_length(baselines, monkeypatch, tm
 
 
 def test_table3_gets_lead3_and_the_most_frequent_reply_with_differences_to_v(baselines, monkeypatch, tmp_path):
-    builders = _load("doc_tables_builders", monkeypatch, tmp_path)
-    table3 = sys.modules["table3"]
+    builders = _load("doc_tables/results", monkeypatch, tmp_path)
+    table3 = sys.modules["studies.table3"]
     record = tmp_path / "t3.jsonl"
     record.write_text("".join(json.dumps({"dataset": d, "kind": "V", "metrics": m}) + "\n" for d, m in (
         ("samsum", {"rouge1": 27.0, "rouge2": 7.0, "rougeL": 23.0, "rougeLsum": 25.0}),

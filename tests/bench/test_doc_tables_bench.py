@@ -1,6 +1,6 @@
-"""``benchmarks/doc_tables_bench.py`` and ``doc_tables_bench_goals.py``: docs/benchmarks.md's tables built from the
-newest ``bench_*.jsonl`` entry, with the provenance line saying whether the CPU was shared, a placeholder until a
-record exists, and each goal's verdict computed from the same numbers the table shows."""
+"""``benchmarks/doc_tables/bench.py`` and ``bench_goals.py`` through the registry: docs/benchmarks.md's tables built
+from the newest ``bench_*.jsonl`` entry, with the provenance line saying whether the CPU was shared, a placeholder until
+a record exists, and each goal's verdict computed from the same numbers the table shows."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 
 from synthformer.bench.lra_report import goal_lines
 
-from .scripts import load_script
+from .scripts import doc_builders, load_script
 
 
 @pytest.fixture()
 def bench(tmp_path, monkeypatch):
-    module = load_script("doc_tables_bench", monkeypatch)
+    module = load_script("doc_tables/bench", monkeypatch)
     monkeypatch.setattr(module, "ROOT", tmp_path)
     monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
     (tmp_path / "results").mkdir()
@@ -25,13 +25,19 @@ def bench(tmp_path, monkeypatch):
 @pytest.fixture()
 def goals(bench, monkeypatch):
     """The second module, loaded over the fresh ``bench`` (whose record folder is the test's)."""
-    return load_script("doc_tables_bench_goals", monkeypatch)
+    return load_script("doc_tables/bench_goals", monkeypatch)
+
+
+@pytest.fixture()
+def tables(goals, monkeypatch):
+    """The registry's builders, loaded over the fresh ``bench`` and ``goals``."""
+    return doc_builders(monkeypatch)
 
 
 def _entry(name: str, rows: list[dict], date: str, shared: bool = False, **extra) -> str:
     return json.dumps({"table": name, "row": name, "rows": rows, "date": date, "commit": "abc1234",
                        "machine": "AMD EPYC, 2 CPUs", "torch": "2.13.0+cpu", "threads": 2, "shared_cpu": shared,
-                       "command": "python benchmarks/attention.py", **extra})
+                       "command": "python benchmarks/speed/attention.py", **extra})
 
 
 def _record(tmp_path, name: str, rows: list[dict], **extra) -> None:
@@ -44,7 +50,7 @@ def _module_row(kind: str, length: int, ratio: float, causal: bool = False, dtyp
             "ratio_to_V": ratio, "flop_ratio": 0.8, "efficiency": 0.8 / ratio, "peak_MiB": float("nan"), **more}
 
 
-def test_the_module_table_is_the_newest_entry_pivoted_by_length(bench, tmp_path):
+def test_the_module_table_is_the_newest_entry_pivoted_by_length(tables, tmp_path):
     row = {"mode": "fwd+bwd", "causal": False}
     old = [{**row, "L": 256, "kind": "V", "ratio_to_V": 1.0}, {**row, "L": 256, "kind": "D", "ratio_to_V": 0.95}]
     new = [{**row, "L": 256, "kind": "V", "ratio_to_V": 1.0}, {**row, "L": 256, "kind": "D", "ratio_to_V": 0.87},
@@ -52,7 +58,7 @@ def test_the_module_table_is_the_newest_entry_pivoted_by_length(bench, tmp_path)
     (tmp_path / "results" / "bench_module.jsonl").write_text(
         _entry("bench_module", old, "2026-11-24 09:00 UTC") + "\n" + _entry("bench_module", new, "2026-11-26 09:00 UTC",
                                                                             shared=True) + "\n")
-    text = bench.BENCH_BUILDERS["bench-module-fwdbwd"]()
+    text = tables["bench-module-fwdbwd"]()
     assert "| kind | L=256 | L=1024 |" in text and "| D | 0.87 | 1.05 |" in text and "0.95" not in text
     assert "2026-11-26 09:00 UTC" in text and "not a publishable timing" in text
 
@@ -65,11 +71,11 @@ def test_a_load_above_the_cores_is_reported_even_when_the_run_claimed_a_quiet_cp
     assert "not a publishable timing" in bench.cpu_use({**entry, "shared_cpu": True, "load_1min": [1.0, 1.0]})
 
 
-def test_without_a_record_a_builder_says_how_to_measure(bench):
-    assert "bash benchmarks/measure_all.sh" in bench.BENCH_BUILDERS["bench-decode"]()
+def test_without_a_record_a_builder_says_how_to_measure(tables):
+    assert "bash benchmarks/speed/measure_all.sh" in tables["bench-decode"]()
 
 
-def test_the_model_table_reads_the_bench_csv_rows(goals, tmp_path):
+def test_the_model_table_reads_the_bench_csv_rows(tables, tmp_path):
     rows = [{"model": "Transformer", "params": "35590000", "flops_per_step": "4.56e11", "steps_per_s": "0.311",
              "steps_per_s_ratio": "1.0", "flop_ratio": "1.0", "efficiency": "1.0", "peak_mib": "1264.7",
              "paper_steps_per_s_ratio": "1.0", "kernel_sizes": ""},
@@ -80,58 +86,58 @@ def test_the_model_table_reads_the_bench_csv_rows(goals, tmp_path):
              "steps_per_s_ratio": "1.15", "flop_ratio": "1.08", "efficiency": "1.07", "peak_mib": "1012.1",
              "paper_steps_per_s_ratio": "", "kernel_sizes": "3-7-15-31-31-31"}]
     (tmp_path / "results" / "bench_model.jsonl").write_text(_entry("bench_model", rows, "2026-11-26 10:00 UTC") + "\n")
-    text = goals.GOALS_BUILDERS["bench-model"]()
+    text = tables["bench-model"]()
     assert "| Synthesizer (R) | 35.59M | 4.08e+11 | 0.386 | 1.24 | 1.12 | 1.11 | - | 1.09 |" in text
     assert "| Dynamic Conv (K=3-7-15-31-31-31) | 34.50M | 4.23e+11 | 0.358 | 1.15 | 1.08 | 1.07 | 1,012.1 | - |" in text
     assert "nothing else running" in text
     # issue 5: Syn (R) / Transformer = 0.386 / 0.311 = 1.24 >= 1.15; / Dynamic Conv = 0.386 / 0.358 = 1.08 < 1.6
-    verdicts = goals.GOALS_BUILDERS["bench-model-goals"]()
+    verdicts = tables["bench-model-goals"]()
     assert "| Syn (R) steps/s at least 1.15x Transformer's | 1.24 | fp32 yes |" in verdicts
     assert "| Syn (R) steps/s at least 1.6x Dynamic Conv's | 1.08 | fp32 no |" in verdicts
 
 
-def test_issue_3_targets_are_judged_on_the_ratio_the_table_shows(bench, tmp_path):
+def test_issue_3_targets_are_judged_on_the_ratio_the_table_shows(tables, tmp_path):
     rows = [_module_row("V", 256, 1.0), _module_row("R", 256, 0.55), _module_row("FR", 256, 0.57),
             _module_row("D", 256, 1.02), _module_row("D+V", 256, 1.40)]
     _record(tmp_path, "targets_l256", rows)
-    text = bench.BENCH_BUILDERS["bench-targets-l256"]()
+    text = tables["bench-targets-l256"]()
     assert "| R | 55.0 | 0.55 | 1.82 | speed-up >= 1.8 | yes |" in text  # 1 / 0.55 = 1.82
     assert "| FR | 57.0 | 0.57 | 1.75 | speed-up >= 1.8 | no |" in text
     assert "| D | 102.0 | 1.02 | 0.98 | time <= 1x V | no |" in text
     assert "| D+V | 140.0 | 1.40 | 0.71 | time <= 1.6x V | yes |" in text
     long = [_module_row("V", n, 1.0) for n in (512, 1024)] + [_module_row("D", 512, 0.9), _module_row("D", 1024, 1.05)]
     _record(tmp_path, "l512_l1024", long)
-    assert "| D | 0.90 | 1.05 | time <= 1x V | no at L=1024 |" in bench.BENCH_BUILDERS["bench-l512-l1024"]()
+    assert "| D | 0.90 | 1.05 | time <= 1x V | no at L=1024 |" in tables["bench-l512-l1024"]()
 
 
-def test_issue_15_goals_come_from_the_goals_run(goals, tmp_path):
+def test_issue_15_goals_come_from_the_goals_run(tables, tmp_path):
     rows = [_module_row("V", 1024, 1.0, peak_MiB=200.0), _module_row("D", 1024, 0.90, peak_MiB=180.0),
             _module_row("D", 256, 0.86), _module_row("V", 256, 1.0), _module_row("V", 1024, 0.8, causal=True),
             _module_row("D", 1024, 0.60, causal=True), _module_row("V", 256, 1.0, dtype="bf16"),
             _module_row("D", 256, 0.7, dtype="bf16")]
     _record(tmp_path, "goals", rows)
-    table = goals.GOALS_BUILDERS["bench-goals"]()
+    table = tables["bench-goals"]()
     assert "| D | 0.86 | 0.80 | 0.93 | <= 0.85 | no | 0.90 | 0.80 | 0.89 | <= 0.92 | yes |" in table
     assert "| FD |  |  |  | <= 0.78 |  |" in table  # a kind the run lacks: its goal, no numbers, no verdict
-    other = goals.GOALS_BUILDERS["bench-goals-other"]()
+    other = tables["bench-goals-other"]()
     assert "D 1.50x (V through SDPA: 1.25x) | no |" in other  # 90 ms / 60 ms; FD and R+V were not measured
     assert "180 MiB against V's 200: 0.90x | yes |" in other
     assert "order bf16: D, fp32: D | yes |" in other
 
 
-def test_hf_goals_and_threads(goals, tmp_path):
+def test_hf_goals_and_threads(tables, tmp_path):
     rows = [{"kind": k, "beams": b, "native_tokens_per_s": 100.0, "hf_tokens_per_s": 100.0 / (1 + o),
              "hf_overhead": o, "same_tokens": True} for k, b, o in (("V", 1, 0.02), ("R", 4, 0.12))]
     _record(tmp_path, "hf_generate", rows, cache_bytes_per_token={"V": 24672.0, "R": 12384.0})
-    text = goals.GOALS_BUILDERS["bench-hf-goals"]()
+    text = tables["bench-hf-goals"]()
     assert "| the wrapper costs at most 10% | at most +12.0% (R, beam 4) | no |" in text
     assert "| R's cache 0.5x V's | 0.50x | yes |" in text and "2 of 2 rows | yes |" in text
-    assert "| R | 12,384 | 0.50x |" in goals.GOALS_BUILDERS["bench-hf-cache"]()
+    assert "| R | 12,384 | 0.50x |" in tables["bench-hf-cache"]()
     _record(tmp_path, "threads", [{"scenario": "2 processes", "threads": 1, "tokens_per_s": [1000.4, 2000.0]}])
-    assert "| 2 processes | 1 | 1,000 / 2,000 | 3,000 |" in goals.GOALS_BUILDERS["bench-threads"]()
+    assert "| 2 processes | 1 | 1,000 / 2,000 | 3,000 |" in tables["bench-threads"]()
 
 # --------------------------------------------------------------------------- LRA's Table 2 (issue 31)
-# docs/benchmarks.md's LRA Table 2 section from a made-up record (benchmarks/doc_tables_lra.py through
+# docs/benchmarks.md's LRA Table 2 section from a made-up record (doc_tables/registry.py through
 # synthformer.bench.lra_report): speed beside its FLOP-ratio limit, the 10% and memory verdicts, skipped kinds with
 # their reason, causal against bidirectional; and the command that fills it while there is no record.
 NAN = float("nan")
@@ -139,8 +145,8 @@ NAN = float("nan")
 
 @pytest.fixture()
 def builders(bench, monkeypatch):
-    """The LRA builders, loaded over the fresh ``bench`` (whose record folder is the test's)."""
-    return load_script("doc_tables_lra", monkeypatch).LRA_BUILDERS
+    """The LRA tables of the registry, loaded over the fresh ``bench`` (whose record folder is the test's)."""
+    return {name: build for name, build in doc_builders(monkeypatch).items() if name.startswith("bench-lra")}
 
 
 def _row(kind, length, speed, limit, memory, causal=False, status="measured", **more):
@@ -165,7 +171,7 @@ def test_without_a_record_the_blocks_give_the_command_that_fills_them(builders):
     for block, build in builders.items():
         name = "lra_profile" if block.startswith("bench-lra-profile") else "lra_table2"
         text = build()
-        assert text.startswith(f"(not measured yet: `python benchmarks/{name}.py ")
+        assert text.startswith(f"(not measured yet: `python benchmarks/speed/{name}.py ")
         assert f"bench_{name}.jsonl" in text or f"bench_{name}_no_dropout.jsonl" in text
     assert "--set attention_dropout=0 --record" in builders["bench-lra-profile-no-dropout"]()
 
@@ -176,18 +182,18 @@ def test_the_profile_table_gives_each_category_in_ms_and_share(builders, tmp_pat
              **{f"{c}_ms": 1000.0 * f for c, f in shares.items()}, **{f"{c}_share": f for c, f in shares.items()}}]
     entry = {"table": "bench_lra_profile", "row": "bench_lra_profile", "rows": rows, "date": "2026-11-27 09:00 UTC",
              "commit": "abc1234", "machine": "AMD EPYC, 2 CPUs", "threads": 2, "shared_cpu": False,
-             "command": "python benchmarks/lra_profile.py", "load_1min": [2.0, 2.1]}
+             "command": "python benchmarks/speed/lra_profile.py", "load_1min": [2.0, 2.1]}
     (tmp_path / "results" / "bench_lra_profile.jsonl").write_text(json.dumps(entry) + "\n")
     text = builders["bench-lra-profile"]()
     assert "| kind | profiled step | matrix products | SDPA | softmax | AdamW | everything else |" in text
     assert "| V | 1,000 ms | 500 ms (50%) | 100 ms (10%) | 0 ms (0%) | 150 ms (15%) | 250 ms (25%) |" in text
-    assert "`python benchmarks/lra_profile.py`" in text
+    assert "`python benchmarks/speed/lra_profile.py`" in text
 
 
 def test_table2_shows_speed_beside_its_limit_memory_and_the_verdicts(builders, tmp_path):
     entry = {"table": "bench_lra_table2", "row": "bench_lra_table2", "rows": ROWS, "date": "2026-11-27 09:00 UTC",
              "commit": "abc1234", "machine": "AMD EPYC, 2 CPUs", "threads": 2, "shared_cpu": False,
-             "command": "python benchmarks/lra_table2.py", "load_1min": [2.0, 2.1]}
+             "command": "python benchmarks/speed/lra_table2.py", "load_1min": [2.0, 2.1]}
     (tmp_path / "results" / "bench_lra_table2.jsonl").write_text(json.dumps(entry) + "\n")
     text = builders["bench-lra-table2"]()
     assert ("| kind | 1K speed (limit) | 1K memory | 2K speed (limit) | 2K memory | speed within 10% of limit | "

@@ -1,30 +1,33 @@
-"""``benchmarks/doc_tables_superglue.py`` and ``doc_tables_lra_results.py``: docs/results.md's SuperGLUE (the
+"""``benchmarks/doc_tables/superglue.py`` and ``lra_results.py``: docs/results.md's SuperGLUE (the
 paper's Table 6) and LRA Table 1 sections, built from tiny made-up records: the placeholder until a row exists,
 rows in the paper's layout with missing tasks as ``-``, the average over the tasks present, the majority-label row
 from the baselines record, the paper's numbers, and LRA's budget fractions."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from .scripts import BENCH, load_script
 
 
-def _load(name: str, monkeypatch, tmp_path: Path):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, module)
-    spec.loader.exec_module(module)
-    monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(module, "ROOT", tmp_path)
+def _load(path: str, monkeypatch, tmp_path: Path):
+    """``benchmarks/PATH.py`` freshly loaded (see ``load_script``), reading its records under ``tmp_path``."""
+    module = load_script(path, monkeypatch)
+    for name in ("RESULTS", "ROOT"):
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, tmp_path / "results" if name == "RESULTS" else tmp_path)
     (tmp_path / "results").mkdir(exist_ok=True)
     return module
+
+
+def _tables(monkeypatch, tmp_path: Path) -> dict:
+    """The registry's builders (``doc_tables/registry.py``), loaded over the modules the test loaded before, reading
+    the records under ``tmp_path``."""
+    return _load("doc_tables/registry", monkeypatch, tmp_path).BUILDERS
 
 
 def _write(tmp_path: Path, table: str, entries: list[dict]) -> None:
@@ -38,11 +41,17 @@ def _write(tmp_path: Path, table: str, entries: list[dict]) -> None:
 
 @pytest.fixture()
 def superglue(monkeypatch, tmp_path):
-    baselines = _load("doc_tables_baselines", monkeypatch, tmp_path)  # the majority row's record
-    t5 = _load("doc_tables_t5", monkeypatch, tmp_path)  # the unspellable answers' record
-    module = _load("doc_tables_superglue", monkeypatch, tmp_path)
+    baselines = _load("doc_tables/baselines", monkeypatch, tmp_path)  # the majority row's record
+    t5 = _load("doc_tables/t5", monkeypatch, tmp_path)  # the unspellable answers' record
+    module = _load("doc_tables/superglue", monkeypatch, tmp_path)
     assert module.baselines is baselines and module.unknown_pieces is t5.unknown_pieces
     return module
+
+
+@pytest.fixture()
+def superglue_table(superglue, monkeypatch, tmp_path):
+    """The registry's ``t5arch-superglue`` table, built by the fresh modules from the test's records."""
+    return _tables(monkeypatch, tmp_path)["t5arch-superglue"]
 
 
 def _sg_entry(row: str, average: float, **metrics) -> dict:
@@ -51,26 +60,26 @@ def _sg_entry(row: str, average: float, **metrics) -> dict:
                       **metrics}}
 
 
-def test_superglue_without_a_record_gives_the_command(superglue):
-    assert superglue.superglue_table() == (
-        "(no recorded row yet: `python benchmarks/results_runs.py --table t5arch_superglue`)")
+def test_superglue_without_a_record_gives_the_command(superglue_table):
+    assert superglue_table() == (
+        "(no recorded row yet: `python benchmarks/studies/results_runs.py --table t5arch_superglue`)")
 
 
-def test_superglue_rows_follow_the_papers_layout_with_the_majority_row(superglue, tmp_path):
+def test_superglue_rows_follow_the_papers_layout_with_the_majority_row(superglue_table, tmp_path):
     _write(tmp_path, "t5arch_superglue", [
         _sg_entry("R+V", 55.0, cb_accuracy=60.0, cb_f1_macro=40.0, cb_invalid=2, super_glue_rte_accuracy=60.0,
                   super_glue_rte_invalid=1, axb_matthews_corrcoef=5.0, axb_invalid=3),
         _sg_entry("V", 52.5, cb_accuracy=50.0, cb_f1_macro=30.0, super_glue_rte_accuracy=65.0)])
-    # the majority row as benchmarks/baselines.py records it: CB answers "contradiction" (F1 macro 2/3 / 3
+    # the majority row as benchmarks/studies/baselines.py records it: CB answers "contradiction" (F1 macro 2/3 / 3
     # classes, accuracy 2 of 4), RTE "not_entailment" (1 of 2), AX-b RTE's answer (a constant: MCC 0); the
     # average over the trained tasks: (36.1 + 50) / 2
     _write(tmp_path, "baselines", [{"table": "t5arch_superglue", "row": "majority", "valid": {
         "cb_accuracy": 50.0, "cb_f1_macro": 200 / 9, "super_glue_rte_accuracy": 50.0, "axb_matthews_corrcoef": 0.0,
         "super_glue_average": (100 / 9 + 25 + 50) / 2}}])
-    # R+V's answers counted by benchmarks/t5_unknown_pieces.py for this run (its date); V's not counted
+    # R+V's answers counted by benchmarks/studies/t5_unknown_pieces.py for this run (its date); V's not counted
     _write(tmp_path, "t5arch_unknown_pieces", [{"table": "t5arch_superglue", "row": "R+V", "unknown_pieces": 1,
                                                 "row_date": "2026-11-27 09:00 UTC"}])
-    text = superglue.superglue_table()
+    text = superglue_table()
     assert text.splitlines()[0] == ("| model | SGlue avg | BoolQ | CB | COPA | MultiRC | ReCoRD | RTE | WiC | WSC | "
                                     "AX-b | AX-g | invalid | of them unspellable | training time |")
     body = text.splitlines()[2:5]  # the paper's row order (V first), each task's metrics in its order (CB: F1/acc)
@@ -82,11 +91,11 @@ def test_superglue_rows_follow_the_papers_layout_with_the_majority_row(superglue
     assert "Baseline record: `results/baselines.jsonl` (1 row;" in text
 
 
-def test_superglue_without_a_recorded_majority_says_how_to_record_it(superglue, tmp_path):
+def test_superglue_without_a_recorded_majority_says_how_to_record_it(superglue_table, tmp_path):
     _write(tmp_path, "t5arch_superglue", [_sg_entry("V", 52.5, cb_accuracy=50.0, cb_f1_macro=30.0)])
-    text = superglue.superglue_table()
+    text = superglue_table()
     assert "majority label" not in text
-    assert "Baseline not recorded yet: `python benchmarks/baselines.py --tables t5arch_superglue`." in text
+    assert "Baseline not recorded yet: `python benchmarks/studies/baselines.py --tables t5arch_superglue`." in text
 
 
 def test_the_papers_table6_averages_and_the_rows_that_disagree(superglue):
@@ -105,11 +114,17 @@ def test_the_papers_table6_averages_and_the_rows_that_disagree(superglue):
 
 @pytest.fixture()
 def lra(monkeypatch, tmp_path):
-    _load("doc_tables_baselines", monkeypatch, tmp_path)  # the majority rows' record: empty unless written
-    module = _load("doc_tables_lra_results", monkeypatch, tmp_path)
+    _load("doc_tables/baselines", monkeypatch, tmp_path)  # the majority rows' record: empty unless written
+    module = _load("doc_tables/lra_results", monkeypatch, tmp_path)
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "lra_text.yaml").write_text("train:\n  batch_size: 32\n", encoding="utf-8")
     return module
+
+
+@pytest.fixture()
+def lra_table(lra, monkeypatch, tmp_path):
+    """The registry's ``lra-results`` table, built by the fresh modules from the test's records."""
+    return _tables(monkeypatch, tmp_path)["lra-results"]
 
 
 def _lra_entry(row: str, accuracy: float, command: str, steps: int = 100) -> dict:
@@ -118,15 +133,15 @@ def _lra_entry(row: str, accuracy: float, command: str, steps: int = 100) -> dic
             "command": command}
 
 
-def test_lra_without_a_record_gives_the_command(lra):
-    assert lra.lra_results_table() == "(no recorded row yet: `python benchmarks/results_runs.py --table lra`)"
+def test_lra_without_a_record_gives_the_command(lra_table):
+    assert lra_table() == "(no recorded row yet: `python benchmarks/studies/results_runs.py --table lra`)"
 
 
-def test_lra_rows_stand_beside_lras_table1_with_chance_and_the_budget(lra, tmp_path):
+def test_lra_rows_stand_beside_lras_table1_with_chance_and_the_budget(lra_table, tmp_path):
     listops = "OMP_NUM_THREADS=1 synthformer train configs/lra_listops.yaml train.steps=100 train.batch_size=4 x"
     _write(tmp_path, "lra", [_lra_entry("text-R", 0.55, "synthformer train configs/lra_text.yaml --run-dir x"),
                              _lra_entry("listops-R+V", 0.2, listops), _lra_entry("listops-D", 0.18, listops)])
-    lines = lra.lra_results_table().splitlines()
+    lines = lra_table().splitlines()
     # ListOps first, kinds in the issue's order; LRA's Synthesizer (random + dot product) stands beside R+V
     assert lines[2] == ("| ListOps | Syn (D) | 18.00% (500) | - | 10% | 19.00% | 100 x 4 | 0.25% | 30.0 min | "
                         "40.0 min |")
@@ -136,7 +151,7 @@ def test_lra_rows_stand_beside_lras_table1_with_chance_and_the_budget(lra, tmp_p
                         "40.0 min |")
 
 
-def test_each_lra_task_ends_with_its_recorded_majority_row(lra, tmp_path):
+def test_each_lra_task_ends_with_its_recorded_majority_row(lra_table, tmp_path):
     listops = "synthformer train configs/lra_text.yaml train.batch_size=4 x"
     _write(tmp_path, "lra", [_lra_entry("listops-V", 0.2, listops), _lra_entry("listops-R", 0.2, listops),
                              _lra_entry("text-V", 0.5, listops)])
@@ -145,7 +160,7 @@ def test_each_lra_task_ends_with_its_recorded_majority_row(lra, tmp_path):
     _write(tmp_path, "baselines", [
         {"table": "lra", "row": "listops-majority", **majority},
         {"table": "lra", "row": "text-majority", **majority, "label": "1", "tied": ["1", "0"], "chance": 0.5}])
-    lines = lra.lra_results_table().splitlines()
+    lines = lra_table().splitlines()
     assert [line.split(" | ")[1] for line in lines[2:7]] == [
         "Transformer (V)", "Syn (R)", "majority class (no model): label 0", "Transformer (V)",
         "majority class (no model): label 1, tied with 0 in training"]
@@ -157,17 +172,17 @@ def test_each_lra_task_ends_with_its_recorded_majority_row(lra, tmp_path):
     assert "Baseline record: `results/baselines.jsonl` (2 rows;" in lines[-1]
 
 
-def test_a_resumed_lra_row_says_its_wall_time_is_the_last_sittings(lra, tmp_path):
+def test_a_resumed_lra_row_says_its_wall_time_is_the_last_sittings(lra_table, tmp_path):
     entry = {**_lra_entry("text-V", 0.5, "synthformer train configs/lra_text.yaml x"), "resumed": True}
     _write(tmp_path, "lra", [entry])
-    assert lra.lra_results_table().splitlines()[2].endswith("| 30.0 min | 40.0 min (resumed: the last sitting) |")
+    assert lra_table().splitlines()[2].endswith("| 30.0 min | 40.0 min (resumed: the last sitting) |")
 
 
 def test_the_lra_budget_table_is_the_runners_budget_beside_lras(monkeypatch, tmp_path):
-    module = _load("doc_tables_lra_results", monkeypatch, tmp_path)
+    module = _load("doc_tables/lra_results", monkeypatch, tmp_path)
     monkeypatch.setattr(module, "ROOT", BENCH.parent)  # the shipped configs
     lines = module.lra_budget_table().splitlines()
-    runs = sys.modules["results_runs"]  # the runner the table imported
+    runs = sys.modules["studies.results_runs"]  # the runner the table imported
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| ListOps", "| Text", "| Pathfinder"]
     b = runs.LRA_BUDGETS["listops"]
     assert lines[2].startswith(f"| ListOps | 6 x d512, 8 heads, MLP 2048 | 5,000 x 32 | {b.steps:,} x {b.batch_size} | "

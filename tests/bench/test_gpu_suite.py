@@ -1,6 +1,6 @@
-"""``benchmarks/gpu_suite.py`` in its CPU smoke mode (tiny shapes, seconds): every piece writes its entries to the
+"""``benchmarks/speed/gpu_suite.py`` in its CPU smoke mode (tiny shapes, seconds): every piece writes its entries to the
 folder it is given as soon as it finishes, each naming the machine and the GPU; the budget stops what would not
-fit; ``--collect`` and ``doc_tables_gpu.py`` turn a run's records into docs/benchmarks.md's GPU tables. No timing
+fit; ``--collect`` and ``doc_tables/gpu.py`` turn a run's records into docs/benchmarks.md's GPU tables. No timing
 is asserted: only the structure, and that the numbers are finite and positive."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from .scripts import load_script
+from .scripts import doc_builders, load_script
 
 
 @pytest.fixture()
 def suite(monkeypatch):
-    return load_script("gpu_suite", monkeypatch)
+    return load_script("speed/gpu_suite", monkeypatch)
 
 
 def _read(path: Path) -> list[dict]:
@@ -53,14 +53,15 @@ def test_the_smoke_run_records_every_piece_and_the_docs_build_from_it(suite, mon
     results = tmp_path / "results"
     added = suite.collect(out, results)
     assert added["gpu_attention"] == 2 and added["gpu_correctness"] == 0
-    docs = load_script("doc_tables_gpu", monkeypatch)
+    docs = load_script("doc_tables/gpu", monkeypatch)
     monkeypatch.setattr(docs, "RESULTS", results)
     monkeypatch.setattr(docs, "ROOT", tmp_path)
-    assert "| attention-fp32 | ok |" in docs.GPU_BUILDERS["gpu-suite"]()
-    text = docs.GPU_BUILDERS["gpu-attention"]()
+    tables = doc_builders(monkeypatch)
+    assert "| attention-fp32 | ok |" in tables["gpu-suite"]()
+    text = tables["gpu-attention"]()
     assert "| kind, path | fp32 L=16 | fp32 L=32 |" in text and "| V, SDPA (ms) |" in text and "| D, PyTorch |" in text
-    assert "| R |" in docs.GPU_BUILDERS["gpu-lra-table2"]() and "| Transformer |" in docs.GPU_BUILDERS["gpu-table4"]()
-    assert docs.GPU_BUILDERS["gpu-correctness"]().startswith("(not measured yet: no GPU run recorded yet")
+    assert "| R |" in tables["gpu-lra-table2"]() and "| Transformer |" in tables["gpu-table4"]()
+    assert tables["gpu-correctness"]().startswith("(not measured yet: no GPU run recorded yet")
 
 
 def test_smoke_entries_are_never_collected_nor_shown(suite, monkeypatch, tmp_path):
@@ -69,10 +70,10 @@ def test_smoke_entries_are_never_collected_nor_shown(suite, monkeypatch, tmp_pat
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "gpu_suite.jsonl").write_text(json.dumps(entry) + "\n")
     assert suite.collect(tmp_path / "out", tmp_path / "results")["gpu_suite"] == 0
-    docs = load_script("doc_tables_gpu", monkeypatch)
+    docs = load_script("doc_tables/gpu", monkeypatch)
     monkeypatch.setattr(docs, "RESULTS", tmp_path / "out")
     monkeypatch.setattr(docs, "ROOT", tmp_path)
-    assert docs.GPU_BUILDERS["gpu-suite"]().startswith("(not measured yet")
+    assert doc_builders(monkeypatch)["gpu-suite"]().startswith("(not measured yet")
 
 
 def test_a_piece_is_not_started_without_the_time_it_needs(suite, tmp_path):
@@ -81,7 +82,7 @@ def test_a_piece_is_not_started_without_the_time_it_needs(suite, tmp_path):
     assert {e["status"].split(" (")[0] for e in _read(out / "gpu_suite.jsonl")} == {"skipped: budget"}
     assert [e["row"] for e in _read(out / "gpu_suite.jsonl")] == suite.PIECES
     # within a piece, a length starts only when the last one's time, scaled by the lengths squared, fits
-    runner = suite.Suite(out, True, time.time() + 0.2, "r", "python benchmarks/gpu_suite.py")
+    runner = suite.Suite(out, True, time.time() + 0.2, "r", "python benchmarks/speed/gpu_suite.py")
     done: list[int] = []
 
     def measure(length: int) -> None:
@@ -103,7 +104,7 @@ def test_a_timed_piece_runs_in_a_process_of_its_own(suite, tmp_path):
     assert [e["row"] for e in entries] == ["bf16 L=16", "bf16 L=32"]
     for entry in entries:
         assert entry["suite_run"] == status["suite_run"]
-        assert entry["command"] == f"python benchmarks/gpu_suite.py --out {out} --smoke --pieces attention-bf16"
+        assert entry["command"] == f"python benchmarks/speed/gpu_suite.py --out {out} --smoke --pieces attention-bf16"
         assert _positive(*(r["ms"] for r in entry["rows"]))
 
 
@@ -128,7 +129,7 @@ def test_the_test_outcomes_are_read_per_kind_dtype_and_causality(suite, monkeypa
     assert parsed["failures"] == {"R+V-bidir-max_len-bf16": "CompilationError: tl.dot operands must have the same "
                                                             "dtype"}
     assert parsed["summary"] == "1 failed, 3 passed in 42.10s"
-    docs = load_script("doc_tables_gpu", monkeypatch)
+    docs = load_script("doc_tables/gpu", monkeypatch)
     text = docs.correctness_table([{"status": "exit 1", "tests": ["tests/attention/test_triton_gpu.py"], **parsed}])
     assert "| kind | fp32, bidirectional | fp32, causal | bf16, bidirectional | bf16, causal |" in text
     assert "| R+V |  |  | 0/1 passed, **1 failed** |  |" in text and "| D | 1/1 passed |  |  | 1/1 passed |" in text

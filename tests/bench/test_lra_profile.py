@@ -1,18 +1,17 @@
-"""``synthformer.bench.lra_profile`` and ``benchmarks/lra_profile.py``: a training step's profiled time split into
+"""``synthformer.bench.lra_profile`` and ``benchmarks/speed/lra_profile.py``: a training step's profiled time split into
 matrix products, SDPA, softmax, AdamW and the rest, per LRA kind (issue 31: why a kind misses its FLOP limit)."""
 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from synthformer.bench.lra_profile import CATEGORIES, categorize, profile_kinds, profile_markdown
 
+from .scripts import load_script
+
 TINY = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32}
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.mark.parametrize(("name", "ancestors", "expected"), [
@@ -80,9 +79,7 @@ def test_markdown_has_a_row_per_kind_with_ms_and_share():
 
 
 def test_the_script_prints_the_table_and_appends_its_record(tmp_path, monkeypatch, capsys):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    sys.modules.pop("lra_profile", None)
-    import lra_profile  # benchmarks/lra_profile.py
+    lra_profile = load_script("speed/lra_profile", monkeypatch)
 
     record = tmp_path / "bench_lra_profile.jsonl"
     argv = ["--kinds", "D", "--length", "16", "--steps", "1", "--set", "d_model=16", "n_heads=2", "n_layers=1",

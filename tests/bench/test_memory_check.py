@@ -2,7 +2,7 @@
 plan is over; a real ``synthformer train`` then refuses in one line naming ``--no-memory-check``, which starts it.
 The machine's memory is monkeypatched small instead of planning a run that would need much; the memory read from
 ``/proc/meminfo`` and a cgroup's limit are tested on planted files. The planned peaks docs/lra.md quotes are the
-plans' (the doc's numbers are allowed by benchmarks/doc_numbers.py on that condition)."""
+plans' (the doc's numbers are allowed by benchmarks/doc_tables/hand_numbers.py on that condition)."""
 
 from __future__ import annotations
 

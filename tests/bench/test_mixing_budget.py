@@ -1,5 +1,5 @@
-"""benchmarks/mixing_study.py's training budget: a setting's steps come from its config (an override wins), and a run
-or a learning-rate choice of another budget stays in the record as history but is neither harvested again, chosen
+"""benchmarks/studies/mixing_study.py's training budget: a setting's steps come from its config (an override wins), and
+a run or a learning-rate choice of another budget stays in the record as history but is neither harvested again, chosen
 from, nor current."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .scripts import load_script
 
 @pytest.fixture
 def study(monkeypatch):
-    return load_script("mixing_study", monkeypatch)
+    return load_script("studies/mixing_study", monkeypatch)
 
 
 def test_a_settings_budget_is_its_configs_steps_unless_overridden(study) -> None:
@@ -61,7 +61,7 @@ def test_harvest_leaves_a_study_folder_of_another_budget(study, tmp_path: Path, 
 
 def test_the_first_grid_table_shows_the_earlier_budget_though_the_row_names_repeat(tmp_path: Path,
                                                                                    monkeypatch) -> None:
-    tables = load_script("doc_tables_mixing", monkeypatch)
+    tables = load_script("doc_tables/mixing", monkeypatch)
     study = tables.study
     monkeypatch.setattr(study, "RUNS_RECORD", tmp_path / "runs.jsonl")
     monkeypatch.setattr(tables, "_record_name", lambda path: path.name)

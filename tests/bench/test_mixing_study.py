@@ -1,5 +1,5 @@
-"""benchmarks/mixing_study.py: the commands it runs (each kind's grid, the seeds at the chosen rate reusing the grid's
-seed 0 where the setting is the grid's), the grid's variant names read back, and the choice of a rate from a grid
+"""benchmarks/studies/mixing_study.py: the commands it runs (each kind's grid, the seeds at the chosen rate reusing the
+grid's seed 0 where the setting is the grid's), the grid's variant names read back, and the choice of a rate from a grid
 on validation only."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .scripts import load_script
 
 @pytest.fixture
 def study(monkeypatch):
-    return load_script("mixing_study", monkeypatch)
+    return load_script("studies/mixing_study", monkeypatch)
 
 
 def test_grid_variants_read_back(study) -> None:

@@ -1,4 +1,4 @@
-"""benchmarks/reach.py: the compute an out-of-reach table would need is the dry-run's FLOPs at the published
+"""benchmarks/studies/reach.py: the compute an out-of-reach table would need is the dry-run's FLOPs at the published
 recipe, priced at the rate the recorded CPU-size run of the task reached (its FLOPs per step by the same counter,
 times its steps, over its training seconds)."""
 
@@ -14,7 +14,7 @@ from .scripts import load_script
 
 @pytest.fixture
 def reach(monkeypatch, tmp_path: Path):
-    module = load_script("reach", monkeypatch)
+    module = load_script("studies/reach", monkeypatch)
     monkeypatch.setattr(module, "RESULTS", tmp_path)
     return module
 

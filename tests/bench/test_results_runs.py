@@ -1,4 +1,4 @@
-"""``benchmarks/results_runs.py`` and ``benchmarks/records.py``: a row is recorded once with its metadata, a
+"""``benchmarks/studies/results_runs.py`` and ``benchmarks/records.py``: a row is recorded once with its metadata, a
 recorded row is skipped, the newest entry of a row wins, training time leaves out the periodic validation, and a
 benchmark script's ``--record`` appends an entry with the command. No training: the CLI is faked."""
 
@@ -15,18 +15,19 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+def _load(path: str):
+    """``benchmarks/PATH.py`` for the whole module's tests, under its import name (``studies.results_runs``)."""
+    spec = importlib.util.spec_from_file_location(path.replace("/", "."), BENCH / f"{path}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
 
 @pytest.fixture(scope="module")
 def runs():
-    return _load("results_runs")
+    return _load("studies/results_runs")
 
 
 @pytest.fixture(scope="module")
@@ -98,11 +99,11 @@ def test_a_benchmark_records_its_rows_with_the_command_line(records, tmp_path, m
     parser = argparse.ArgumentParser()
     records.add_record_options(parser)
     args = parser.parse_args(["--record", str(tmp_path / "bench_x.jsonl"), "--shared-cpu"])
-    monkeypatch.setattr(sys, "argv", [str(BENCH / "attention.py"), "--lengths", "256"])
+    monkeypatch.setattr(sys, "argv", [str(BENCH / "speed" / "attention.py"), "--lengths", "256"])
     records.write_record(args, [{"kind": "V", "ms": 1.0}], 0.5)
     (entry,) = records.read_entries(tmp_path / "bench_x.jsonl")
     assert entry["table"] == "bench_x" and entry["rows"] == [{"kind": "V", "ms": 1.0}]
-    assert entry["command"] == "python benchmarks/attention.py --lengths 256" and entry["shared_cpu"] is True
+    assert entry["command"] == "python benchmarks/speed/attention.py --lengths 256" and entry["shared_cpu"] is True
     records.write_record(parser.parse_args([]), [], 0.0)  # no --record: nothing written
     assert len(records.read_entries(tmp_path / "bench_x.jsonl")) == 1
 

@@ -1,6 +1,6 @@
-"""benchmarks/seed_studies.py: a study trains only the seeds its earlier record lacks, the page reads the earlier
-and the new runs together by (variant, seed), a repro run is set against the earlier run it repeats, and the noise
-floor pairs runs of one seed and one library source under different CPU kernels only."""
+"""benchmarks/studies/seed_studies.py: a study trains only the seeds its earlier record lacks, the page reads the
+earlier and the new runs together by (variant, seed), a repro run is set against the earlier run it repeats, and the
+noise floor pairs runs of one seed and one library source under different CPU kernels only."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .scripts import load_script
 
 @pytest.fixture
 def seeds(monkeypatch, tmp_path: Path):
-    module = load_script("seed_studies", monkeypatch)
+    module = load_script("studies/seed_studies", monkeypatch)
     monkeypatch.setattr(module, "RECORD", tmp_path / "seed_studies.jsonl")
     return module
 

@@ -1,5 +1,5 @@
 """The long-length goals (``bench.goals.speed_goals``), the script that measures them
-(``benchmarks/speed_goals.py``) on tiny shapes, and the doc table built from its record."""
+(``benchmarks/speed/speed_goals.py``) on tiny shapes, and the doc table built from its record."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from synthformer.bench.goals import FLOP_LIMIT_KINDS, LIGHT_KINDS, speed_goals
 
-from .scripts import load_script
+from .scripts import doc_builders, load_script
 
 
 def _row(kind: str, ratio: float, flops: float = 1.0, peak: float = 100.0, length: int = 1024,
@@ -40,7 +40,7 @@ def test_memory_is_judged_against_v_at_the_same_length_and_dropout_and_unmeasure
 
 
 def test_the_script_measures_every_goal_kind_and_records_the_cpu(monkeypatch, tmp_path, capsys):
-    script = load_script("speed_goals", monkeypatch)
+    script = load_script("speed/speed_goals", monkeypatch)
     record = tmp_path / "bench_speed_goals.jsonl"
     rows = script.main(["--lengths", "16", "--batch", "16=2", "--d-model", "16", "--heads", "2", "--repeats", "1",
                         "--warmup", "0", "--record", str(record)])
@@ -61,11 +61,10 @@ def test_the_script_measures_every_goal_kind_and_records_the_cpu(monkeypatch, tm
 
 
 def test_the_doc_table_gives_each_verdict_beside_its_numbers(monkeypatch, tmp_path):
-    bench = load_script("doc_tables_bench", monkeypatch)
+    bench = load_script("doc_tables/bench", monkeypatch)
     monkeypatch.setattr(bench, "ROOT", tmp_path)
     monkeypatch.setattr(bench, "RESULTS", tmp_path / "results")
-    builder = load_script("doc_tables_speed_goals", monkeypatch)
-    build = builder.SPEED_GOALS_BUILDERS["bench-speed-goals"]
+    build = doc_builders(monkeypatch)["bench-speed-goals"]
     assert build().startswith("(not measured yet")
     rows = [_row("V", 1.0), _row("D", 0.96, flops=0.88, peak=90.0), _row("R", 0.60),
             _row("V", 1.0, dropout=0.1, peak=400.0), _row("D", 0.70, flops=0.88, peak=90.0, dropout=0.1)]
@@ -73,7 +72,7 @@ def test_the_doc_table_gives_each_verdict_beside_its_numbers(monkeypatch, tmp_pa
     (tmp_path / "results" / "bench_speed_goals.jsonl").write_text(json.dumps(
         {"table": "bench_speed_goals", "row": "bench_speed_goals", "rows": rows, "date": "2026-11-28 11:00 UTC",
          "commit": "abc1234", "machine": "AMD EPYC, 2 CPUs", "torch": "2.13.0+cpu", "threads": 2,
-         "shared_cpu": False, "command": "python benchmarks/speed_goals.py", "cpu_capability": "AVX2",
+         "shared_cpu": False, "command": "python benchmarks/speed/speed_goals.py", "cpu_capability": "AVX2",
          "thresholds": {"fuse_min_keys": 1024, "fr_sdpa_min_len": 2048}, "calibration": None}) + "\n")
     text = build()
     assert "| V, L=1024 (B=16) | 1,000 ms |  |  |  | 1,000 ms |  |  |  |" in text

@@ -1,4 +1,5 @@
-"""benchmarks/suite_time.py reads pytest's summary line, and the README's quoted suite time is the newest record's."""
+"""benchmarks/speed/suite_time.py reads pytest's summary line, and the README's quoted suite time is the newest
+record's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from .scripts import load_script
 
 
 def test_the_summary_counts(monkeypatch) -> None:
-    timing = load_script("suite_time", monkeypatch)
+    timing = load_script("speed/suite_time", monkeypatch)
     assert timing.counts("....\n== 5219 passed, 4 skipped, 1 error in 650.12s (0:10:50) ==") == {
         "passed": 5219, "skipped": 4, "error": 1}
     assert timing.counts("3 failed, 10 passed in 2.0s") == {"failed": 3, "passed": 10}
@@ -17,7 +18,7 @@ def test_the_summary_counts(monkeypatch) -> None:
 
 
 def test_the_fact_is_the_newest_timing(tmp_path: Path, monkeypatch) -> None:
-    facts = load_script("doc_tables_facts", monkeypatch)
+    facts = load_script("doc_tables/results", monkeypatch)
     monkeypatch.setattr(facts, "RESULTS", tmp_path)
     assert "no timing recorded yet" in facts.suite_time()
     record = tmp_path / "suite_time.jsonl"

@@ -1,4 +1,4 @@
-"""``benchmarks/t5_holdout.py``: a GLUE folder for tuning without the dev sets, each training split cut into a
+"""``benchmarks/studies/t5_holdout.py``: a GLUE folder for tuning without the dev sets, each training split cut into a
 training part and a held-out part in the official layout, which the text-to-text task then reads."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from .scripts import load_script
 
 @pytest.fixture()
 def holdout(monkeypatch):
-    return load_script("t5_holdout", monkeypatch)
+    return load_script("studies/t5_holdout", monkeypatch)
 
 
 def _glue(root: Path) -> Path:

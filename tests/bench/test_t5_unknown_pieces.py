@@ -1,5 +1,6 @@
-"""``benchmarks/t5_unknown_pieces.py``: answers with a piece the vocabulary could not spell are counted per recorded
-finetuning row, from the answers file of its run directory, once per row (a re-trained row is counted again)."""
+"""``benchmarks/studies/t5_unknown_pieces.py``: answers with a piece the vocabulary could not spell are counted per
+recorded finetuning row, from the answers file of its run directory, once per row (a re-trained row is counted
+again)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def _record_row(results, run_dir, answers: list[str], date: str) -> None:
 
 
 def test_unknown_pieces_are_counted_once_per_recorded_row(tmp_path, monkeypatch, capsys):
-    script = load_script("t5_unknown_pieces", monkeypatch)
+    script = load_script("studies/t5_unknown_pieces", monkeypatch)
     results = tmp_path / "results"
     results.mkdir()
     monkeypatch.setattr(script, "RESULTS", results)

@@ -1,5 +1,5 @@
-"""``benchmarks/table3.py``: the record (torn lines, last entry wins, seeds), the table with differences to V and
-the seed spread, and the runner skipping recorded models and training extra seeds into their own directories."""
+"""``benchmarks/studies/table3.py``: the record (torn lines, last entry wins, seeds), the table with differences to V
+and the seed spread, and the runner skipping recorded models and training extra seeds into their own directories."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from matplotlib.image import imread
 
 from ..test_plotting import untouched_backend
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "table3.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "studies" / "table3.py"
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """No hand-typed measurement in README.md and docs/**/*.md: a number with a unit (time, memory, size, speed, FLOPs,
 a ratio, a percentage, a parameter count) outside a generated block or inline marker comes from a record, is
-written in words, or is on ``benchmarks/doc_numbers.py``'s allowlist (settings, goals, the paper's numbers, each
-with its reason); no list of pending ones is left, and a ``no-check`` mark (which excuses a paragraph from the
+written in words, or is on ``benchmarks/doc_tables/hand_numbers.py``'s allowlist (settings, goals, the paper's numbers,
+each with its reason); no list of pending ones is left, and a ``no-check`` mark (which excuses a paragraph from the
 restatement check only) hides none. The scanner itself is tested on a planted text."""
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture()
 def doc_numbers(monkeypatch: pytest.MonkeyPatch):
-    return load_script("doc_numbers", monkeypatch)
+    return load_script("doc_tables/hand_numbers", monkeypatch)
 
 
 def test_the_docs_hold_no_hand_typed_measurement(doc_numbers) -> None:
     found = doc_numbers.scan()
     assert not hasattr(doc_numbers, "PENDING"), "no pending list: generate, word or allow each number"
     assert not found, ("generate these from a record (a table, an inline <!-- n:... --> marker), write them in words, "
-                       "or allow them in benchmarks/doc_numbers.py with a reason:\n" + "\n".join(map(str, found)))
+                       "or allow them in benchmarks/doc_tables/hand_numbers.py with a reason:\n"
+                       + "\n".join(map(str, found)))
 
 
 def test_every_allowlist_entry_is_still_needed(doc_numbers) -> None:

@@ -1,7 +1,7 @@
 """The front page's "verdict at our scale" column says what the generated verdicts of its pages say, never more.
 
 Each row of docs/results.md's "What holds" table that reads a table of kinds is tied here to the verdict blocks
-(benchmarks/doc_tables_verdicts.py) of its page; the verdict cell has to open with the outcome the noise rule gives
+(benchmarks/doc_tables/verdicts.py) of its page; the verdict cell has to open with the outcome the noise rule gives
 for every claim of those blocks when they all agree ("one seed: not read", "within noise"), or with one of the
 outcomes they give, and may say "does not hold" only where a claim is reversed. Rows not listed here (added later,
 read by other pages' own blocks) are left to those pages' tests.
@@ -18,8 +18,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from doc_tables_verdicts import VERDICT_BUILDERS  # noqa: E402
+from doc_tables.registry import BUILDERS  # noqa: E402
 from docs_tables import parse_tables  # noqa: E402
+
+#: the verdict blocks of the registry (every claim of the paper read from the records by the noise rule)
+VERDICT_BUILDERS = {name: build for name, build in BUILDERS.items() if name.endswith("-verdicts")}
 
 #: the start of a row's first cell -> the verdict blocks that row summarises
 ROWS = {
@@ -80,7 +83,7 @@ def test_front_page_verdict_follows_the_rule(start: str) -> None:
 
 
 def test_one_seed_tables_leave_the_baseline_out_and_say_so() -> None:
-    from doc_tables_verdicts import verdict_section
+    from doc_tables.verdicts import verdict_section
 
     one = [("V", 0, 2.5), ("R", 0, 3.1)]
     text = verdict_section(one, {"R": "R is worse than V"}, direction="min", baseline=4.7)

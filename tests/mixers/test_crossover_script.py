@@ -1,4 +1,4 @@
-"""``benchmarks/conv_crossover.py`` stays runnable after its move out of the library (a tiny smoke run only)."""
+"""``benchmarks/speed/conv_crossover.py`` stays runnable after its move out of the library (a tiny smoke run only)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "conv_crossover.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "speed" / "conv_crossover.py"
 
 
 def test_the_crossover_script_runs_and_reports_every_kernel():

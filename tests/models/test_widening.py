@@ -50,7 +50,7 @@ def test_the_base_count_is_its_own_target_and_bad_arguments_are_one_line_errors(
 
 
 def test_the_base_plus_script_prints_the_table() -> None:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "t5_base_plus.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "studies" / "t5_base_plus.py"
     spec = importlib.util.spec_from_file_location("t5_base_plus_script", path)
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)

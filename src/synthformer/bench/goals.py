@@ -1,6 +1,6 @@
 """The speed and memory goals of the fused attention path, checked against measured rows: each holds or not.
 
-Module level (``benchmarks/attention.py``): rows are dicts with ``L``, ``mode``, ``kind``, ``ratio_to_V``,
+Module level (``benchmarks/speed/attention.py``): rows are dicts with ``L``, ``mode``, ``kind``, ``ratio_to_V``,
 ``peak_MiB``, ``causal`` and ``dtype``. Model level (``synthformer bench``): the result rows of
 :func:`synthformer.bench.run_table`. No test asserts a timing; the goals are reported, not enforced.
 """
@@ -32,7 +32,7 @@ MEMORY_GOAL = 1.5
 #: model level: a row's steps/s ratio to the Transformer at least this fraction of its FLOP ratio
 MODEL_EFFICIENCY_GOAL = 0.95
 
-#: The long-length goals (``benchmarks/speed_goals.py``): these kinds' forward+backward time within this factor of
+#: The long-length goals (``benchmarks/speed/speed_goals.py``): these kinds' forward+backward time within this factor of
 #: their FLOP-ratio limit (the time they would take at V's efficiency), and their peak memory at most V's. The
 #: threshold is counted from the shapes on every run (``flop_ratio``), not a table of one machine's times.
 FLOP_LIMIT_KINDS, FLOP_LIMIT_SLACK = ("D", "FD", "R+V", "D+V", "GLU"), 1.10
@@ -52,7 +52,7 @@ def _find(rows: Sequence[dict], **match: Any) -> dict | None:
 
 
 def module_goals(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """One line per speed and memory goal (docs/benchmarks.md), from the rows of ``benchmarks/attention.py`` (any
+    """One line per speed and memory goal (docs/benchmarks.md), from the rows of ``benchmarks/speed/attention.py`` (any
     subset of runs)."""
     lines = []
     base = {"mode": "fwd+bwd", "causal": False, "dtype": "fp32"}
@@ -84,7 +84,7 @@ def module_goals(rows: Sequence[dict[str, Any]]) -> list[str]:
 def speed_goals(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The long-length goals, one verdict per measured (kind, L, dropout) of :data:`FLOP_LIMIT_KINDS` and
     :data:`LIGHT_KINDS`. ``rows`` hold ``kind``, ``L``, ``dropout``, ``ratio_to_V``, ``flop_ratio`` and
-    ``peak_MiB`` (``benchmarks/speed_goals.py``), V's row among them for the memory goal. Each verdict: the
+    ``peak_MiB`` (``benchmarks/speed/speed_goals.py``), V's row among them for the memory goal. Each verdict: the
     time goal (``time_goal``, ``time_holds``) and, for the FLOP-limit kinds, the memory one (``peak_to_V``,
     ``memory_holds``: None where a peak was not measured)."""
     verdicts = []

@@ -6,7 +6,7 @@ Examples::
     synthformer bench --lra-table2 --kinds V R FR --lengths 1024 2048 --causal none
     synthformer bench --lra-table2 --lengths 32 --set d_model=16 n_heads=2 --repeats 1   # a smoke run
 
-``python benchmarks/lra_table2.py`` takes the same options plus ``--record FILE`` and ``--shared-cpu``, and
+``python benchmarks/speed/lra_table2.py`` takes the same options plus ``--record FILE`` and ``--shared-cpu``, and
 appends the rows to a record for docs/benchmarks.md.
 """
 

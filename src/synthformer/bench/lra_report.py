@@ -1,7 +1,7 @@
 """The LRA Table 2 rows of :func:`synthformer.bench.lra.run_lra_table2` as Markdown tables and goal verdicts.
 
 ``synthformer bench --lra-table2`` prints these, and docs/benchmarks.md's generated blocks are built by the same
-functions from the recorded rows (``benchmarks/doc_tables_lra.py``), so the printed and the published tables
+functions from the recorded rows (``benchmarks/doc_tables/registry.py``), so the printed and the published tables
 cannot differ. Rows may come from JSON (a record), so every number is read with :func:`_num`.
 """
 

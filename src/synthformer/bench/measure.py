@@ -94,7 +94,7 @@ def peak_bytes(fn: Callable[[], Any], device: torch.device | str | None = None) 
 
     On the CPU (``device`` None or a CPU device) the profiler attributes an op's net allocations to the op
     (``self_cpu_memory_usage``) and reports frees outside any op as ``"[memory]"`` events (``cpu_memory_usage``);
-    summed in time order they give the running total, whose maximum is the peak. ``benchmarks/attention.py`` uses
+    summed in time order they give the running total, whose maximum is the peak. ``benchmarks/speed/attention.py`` uses
     it too. On a CUDA device the caching allocator keeps the same high-water mark itself
     (``torch.cuda.max_memory_allocated``), which the CPU profiler's events would not see.
     """

@@ -44,7 +44,7 @@ CONV_IMPLS = ("auto", "unfold", "band")
 # LightConv's single (H, K) kernel folds the batch into H large GEMMs, DynamicConv's per-position kernels need
 # B H small ones, so in training the band path pays off much longer for LightConv. Measured on the project's
 # 2-core CPU (torch 2.13 CPU, fp32, 2 threads) at B=16, d_model=512, H=8 with
-#     python benchmarks/conv_crossover.py [--forward-only]
+#     python benchmarks/speed/conv_crossover.py [--forward-only]
 # The machine was shared with other jobs and single runs moved the crossover by up to 2x, so these are the
 # medians of 4 runs, rounded down to a measured length. A training step (forward + backward of the convolution)
 # and inference (forward only) differ: the unfold forward is cheap, its backward less so.

@@ -1,0 +1,1 @@
+"""The doc-tables room of benchmarks/: records turned into the docs' generated tables (see benchmarks/README.md)."""

@@ -1,0 +1,50 @@
+"""Time the test suite as the README runs it (``python -m pytest``, every core through pytest-xdist) and append the
+result to ``benchmarks/results/suite_time.jsonl``: wall seconds, the counts of pytest's summary line, its exit
+status, the machine. Run it with nothing else on the machine: the README quotes the newest entry
+(``benchmarks/doc_tables/results.py``, ``suite-time``) as the suite's time on the development CPU.
+
+    python benchmarks/speed/suite_time.py
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
+from records import RESULTS, ROOT, append, load, metadata  # noqa: E402 - benchmarks/records.py
+
+RECORD = RESULTS / "suite_time.jsonl"
+COMMAND = [sys.executable, "-m", "pytest"]
+SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)")
+
+
+def counts(output: str) -> dict[str, int]:
+    """The counts of pytest's last summary line (``5219 passed, 4 skipped in 650.12s``)."""
+    lines = [line for line in output.splitlines() if SUMMARY.search(line) and " in " in line]
+    if not lines:
+        return {}
+    return {word.rstrip("s") if word.startswith("error") else word: int(n)
+            for n, word in SUMMARY.findall(lines[-1])}
+
+
+def main() -> int:
+    load_before = load()
+    start = time.perf_counter()
+    done = subprocess.run(COMMAND, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    found = counts(done.stdout + done.stderr)
+    append(RECORD, {"table": "suite_time", "row": "suite", "wall_seconds": round(wall, 1), "status": done.returncode,
+                    **found, "load_1min_before": load_before, **metadata("python -m pytest", None, False)})
+    print(f"# python -m pytest: {wall:.0f} s, exit status {done.returncode}, {found}")
+    for line in (done.stdout + done.stderr).splitlines():  # what failed, so a failing timing need not be re-run
+        if line.startswith(("FAILED", "ERROR")):
+            print(line)
+    return done.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,427 @@
+"""The token-mixing study (docs/results/mixing.md): MQAR and the MAD tasks for every kind and baseline, each kind at
+its own learning rate.
+
+Every run is a ``synthformer study`` run under RUNS (default ``runs/mixing``, resumable: the same command continues,
+finished runs are read back, a half-finished one resumes from its checkpoint), and every finished run is copied into
+the committed record ``benchmarks/results/mixing_runs.jsonl`` as soon as its study ends (``harvest`` does it by
+hand). That record, not RUNS, is what the later stages read, so a study spread over several machines continues
+where it stopped: a study whose runs are all in it is not started again.
+
+1. ``run --stage lr``: per benchmark family with a grid (MQAR; the MAD tasks borrow its choices) and kind, each
+   learning rate of :data:`LRS` on seed 0 of the family's middle setting (``RUNS/lr-<family>/<kind>``). ``choose``
+   then picks, per family and kind,
+   the rate with the best validation accuracy (ties: the lower validation loss) and writes the choice with the
+   grid's numbers to ``benchmarks/results/mixing_lr.jsonl``. The test split is never read for the choice.
+2. ``run --stage seeds``: per setting and kind, :data:`SEEDS` seeds at the chosen rate (``RUNS/<setting>/<kind>``),
+   seed 0 of every setting first, then the other seeds, so a study stopped early already has a row per kind.
+
+``record`` appends one entry per (setting, kind) with its harvested seeds (validation and test accuracy per seed,
+steps/s, parameters) to ``benchmarks/results/mixing.jsonl``; ``benchmarks/docs_tables.py`` builds the page's
+tables from it. ``--lanes`` studies train at once, one process of ``--threads`` threads each.
+
+    python benchmarks/mixing_study.py run --stage lr --families mqar    # 11 kinds x 3 rates, one study per kind
+    python benchmarks/mixing_study.py choose
+    python benchmarks/mixing_study.py run --stage seeds
+    python benchmarks/mixing_study.py record --shared-cpu
+
+Linformer is not among the kinds: it has no causal form (its projection along the length mixes future positions
+into every key), and every benchmark here is a causal language model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
+from records import RESULTS, ROOT, append, commit, latest, load, metadata, read_entries  # noqa: E402
+
+KINDS: tuple[str, ...] = ("V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V", "Conv", "LightConv", "DynamicConv")
+LRS: tuple[float, ...] = (3e-4, 1e-3, 3e-3)
+SEEDS = 3
+RECORD = RESULTS / "mixing.jsonl"
+LR_RECORD = RESULTS / "mixing_lr.jsonl"
+RUNS_RECORD = RESULTS / "mixing_runs.jsonl"
+TABLE = "mixing"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One benchmark setting: its family (which learning-rate choice it uses), config and overrides."""
+
+    name: str
+    family: str
+    config: str
+    overrides: tuple[str, ...] = ()
+
+    @cached_property  # read once per setting: harvest asks it for every run
+    def steps(self) -> int:
+        """The training budget in steps: the config's ``train.steps`` (an override wins). A harvested run counts for
+        this setting only if it trained this many steps, so the rows of an earlier budget stay in the record as
+        history (the page's first MQAR grid) without being chosen from or tabled as current."""
+        for o in self.overrides:
+            if o.startswith("train.steps="):
+                return int(o.split("=", 1)[1])
+        return int(yaml.safe_load((ROOT / self.config).read_text(encoding="utf-8"))["train"]["steps"])
+
+
+def _mqar(seq_len: int, pairs: int, width: int = 128) -> Setting:
+    """An MQAR setting: ``pairs`` pairs in ``seq_len`` tokens, the tail after them full of queries."""
+    name = f"mqar-{seq_len}x{pairs}" + (f"-d{width}" if width != 128 else "")
+    queries = (seq_len + 1 - 2 * pairs) // 2
+    return Setting(name, "mqar", "configs/mixing_mqar.yaml",
+                   (f"task.generator_options.seq_len={seq_len}", f"task.generator_options.num_pairs={pairs}",
+                    f"task.generator_options.num_queries={queries}", f"task.max_len={seq_len}",
+                    f"model.d_model={width}", f"model.d_ff={2 * width}"))
+
+
+def _mad(task: str, seq_len: int) -> Setting:
+    if task == "compression":
+        return Setting("compression", "mad", "configs/mixing_compression.yaml")
+    return Setting(task, "mad", "configs/mixing_mad.yaml", (f"task.generator=mixing:{task}", f"task.max_len={seq_len}"))
+
+
+#: Every setting, in training order within a seed. MQAR's middle setting is where its learning rates are chosen
+#: (each kind its own, so a kind's rate is never V's unless its own grid says so); the MAD tasks train at each
+#: kind's MQAR rate (:data:`RATES_FROM`: MAD sweeps every task setting, this CPU cannot).
+SETTINGS: tuple[Setting, ...] = (
+    _mqar(64, 4), _mqar(64, 8), _mqar(64, 16), _mqar(64, 8, 32), _mqar(64, 8, 64),
+    _mad("recall", 128), _mad("noisy_recall", 128), _mad("fuzzy_recall", 128), _mad("selective_copy", 256),
+    _mad("memorization", 32), _mad("compression", 32),
+)
+LR_SETTING: dict[str, str] = {"mqar": "mqar-64x8"}
+#: Families that train at another family's choices instead of a grid of their own: the MAD tasks at each kind's MQAR
+#: rate (same model, optimizer and schedule), since six tasks x 11 kinds x 3 rates do not fit this CPU's budget.
+RATES_FROM: dict[str, str] = {"mad": "mqar"}
+
+
+def setting(name: str) -> Setting:
+    """The setting called ``name``."""
+    for s in SETTINGS:
+        if s.name == name:
+            return s
+    raise KeyError(f"no setting {name!r}; known: {', '.join(s.name for s in SETTINGS)}")
+
+
+def families() -> list[str]:
+    """The benchmark families, in the order of :data:`SETTINGS`."""
+    return list(dict.fromkeys(s.family for s in SETTINGS))
+
+
+def kind_dir(kind: str) -> str:
+    """A kind's folder name (``R+V`` -> ``R_plus_V``)."""
+    return kind.replace("+", "_plus_")
+
+
+def lr_command(family: str, kind: str, runs: Path, threads: int) -> list[str]:
+    """The ``synthformer study`` command of ``kind``'s learning-rate grid in ``family`` (without the interpreter)."""
+    s = setting(LR_SETTING[family])
+    return ["study", s.config, *s.overrides, "--kinds", kind, "--grid",
+            "train.lr=" + ",".join(f"{lr:g}" for lr in LRS), "--seeds", "1",
+            "--out", str(runs / f"lr-{family}" / kind_dir(kind)), "--threads", str(threads)]
+
+
+def _base_seed(s: Setting) -> int:
+    """The first seed of the seeds stage: 1 where the setting is its family's grid setting (seed 0 is the grid's
+    run at the chosen rate), else 0."""
+    return 1 if LR_SETTING.get(s.family) == s.name else 0
+
+
+def first_seed(s: Setting, kind: str, lr: float, done: dict[str, dict[str, Any]]) -> int:
+    """The first seed of (setting, kind) that ``done`` (the harvested runs) lacks, counting up from
+    :func:`_base_seed`: a machine without the run folders goes on from the record."""
+    first = _base_seed(s)
+    while run_key(s.name, kind, lr, first) in done:
+        first += 1
+    return first
+
+
+def seeds_command(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int,
+                  first: int | None = None) -> list[str]:
+    """The ``synthformer study`` command of one (setting, kind) at its chosen rate, seeds ``first`` (default
+    :func:`_base_seed`) to ``seeds - 1``. A study that starts later than its base seed trains into its own folder
+    (``KIND-seedN``): a folder's study keeps the seeds it started with."""
+    base = _base_seed(s)
+    first = base if first is None else first
+    folder = kind_dir(kind) + ("" if first == base else f"-seed{first}")
+    return ["study", s.config, *s.overrides, f"train.lr={lr:g}", *([f"train.seed={first}"] if first else []),
+            "--kinds", kind, "--seeds", str(seeds - first), "--out", str(runs / s.name / folder),
+            "--threads", str(threads)]
+
+
+def _env() -> dict[str, str]:
+    """This checkout's ``src`` first on the path, so the study runs the code of this commit."""
+    path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One study to train: its command, its folder and the keys (:func:`run_key`) of the runs it trains."""
+
+    command: list[str]
+    out: Path
+    keys: tuple[str, ...]
+
+
+def lr_job(family: str, kind: str, runs: Path, threads: int) -> Job:
+    """``kind``'s learning-rate grid in ``family`` as a :class:`Job`."""
+    return Job(lr_command(family, kind, runs, threads), runs / f"lr-{family}" / kind_dir(kind),
+               tuple(run_key(LR_SETTING[family], kind, lr, 0) for lr in LRS))
+
+
+def seeds_job(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int,
+              done: dict[str, dict[str, Any]] | None = None) -> Job:
+    """:func:`seeds_command` as a :class:`Job`, from the first seed ``done`` lacks (:func:`first_seed`)."""
+    first = first_seed(s, kind, lr, done or {})
+    command = seeds_command(s, kind, lr, seeds, runs, threads, first)
+    return Job(command, Path(command[command.index("--out") + 1]),
+               tuple(run_key(s.name, kind, lr, seed) for seed in range(first, seeds)))
+
+
+def _study(job: Job) -> int:
+    """Run one study in one process (its output in ``OUT.log``, beside the study: a study folder holds only what
+    the study writes); its exit code."""
+    job.out.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["nice", "-n", "19", sys.executable, "-m", "synthformer.cli.main", *job.command]
+    print(f"# {shlex.join(argv)}", flush=True)
+    append(_launches(job.out), {"commit": commit(), "command": shlex.join(job.command)})  # the code each sitting ran
+    with open(job.out.with_name(job.out.name + ".log"), "a", encoding="utf-8") as log:
+        return subprocess.run(argv, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT).returncode
+
+
+def _run_studies(jobs: list[Job], lanes: int, shared_cpu: bool) -> bool:
+    """Run the jobs whose runs are not all harvested, ``lanes`` at a time, harvesting each one's runs as it ends;
+    True when all succeeded."""
+    done = harvested()
+    todo = [j for j in jobs if any(k not in done for k in j.keys)]
+    print(f"# {len(jobs) - len(todo)} of {len(jobs)} studies already harvested")
+    failed = 0
+    with ThreadPoolExecutor(max_workers=lanes) as pool:
+        futures = {pool.submit(_study, j): j for j in todo}
+        for future in as_completed(futures):  # the record is appended from this thread only
+            if code := future.result():
+                failed += 1
+                print(f"# failed (exit code {code}): {shlex.join(futures[future].command)}", file=sys.stderr)
+            _harvest_study(futures[future].out, shared_cpu, done)
+    return not failed
+
+
+def current_choices() -> dict[str, dict[str, Any]]:
+    """The newest entry of the choice record per (family, kind), where it was chosen at its family's budget
+    (choices of an earlier budget, made before ``steps`` was recorded with them, are not current)."""
+    budgets = {f: setting(LR_SETTING[f]).steps for f in LR_SETTING}
+    return {k: e for k, e in latest(LR_RECORD, "mixing_lr").items() if e.get("steps") == budgets.get(e["family"])}
+
+
+def chosen_rates() -> dict[tuple[str, str], float]:
+    """(family, kind) -> the chosen learning rate, from :func:`current_choices`; a family of :data:`RATES_FROM`
+    gets its lender's."""
+    own = {(e["family"], e["kind"]): float(e["lr"]) for e in current_choices().values()}
+    lent = {(borrower, kind): lr for borrower, lender in RATES_FROM.items() for (fam, kind), lr in own.items()
+            if fam == lender}
+    return {**own, **lent}
+
+
+def _launches(out: Path) -> Path:
+    """``OUT.launches.jsonl``, beside a study folder: one line per sitting the driver started, with its commit,
+    copied into each harvested run (the code the run trained with, besides the harvest's commit)."""
+    return out.with_name(out.name + ".launches.jsonl")
+
+
+def run_key(setting_name: str, kind: str, lr: float, seed: int) -> str:
+    """The row of one run in :data:`RUNS_RECORD`; a grid's seed-0 run and the seeds stage's share it."""
+    return f"{setting_name}-{kind}-lr{lr:g}-seed{seed}"
+
+
+def harvested() -> dict[str, dict[str, Any]]:
+    """row -> the newest entry of every harvested run of a known setting at that setting's budget
+    (:attr:`Setting.steps`); rows of another budget are history, not current."""
+    budgets = {s.name: s.steps for s in SETTINGS}
+    return {k: e for k, e in latest(RUNS_RECORD, "mixing_runs").items()
+            if budgets.get(e["setting"]) == e.get("steps")}
+
+
+def _setting_of(out: Path) -> Setting:
+    """The setting a study folder trains: ``RUNS/<setting>/<kind>``, or ``RUNS/lr-<family>/<kind>`` (its grid's)."""
+    name = out.parent.name
+    return setting(LR_SETTING[name[3:]] if name.startswith("lr-") else name)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train a stage: the learning-rate grids, or the seeds at the chosen rates (studies already harvested skipped)."""
+    if args.stage == "lr":
+        if borrowed := [f for f in args.families if f in RATES_FROM]:
+            print(f"# {', '.join(borrowed)}: no grid of its own (it trains at {RATES_FROM[borrowed[0]]}'s choices)")
+        jobs = [lr_job(f, k, args.runs, args.threads) for f in args.families if f in LR_SETTING for k in KINDS]
+        return 0 if _run_studies(jobs, args.lanes, args.shared_cpu) else 1
+    rates = chosen_rates()
+    ok = True
+    for seeds in (1, SEEDS):  # seed 0 of every setting first; each pass's jobs from what is harvested by then
+        jobs, done = [], harvested()
+        for s in (s for s in SETTINGS if s.family in args.families):
+            for kind in KINDS:
+                if (s.family, kind) not in rates:
+                    print(f"# {s.name} {kind}: no learning rate chosen yet (run --stage lr, then choose)")
+                elif not (seeds == 1 and _base_seed(s)):  # else its seed 0 is the grid's run
+                    jobs.append(seeds_job(s, kind, rates[(s.family, kind)], seeds, args.runs, args.threads, done))
+        ok = _run_studies(jobs, args.lanes, args.shared_cpu) and ok
+    return 0 if ok else 1
+
+
+def _records(out: Path) -> list[Any]:
+    """The records of the finished runs of the study in ``out`` (none when it has not started)."""
+    from synthformer.study import StudySpec, run_dir_of
+    from synthformer.study.runs import read_record
+
+    if not (out / "study.json").is_file():
+        return []
+    spec = StudySpec.from_json(json.loads((out / "study.json").read_text(encoding="utf-8")))
+    return [r for v in spec.variants for s in spec.seeds if (r := read_record(run_dir_of(out, v, s)))]
+
+
+def _grid_point(variant: str) -> tuple[str, float]:
+    """(kind, learning rate) of a grid study's variant name (``"R+V train.lr=0.001"``)."""
+    kind, _, rest = variant.partition(" ")
+    return kind, float(rest.split("train.lr=")[-1])
+
+
+def _harvest_study(out: Path, shared_cpu: bool, done: dict[str, dict[str, Any]]) -> int:
+    """Append the finished runs of the study in ``out`` that ``done`` (the harvested runs, updated) lacks; how many
+    were appended."""
+    if not (out / "study.json").is_file():
+        return 0
+    s = _setting_of(out)
+    overrides = json.loads((out / "study.json").read_text(encoding="utf-8")).get("overrides", [])
+    launched = sorted({e["commit"] for e in read_entries(_launches(out))})
+    added = 0
+    for r in _records(out):
+        if " train.lr=" in r.variant:  # a grid's run
+            kind, lr = _grid_point(r.variant)
+            command = lr_command(s.family, kind, Path("runs/mixing"), 1)
+        else:
+            kind, lr = r.variant, float(next(o for o in overrides if o.startswith("train.lr=")).split("=")[1])
+            _, cut, tail = out.name.rpartition("-seed")  # a folder that started after its base seed
+            command = seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1, int(tail) if cut else None)
+        if (key := run_key(s.name, kind, lr, r.seed)) in done:
+            continue
+        if r.steps != s.steps:  # a study folder of an earlier budget: its rows are in the record already
+            print(f"# {key}: trained {r.steps} steps, the setting's budget is {s.steps}; not harvested")
+            continue
+        done[key] = entry = {"table": "mixing_runs", "row": key, "setting": s.name, "family": s.family,
+                             "kind": kind, "lr": lr, "seed": r.seed, "metric": r.metric, "valid": r.valid_metric,
+                             "valid_loss": r.valid_loss, "test": r.test_metric, "parameters": r.parameters,
+                             "steps": r.steps, "steps_per_second": r.steps_per_second,
+                             "wall_seconds": r.wall_seconds, "launched_at": launched,
+                             **metadata("python -m synthformer.cli.main " + shlex.join(command), 1, shared_cpu)}
+        append(RUNS_RECORD, entry)
+        added += 1
+    return added
+
+
+def harvest(args: argparse.Namespace) -> int:
+    """Copy every finished run under RUNS into :data:`RUNS_RECORD` (the ones it holds already are left)."""
+    done = harvested()
+    added = sum(_harvest_study(p.parent, bool(args.shared_cpu), done) for p in sorted(args.runs.rglob("study.json")))
+    print(f"# {added} run(s) harvested into {RUNS_RECORD.relative_to(ROOT)}")
+    return 0
+
+
+def choose(args: argparse.Namespace) -> int:
+    """Pick each kind's rate per family from its harvested grid (validation only) and append the choices."""
+    harvest(args)
+    done = harvested()
+    for family in (f for f in args.families if f in LR_SETTING):
+        grid_setting = LR_SETTING[family]
+        for kind in KINDS:
+            grid = [e for lr in LRS if (e := done.get(run_key(grid_setting, kind, lr, 0)))]
+            if len(grid) < len(LRS):
+                print(f"# {family} {kind}: {len(grid)} of {len(LRS)} rates finished; not chosen yet")
+                continue
+            best = sorted(grid, key=lambda e: (-e["valid"], e["valid_loss"]))[0]
+            command = "python -m synthformer.cli.main " + shlex.join(lr_command(family, kind, Path("runs/mixing"), 1))
+            append(LR_RECORD, {"table": "mixing_lr", "row": f"{family}-{kind}", "family": family, "kind": kind,
+                               "lr": best["lr"], "steps": best["steps"],
+                               "grid": {f"{kind} train.lr={e['lr']:g}": [e["valid"], e["valid_loss"]] for e in grid},
+                               **metadata(command, 1, bool(args.shared_cpu))})
+            print(f"# {family} {kind}: lr {best['lr']:g} (validation accuracy {best['valid']:.3f})")
+    return 0
+
+
+def baselines(s: Setting) -> dict[str, float]:
+    """The setting's trivial baselines on its test split: the best context-free guess, and (MQAR) a value of the
+    context at random, ``1 / num_pairs``."""
+    from synthformer.tasks import load_raw_data
+    from synthformer.tasks.run.config import load_run_config
+    from synthformer.tasks.suites.mixing import get_benchmark
+
+    run = load_run_config(ROOT / s.config, list(s.overrides))
+    if run.task.type == "compression":  # not a benchmark of the table: its task type's baseline (validation)
+        from synthformer.tasks.run.data import prepare_data
+
+        return {"context_free": run.task.task_type.baseline(run, prepare_data(run))[1]}
+    raw = load_raw_data(run.task)
+    benchmark = get_benchmark(raw.info["benchmark"])
+    out = {"context_free": benchmark.context_free(raw.splits["train"], raw.splits["test"], raw.info["options"])}
+    if benchmark.name == "mqar":
+        out["context_guess"] = 1.0 / int(raw.info["options"]["num_pairs"])
+    return out
+
+
+def record(args: argparse.Namespace) -> int:
+    """Append one entry per (setting, kind) with its harvested seeds at the chosen rate."""
+    harvest(args)
+    rates, done = chosen_rates(), harvested()
+    trivial_of: dict[str, dict[str, float]] = {}
+    for s in (s for s in SETTINGS if s.family in args.families):
+        for kind in KINDS:
+            if (s.family, kind) not in rates:
+                continue
+            lr = rates[(s.family, kind)]
+            found = [e for seed in range(SEEDS) if (e := done.get(run_key(s.name, kind, lr, seed)))]
+            if not found:
+                continue
+            trivial = trivial_of.setdefault(s.name, baselines(s))
+            command = "python -m synthformer.cli.main " + shlex.join(
+                seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1))
+            append(RECORD, {"table": TABLE, "row": f"{s.name}-{kind}", "setting": s.name, "family": s.family,
+                            "kind": kind, "lr": lr, "metric": found[0]["metric"], "seeds": [e["seed"] for e in found],
+                            "valid": [e["valid"] for e in found], "test": [e["test"] for e in found],
+                            "valid_loss": [e["valid_loss"] for e in found], "parameters": found[0]["parameters"],
+                            "steps": found[0]["steps"], "steps_per_second": [e["steps_per_second"] for e in found],
+                            "baselines": trivial, "trained": sorted({e["date"] for e in found}),
+                            "driver": "python benchmarks/mixing_study.py run --stage seeds",
+                            **metadata(command, 1, bool(args.shared_cpu) or any(e.get("shared_cpu") for e in found)),
+                            "load_1min": [load()]})
+            print(f"# {s.name} {kind}: {len(found)} seed(s) recorded")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=("run", "harvest", "choose", "record"))
+    parser.add_argument("--stage", choices=("lr", "seeds"), default="seeds")
+    parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "mixing", help="where the studies train")
+    parser.add_argument("--families", nargs="+", choices=families(), default=families())
+    parser.add_argument("--lanes", type=int, default=2, help="studies trained at once (default 2)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
+    parser.add_argument("--shared-cpu", action="store_true", help="record that other work shared the CPU")
+    args = parser.parse_args(argv)
+    if args.lanes < 1:
+        parser.error(f"--lanes must be >= 1, got {args.lanes}")
+    return {"run": run, "harvest": harvest, "choose": choose, "record": record}[args.action](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
