@@ -19,10 +19,10 @@ where it stopped: a study whose runs are all in it is not started again.
 steps/s, parameters) to ``benchmarks/results/mixing.jsonl``; ``benchmarks/docs_tables.py`` builds the page's
 tables from it. ``--lanes`` studies train at once, one process of ``--threads`` threads each.
 
-    python benchmarks/mixing_study.py run --stage lr --families mqar    # 11 kinds x 3 rates, one study per kind
-    python benchmarks/mixing_study.py choose
-    python benchmarks/mixing_study.py run --stage seeds
-    python benchmarks/mixing_study.py record --shared-cpu
+    python benchmarks/studies/mixing_study.py run --stage lr --families mqar    # 11 kinds x 3 rates, one study per kind
+    python benchmarks/studies/mixing_study.py choose
+    python benchmarks/studies/mixing_study.py run --stage seeds
+    python benchmarks/studies/mixing_study.py record --shared-cpu
 
 Linformer is not among the kinds: it has no causal form (its projection along the length mixes future positions
 into every key), and every benchmark here is a causal language model.
@@ -401,7 +401,7 @@ def record(args: argparse.Namespace) -> int:
                             "valid_loss": [e["valid_loss"] for e in found], "parameters": found[0]["parameters"],
                             "steps": found[0]["steps"], "steps_per_second": [e["steps_per_second"] for e in found],
                             "baselines": trivial, "trained": sorted({e["date"] for e in found}),
-                            "driver": "python benchmarks/mixing_study.py run --stage seeds",
+                            "driver": "python benchmarks/studies/mixing_study.py run --stage seeds",
                             **metadata(command, 1, bool(args.shared_cpu) or any(e.get("shared_cpu") for e in found)),
                             "load_1min": [load()]})
             print(f"# {s.name} {kind}: {len(found)} seed(s) recorded")

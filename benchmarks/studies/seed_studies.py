@@ -18,9 +18,9 @@ Every study trains into ``RUNS/<name>`` (default ``runs/seeds``); the same comma
 ``--lanes 2`` starts each study twice, which shares its runs (``synthformer study``'s own sharing). A finished run is
 appended to the record the moment its study ends (``harvest`` does it by hand, e.g. after a kill).
 
-    python benchmarks/seed_studies.py list                              # the studies, their seeds, what is recorded
-    python benchmarks/seed_studies.py run --studies shk-repro shk-noise compare shk --shared-cpu
-    python benchmarks/seed_studies.py harvest --shared-cpu
+    python benchmarks/studies/seed_studies.py list                      # the studies, their seeds, what is recorded
+    python benchmarks/studies/seed_studies.py run --studies shk-repro shk-noise compare shk --shared-cpu
+    python benchmarks/studies/seed_studies.py harvest --shared-cpu
 """
 
 from __future__ import annotations
