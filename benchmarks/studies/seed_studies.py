@@ -251,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     for s in (study(n) for n in args.studies):
         if not s.new_seeds():
-            print(f"# {s.name}: every seed is in {s.earlier}")
+            print(f"# {s.name}: every seed is recorded (in {s.earlier or RECORD.name})")
             continue
         with ThreadPoolExecutor(max_workers=args.lanes) as pool:
             codes = list(pool.map(_train, [s] * args.lanes, [args.runs] * args.lanes, range(args.lanes)))
