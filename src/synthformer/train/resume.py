@@ -14,12 +14,15 @@ from typing import Any
 
 from synthformer.common import to_dict
 
-from .checkpoint import STATE_FILE, read_trainer_state
+from .checkpoint import STATE_FILE, CheckpointError, read_trainer_state
 from .config import TrainConfig
+from .hooks import seed_everything
+from .rng import restore_rng_state
 from .run_errors import RunError, RunExistsError
 from .rundir import RunDir
 
 __all__ = ["EXECUTION_SETTINGS", "RESUMABLE_CHANGES", "check_earlier_run", "check_resumable_changes",
+           "restore_process_rng", "resumed_position",
            "check_resume_config", "check_resumed_files", "check_resumed_model", "config_differences",
            "process_change", "same_global_batch", "warn_resumed_changes"]
 
@@ -195,3 +198,31 @@ def process_change(state: Mapping[str, Any], config: TrainConfig, world_size: in
         f"{config.batch_size} = {now} examples, and the data position is kept in batches, so the steps from here "
         f"see other examples than an uninterrupted run would (some repeated or skipped); keep train.batch_size x "
         f"processes = {before} to continue the same run")
+
+
+def resumed_position(ckpt: Any) -> tuple[int, int]:
+    """``(batches_consumed, tokens_seen)`` of a loaded checkpoint's trainer state: where the data stream resumes.
+
+    Raises:
+        CheckpointError: the state has no valid ``batches_consumed`` (not a state this trainer wrote).
+    """
+    try:
+        batches = int(ckpt.trainer_state["batches_consumed"])
+    except (KeyError, TypeError, ValueError):
+        raise CheckpointError(f"{ckpt.path / STATE_FILE}: no valid 'batches_consumed' (the data "
+                              "position); it is not a state this trainer wrote") from None
+    return batches, int(ckpt.trainer_state.get("tokens_seen", 0))
+
+
+def restore_process_rng(states: list[Any], rank: int, world_size: int, reseed: int) -> None:
+    """This process's RNG state from a checkpoint's per-process ``states``; with another number of processes,
+    a warning and ``seed_everything(reseed)`` instead (correct, not bit-identical to an uninterrupted run)."""
+    if len(states) == world_size:
+        restore_rng_state(states[rank])
+        return
+    logger.warning(
+        "checkpoint has RNG states for %d process(es), this run has %d: reseeding (the run "
+        "continues correctly but is not bit-identical to an uninterrupted one)",
+        len(states), world_size,
+    )
+    seed_everything(reseed)

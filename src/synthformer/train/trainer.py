@@ -36,12 +36,9 @@ from synthformer.common import ConfigError
 from . import faults
 from .callbacks import TrainerCallback, checked_callback, fire
 from .checkpoint import (
-    STATE_FILE,
-    CheckpointError,
     capture_rng_state,
     load_checkpoint,
     load_model_weights,
-    restore_rng_state,
 )
 from .config import TrainConfig
 from .distributed import ShardedOptimizerState, as_float, gradient_sync, shard_model
@@ -51,7 +48,7 @@ from .loader import BatchStream, is_map_style
 from .longrun import LongRunPolicy
 from .optim import build_optimizer, build_scheduler, extend_schedule
 from .recording import Recorder
-from .resume import warn_resumed_changes
+from .resume import restore_process_rng, resumed_position, warn_resumed_changes
 from .run import Run
 from .saving import CheckpointSaver
 from .signals import Preempted, StopGuard
@@ -189,12 +186,7 @@ class Trainer:
             if extended and self.is_main:
                 logger.warning("%s", extended)
             self.step = ckpt.step
-            try:
-                self.batches_consumed = int(ckpt.trainer_state["batches_consumed"])
-            except (KeyError, TypeError, ValueError):
-                raise CheckpointError(f"{ckpt.path / STATE_FILE}: no valid 'batches_consumed' (the data "
-                                      "position); it is not a state this trainer wrote") from None
-            self.tokens_seen = int(ckpt.trainer_state.get("tokens_seen", 0))
+            self.batches_consumed, self.tokens_seen = resumed_position(ckpt)
             self.policy.resume(ckpt.trainer_state)
             # absent before this key existed
             self.recorder.elapsed_offset = float(ckpt.trainer_state.get("elapsed_s", 0.0))
@@ -207,16 +199,8 @@ class Trainer:
             start=self.batches_consumed,
         )
         if ckpt is not None:
-            states = ckpt.rng_states or []
-            if len(states) == self.world_size:
-                restore_rng_state(states[self.rank])
-            else:
-                logger.warning(
-                    "checkpoint has RNG states for %d process(es), this run has %d: reseeding (the run "
-                    "continues correctly but is not bit-identical to an uninterrupted one)",
-                    len(states), self.world_size,
-                )
-                seed_everything(config.seed + self.rank + 7919 * self.step)
+            restore_process_rng(ckpt.rng_states or [], self.rank, self.world_size,
+                                reseed=config.seed + self.rank + 7919 * self.step)
 
         # Only now (nothing failed): an overwritten run is deleted and config.yaml written, unless the run's opener
         # started it with its own files; the main process writes.
