@@ -114,3 +114,22 @@ def test_the_noise_floor_pairs_one_seed_and_source_under_different_kernels(seeds
     _row(seeds, "t", "V", 3, 2.2, machine="CPU Y, torch CPU capability AVX512")
     _row(seeds, "t-repro", "V", 3, 2.1)  # the same seed and source on two hosts pairs too
     assert len(seeds.noise_pairs()) == 2
+
+
+def test_imdb_is_read_from_its_two_studies_paired_by_seed_once_v_has_two_seeds(seeds, monkeypatch) -> None:
+    verdicts = load_script("doc_tables/verdicts", monkeypatch)  # reads this test's seed_studies copy
+    one_seed = verdicts.imdb_verdicts()
+    assert "benchmarks/results/imdb.jsonl" in one_seed and "seed_studies.jsonl" not in one_seed
+    for seed, (v, r, fr, frv, lin) in enumerate([(0.80, 0.78, 0.83, 0.84, 0.70), (0.81, 0.77, 0.84, 0.85, 0.71),
+                                                 (0.79, 0.79, 0.82, 0.86, 0.69)]):
+        for study, variant, x in (("imdb", "V", v), ("imdb", "R", r), ("imdb-k32", "FR", fr),
+                                  ("imdb-k32", "FR+V", frv), ("imdb-k32", "Linformer", lin)):
+            seeds.append(seeds.RECORD, {"table": seeds.TABLE, "row": seeds.row_key(study, variant, seed),
+                                        "study": study, "variant": variant, "seed": seed, "valid": x, "test": x})
+    assert ("FR+V", 2, pytest.approx(86.0)) in verdicts.imdb_seeded()
+    text = verdicts.imdb_verdicts()
+    assert "studies `imdb` and `imdb-k32`" in text and "benchmarks/results/imdb.jsonl" not in text
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    # 84, 85, 86 against 80, 81, 79: +4, +4, +7 paired by seed (unpaired means would give the same +5, not the interval)
+    assert "| 3 | +5.00 [+0.70, +9.30] |" in rows["FR+V"] and rows["FR+V"].endswith("holds |")
+    assert "reversed" in rows["Linformer"] or "within noise" in rows["Linformer"]
