@@ -80,6 +80,13 @@ def _lra_specs() -> list[Spec]:
             for task, config in _LRA_CONFIGS.items()]
 
 
+def _lra_cpu_specs() -> list[Spec]:
+    from studies.results_runs import LRA_CPU_CONFIGS  # the CPU-size rows' configs: their budget is in the config
+
+    return [Spec(f"lra-cpu-{task}", "lra_cpu", (f"{task}-majority",), "majority", config)
+            for task, config in LRA_CPU_CONFIGS.items()]
+
+
 def _probe_specs() -> list[Spec]:
     from studies.probe_study import LENGTHS, STUDIES  # the studies' configs and lengths
 
@@ -100,6 +107,7 @@ def specs() -> list[Spec]:
         Spec("glue", "t5arch_glue", ("majority",), "glue_majority", "configs/t5arch_cpu_glue.yaml"),
         Spec("superglue", "t5arch_superglue", ("majority",), "glue_majority", "configs/t5arch_cpu_superglue.yaml"),
         *_lra_specs(),
+        *_lra_cpu_specs(),
         Spec("shakespeare", "study_shk", ("unigram",), "lm_unigram", "configs/lm_tiny_shakespeare.yaml"),
         # the studies of Tables 8 and 9 validate on the first eval.train_decode_examples validation sentences
         Spec("multi30k", "multi30k", ("copy-source",), "copy_source", "configs/mt_multi30k_de_en.yaml",

@@ -18,6 +18,7 @@ checkpoints is continued with ``--resume`` (``compare`` cannot resume: an unreco
     python benchmarks/studies/results_runs.py --table t5arch_glue                # from t5arch_pretrain's runs
     python benchmarks/studies/results_runs.py --table t5arch_superglue           # likewise
     python benchmarks/studies/results_runs.py --table lra --rows listops-V text-V  # LRA's Table 1
+    python benchmarks/studies/results_runs.py --table lra_cpu --runs runs/lracpu  # the same at a CPU's size
     python benchmarks/studies/results_runs.py --table imdb --rows V R --runs /tmp/runs  # some rows, elsewhere
     python benchmarks/studies/results_runs.py --table imdb --steps 4 --record /tmp/x.jsonl  # a smoke run
     python benchmarks/studies/results_runs.py --table compare --rerun  # re-measure recorded rows (a quiet machine)
@@ -138,6 +139,15 @@ def _lra(task: str, kind: str) -> Row:
                       *LRA_BUDGETS[task].overrides(), split="test")
 
 
+#: LRA at a size this CPU trains (docs/results/lra.md, "At CPU size"): the config holds the task, model and budget,
+#: the rows vary only the kind, as the LRA-sized table does; V first, then R, so a stopped study has both
+LRA_CPU_CONFIGS = {"listops": "configs/lra_listops_cpu.yaml"}
+
+
+def _lra_cpu(task: str, kind: str) -> Row:
+    return _train_row(LRA_CPU_CONFIGS[task], f"model.encoder_kind={kind}", *_LRA_KINDS[kind], split="test")
+
+
 TABLES: dict[str, dict[str, Row]] = {
     "compare": {k: Row(compare_kind=k) for k in ("V", "R", "D", "R+V")},
     "listops": {k: Row(compare_kind=k, compare_task="listops") for k in ("V", "R", "D", "R+V")},
@@ -159,6 +169,7 @@ TABLES: dict[str, dict[str, Row]] = {
     # SuperGLUE on the same pretrained models
     "t5arch_superglue": {k: _t5_finetune("configs/t5arch_cpu_superglue.yaml", k, k) for k in _T5_KINDS},
     "lra": {f"{task}-{kind}": _lra(task, kind) for task in _LRA_CONFIGS for kind in _LRA_KINDS},
+    "lra_cpu": {f"{task}-{kind}": _lra_cpu(task, kind) for task in LRA_CPU_CONFIGS for kind in _LRA_KINDS},
 }
 
 

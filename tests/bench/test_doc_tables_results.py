@@ -187,3 +187,70 @@ def test_the_lra_budget_table_is_the_runners_budget_beside_lras(monkeypatch, tmp
     b = runs.LRA_BUDGETS["listops"]
     assert lines[2].startswith(f"| ListOps | 6 x d512, 8 heads, MLP 2048 | 5,000 x 32 | {b.steps:,} x {b.batch_size} | "
                                f"{100 * b.steps * b.batch_size / 160_000:.2g}% | {b.steps // 10} | ")
+
+
+# --------------------------------------------------------------------------- LRA at CPU size
+
+@pytest.fixture()
+def lra_cpu(monkeypatch, tmp_path):
+    _load("doc_tables/baselines", monkeypatch, tmp_path)  # the majority rows' record: empty unless written
+    _load("doc_tables/lra_results", monkeypatch, tmp_path)
+    module = _load("doc_tables/lra_cpu", monkeypatch, tmp_path)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "lra_listops_cpu.yaml").write_text("train:\n  batch_size: 32\n", encoding="utf-8")
+    return module
+
+
+@pytest.fixture()
+def lra_cpu_table(lra_cpu, monkeypatch, tmp_path):
+    """The registry's ``lra-cpu-results`` table, built by the fresh modules from the test's records."""
+    return _tables(monkeypatch, tmp_path)["lra-cpu-results"]
+
+
+def test_lra_cpu_without_a_record_gives_the_command(lra_cpu_table):
+    assert lra_cpu_table() == "(no recorded row yet: `python benchmarks/studies/results_runs.py --table lra_cpu`)"
+
+
+def test_lra_cpu_rows_are_read_against_the_majority_in_test_standard_errors(lra_cpu_table, tmp_path):
+    command = "synthformer train configs/lra_listops_cpu.yaml x"
+    # recorded R before V: the table keeps its own order, V first
+    _write(tmp_path, "lra_cpu", [_lra_entry("listops-R", 0.19, command, steps=2500),
+                                 _lra_entry("listops-V", 0.25, command, steps=2500)])
+    _write(tmp_path, "baselines", [{"table": "lra_cpu", "row": "listops-majority", "label": "9", "tied": ["9"],
+                                    "chance": 0.1, "test": {"accuracy": 0.2, "examples": 1600},
+                                    "valid": {"accuracy": 0.15, "examples": 640}}])
+    lines = lra_cpu_table().splitlines()
+    # SE of the majority's 20% over 1,600 test examples: sqrt(0.2 * 0.8 / 1600) = 1 point
+    assert lines[2] == ("| Transformer (V) | ListOps | 25.00% (500) | +5.00 (+5.0 SE) | 10% | 26.00% | 2,500 x 32 | "
+                        "30.0 min | 40.0 min |")
+    assert lines[3].startswith("| Syn (R) | ListOps | 19.00% (500) | -1.00 (-1.0 SE) |")
+    assert lines[4] == ("| majority class (no model): label 9 | ListOps | 20.00% (1,600) | 1 SE = 1.00 | 10% | "
+                        "15.00% | - | - | - |")
+    assert "Baseline record: `results/baselines.jsonl` (1 row;" in lines[-1]
+
+
+def test_lra_cpu_without_its_majority_row_says_how_to_record_it(lra_cpu_table, tmp_path):
+    _write(tmp_path, "lra_cpu", [_lra_entry("listops-V", 0.25, "synthformer train x", steps=2500)])
+    lines = lra_cpu_table().splitlines()
+    assert lines[2].startswith("| Transformer (V) | ListOps | 25.00% (500) | - |") and len(lines) == 5
+    assert "`python benchmarks/studies/baselines.py --tables lra_cpu`" in lines[-1]
+
+
+def test_the_standard_error_refuses_what_is_no_accuracy(lra_cpu):
+    assert lra_cpu.standard_error(0.5, 100) == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="p=1.5, n=10"):
+        lra_cpu.standard_error(1.5, 10)
+    with pytest.raises(ValueError, match="n=0"):
+        lra_cpu.standard_error(0.5, 0)
+
+
+def test_the_lra_cpu_setting_is_the_shipped_config_beside_lras(lra_cpu, monkeypatch):
+    monkeypatch.setattr(lra_cpu, "ROOT", BENCH.parent)  # the shipped config
+    import yaml
+
+    config = yaml.safe_load((BENCH.parent / "configs" / "lra_listops_cpu.yaml").read_text(encoding="utf-8"))
+    g, t = config["task"]["generator_options"], config["train"]
+    (line,) = lra_cpu.setting_table().splitlines()[2:]
+    assert line.startswith(f"| ListOps | {g['min_length']}-{g['max_length']} | 10, 10 | 96,000 / 2,000 / 2,000 | ")
+    assert line.endswith(f"| {t['steps']:,} x {t['batch_size']} | 500-2000 | 6 x d512, 8 heads, MLP 2048 | "
+                         "5,000 x 32 |")

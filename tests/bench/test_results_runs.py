@@ -110,11 +110,32 @@ def test_a_benchmark_records_its_rows_with_the_command_line(records, tmp_path, m
 
 def test_every_table_has_rows_and_unknown_rows_are_refused(runs):
     assert set(runs.TABLES) == {"compare", "listops", "imdb", "shakespeare", "multi30k", "t5arch_pretrain",
-                                "t5arch_glue", "t5arch_superglue", "lra"}
+                                "t5arch_glue", "t5arch_superglue", "lra", "lra_cpu"}
     assert list(runs.TABLES["imdb"]) == ["V", "R", "FR", "FR+V", "Linformer"]
     assert "train.steps=1600" in runs.TABLES["shakespeare"]["R+V@1600"].overrides
     with pytest.raises(SystemExit):
         runs.main(["--table", "imdb", "--rows", "Nope"])
+
+
+def test_the_lra_cpu_rows_share_their_configs_setting_and_change_only_the_kind(runs):
+    from synthformer.tasks.run.config import load_run_config
+
+    rows = runs.TABLES["lra_cpu"]
+    # V then R first: a study stopped early has the reference and the first synthetic kind
+    assert list(rows) == [f"listops-{k}" for k in ("V", "R", "FR", "D", "R+V", "Linformer")]
+    plain = load_run_config(runs.LRA_CPU_CONFIGS["listops"], [])
+    for name, row in rows.items():
+        kind = name.split("-", 1)[1]
+        config = load_run_config(row.config, list(row.overrides))
+        assert config.model.encoder_kind == kind and row.split == "test", name
+        assert (config.train.steps, config.train.batch_size, config.train.lr, config.task.max_len) == (
+            plain.train.steps, plain.train.batch_size, plain.train.lr, plain.task.max_len), name
+        assert config.model.kind_options == {"FR": {"k": 32}, "Linformer": {"k": 16, "share_kv": True}}.get(
+            kind, {}), name
+    options = plain.task.generator_options  # LRA's generator at lengths a CPU trains: at most 500 tokens
+    assert (options["max_depth"], options["max_args"]) == (10, 10)
+    assert options["max_length"] <= 500 and plain.task.max_len == options["max_length"] + 1
+    assert plain.task.eval_limit is None  # the whole test split is scored
 
 
 def test_the_lra_rows_load_with_lras_sizes_the_budget_and_the_kinds_options(runs):
