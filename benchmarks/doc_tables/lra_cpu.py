@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: rec
 from records import ROOT, provenance  # noqa: E402 - benchmarks/records.py
 
 from doc_tables import baselines  # noqa: E402 - the majority rows
-from doc_tables.lra_results import KINDS, TASKS  # noqa: E402 - the kinds' names, LRA's steps and batches
+from doc_tables.lra_results import KINDS, TASKS, batch_size, wall_time  # noqa: E402 - LRA's table's names and cells
 
 TABLE = "lra_cpu"
 #: task -> LRA's own setting of it (listops/configs/base_listops_config.py and LRA's ListOps generator defaults)
@@ -74,17 +74,13 @@ def lra_cpu_table(entries: list[dict[str, Any]], record: str) -> str:
     for task in tasks:
         name, classes = TASKS[task][0], TASKS[task][1]
         majority = baselines.entries(TABLE).get(f"{task}-majority")
-        batch = int(_config(task)["train"]["batch_size"])
         for e in (e for e in entries if str(e["row"]).startswith(f"{task}-")):
             kind = str(e["row"]).split("-", 1)[1]
-            test, valid = e["test"], e["valid"].get("eval_accuracy")
-            wall = f"{(e['train_wall_s'] + e['eval_wall_s']) / 60:.1f} min"
-            if e.get("resumed"):  # the earlier sittings were not timed
-                wall += " (resumed: the last sitting)"
+            test, valid, batch = e["test"], e["valid"].get("eval_accuracy"), batch_size(e)
             lines.append(f"| {KINDS[kind]} | {name} | {100 * test['accuracy']:.2f}% ({test['examples']:,}) | "
                          f"{versus_majority(float(test['accuracy']), majority)} | {100 / classes:.0f}% | "
                          f"{'-' if valid is None else f'{100 * valid:.2f}%'} | {e['steps']:,} x {batch} | "
-                         f"{e['train_s'] / 60:.1f} min | {wall} |")
+                         f"{e['train_s'] / 60:.1f} min | {wall_time(e)} |")
         if majority is not None:
             t, v = majority["test"], majority["valid"]
             lines.append(f"| majority class (no model): label {majority['label']} | {name} | "

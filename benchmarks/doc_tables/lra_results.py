@@ -63,7 +63,7 @@ def _lra_cell(task: str, kind: str) -> str:
     return "-" if published is None else f"{published:.2f} ({LRA_NAMES[kind]})"
 
 
-def _wall(entry: dict) -> str:
+def wall_time(entry: dict) -> str:
     """The row's wall time; a resumed row's covers only its last sitting (the earlier ones were not timed)."""
     wall = f"{(entry['train_wall_s'] + entry['eval_wall_s']) / 60:.1f} min"
     return f"{wall} (resumed: the last sitting)" if entry.get("resumed") else wall
@@ -87,7 +87,7 @@ def lra_results_table(entries: list[dict[str, Any]], record: str) -> str:
             f"{_lra_cell(task, kind)} | {100 / classes:.0f}% | "
             f"{'-' if valid is None else f'{100 * valid:.2f}%'} | {e['steps']:,} x {batch} | "
             f"{100 * seen / (lra_steps * lra_batch):.2g}% | {e['train_s'] / 60:.1f} min | "
-            f"{_wall(e)} |")
+            f"{wall_time(e)} |")
         if i + 1 == len(entries) or not str(entries[i + 1]["row"]).startswith(f"{task}-"):  # the task's last row
             row, baseline = baselines.lra_rows(task, name)
             if row is not None and baseline is not None:

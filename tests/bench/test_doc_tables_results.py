@@ -112,13 +112,19 @@ def test_the_papers_table6_averages_and_the_rows_that_disagree(superglue):
 
 # --------------------------------------------------------------------------- LRA's Table 1 (issue 31)
 
+def _lra_modules(monkeypatch, tmp_path, config: str, *modules: str):
+    """The majority rows' module and ``modules`` loaded on the test's records (the last returned), with a
+    ``configs/CONFIG`` of batch 32 under the test's root."""
+    _load("doc_tables/baselines", monkeypatch, tmp_path)  # the majority rows' record: empty unless written
+    loaded = [_load(f"doc_tables/{name}", monkeypatch, tmp_path) for name in modules]
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / config).write_text("train:\n  batch_size: 32\n", encoding="utf-8")
+    return loaded[-1]
+
+
 @pytest.fixture()
 def lra(monkeypatch, tmp_path):
-    _load("doc_tables/baselines", monkeypatch, tmp_path)  # the majority rows' record: empty unless written
-    module = _load("doc_tables/lra_results", monkeypatch, tmp_path)
-    (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "lra_text.yaml").write_text("train:\n  batch_size: 32\n", encoding="utf-8")
-    return module
+    return _lra_modules(monkeypatch, tmp_path, "lra_text.yaml", "lra_results")
 
 
 @pytest.fixture()
@@ -193,12 +199,7 @@ def test_the_lra_budget_table_is_the_runners_budget_beside_lras(monkeypatch, tmp
 
 @pytest.fixture()
 def lra_cpu(monkeypatch, tmp_path):
-    _load("doc_tables/baselines", monkeypatch, tmp_path)  # the majority rows' record: empty unless written
-    _load("doc_tables/lra_results", monkeypatch, tmp_path)
-    module = _load("doc_tables/lra_cpu", monkeypatch, tmp_path)
-    (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "lra_listops_cpu.yaml").write_text("train:\n  batch_size: 32\n", encoding="utf-8")
-    return module
+    return _lra_modules(monkeypatch, tmp_path, "lra_listops_cpu.yaml", "lra_results", "lra_cpu")
 
 
 @pytest.fixture()
@@ -230,7 +231,8 @@ def test_lra_cpu_rows_are_read_against_the_majority_in_test_standard_errors(lra_
 
 
 def test_lra_cpu_without_its_majority_row_says_how_to_record_it(lra_cpu_table, tmp_path):
-    _write(tmp_path, "lra_cpu", [_lra_entry("listops-V", 0.25, "synthformer train x", steps=2500)])
+    _write(tmp_path, "lra_cpu", [_lra_entry("listops-V", 0.25, "synthformer train configs/lra_listops_cpu.yaml x",
+                                                 steps=2500)])
     lines = lra_cpu_table().splitlines()
     assert lines[2].startswith("| Transformer (V) | ListOps | 25.00% (500) | - |") and len(lines) == 5
     assert "`python benchmarks/studies/baselines.py --tables lra_cpu`" in lines[-1]
