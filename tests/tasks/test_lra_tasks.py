@@ -32,10 +32,16 @@ LRA = {"lra_listops": (2001, "cls", "mlp", "sinusoidal"), "lra_text": (1001, "cl
        "lra_text_4k": (4001, "cls", "mlp", "sinusoidal"), "lra_retrieval": (4001, "cls", "mlp", "sinusoidal"),
        "lra_image": (1025, "cls", "mlp", "learned"), "lra_pathfinder": (1024, "mean", "mlp", "sinusoidal"),
        "lra_pathx": (16384, "mean", "mlp", "learned")}
+#: the configs reduced to CPU size: LRA's pooling, head and positions kept, the length reduced
+LRA_CPU = {"lra_listops_cpu": (301, "cls", "mlp", "sinusoidal")}
 
 
 def test_every_shipped_lra_config_has_lra_settings() -> None:
-    assert {p.stem for p in CONFIGS.glob("lra_*.yaml")} == set(LRA)
+    assert {p.stem for p in CONFIGS.glob("lra_*.yaml")} == set(LRA) | set(LRA_CPU)
+    for name, (max_len, pooling, head, positions) in LRA_CPU.items():
+        run = load_run_config(CONFIGS / f"{name}.yaml")
+        assert (run.task.max_len, run.model.pooling, run.model.head, run.model.positions) == (max_len, pooling,
+                                                                                             head, positions), name
     for name, (max_len, pooling, head, positions) in LRA.items():
         run = load_run_config(CONFIGS / f"{name}.yaml")
         assert (run.task.max_len, run.model.pooling, run.model.head, run.model.positions) == (max_len, pooling,
