@@ -145,6 +145,7 @@ class Scanner:
         self.signatures: dict[str, list[Signature]] = {}
         self.self_attributes: dict[tuple[str, str], set[str]] = {}
         self.found: list[tuple[str, int, str]] = []
+        self._nodes: dict[int, list[ast.AST]] = {}  # id of a function (or module) -> its own nodes (_own_nodes)
 
     # -- what an expression derives from --------------------------------------------------------------------------
     def labels(self, node: ast.AST | None, scope: Scope) -> set[str]:
@@ -244,15 +245,18 @@ class Scanner:
         yield Scope(module, None, tree, {}), []
         yield from visit(tree, None, {})
 
-    @staticmethod
-    def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
-        """The nodes of ``func``'s body, not those of the functions and classes defined in it."""
-        todo = list(ast.iter_child_nodes(func))
-        while todo:
-            node = todo.pop()
-            yield node
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                todo.extend(ast.iter_child_nodes(node))
+    def _own_nodes(self, func: ast.AST) -> list[ast.AST]:
+        """The nodes of ``func``'s body, not those of the functions and classes defined in it. Listed once per
+        function: the fixed point below reads every function many times, and the trees do not change."""
+        if id(func) not in self._nodes:
+            nodes, todo = [], list(ast.iter_child_nodes(func))
+            while todo:
+                node = todo.pop()
+                nodes.append(node)
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    todo.extend(ast.iter_child_nodes(node))
+            self._nodes[id(func)] = nodes
+        return self._nodes[id(func)]
 
     def _bind(self, target: ast.expr, found: set[str], scope: Scope) -> bool:
         """Let ``target`` hold what ``found`` labels; whether anything changed."""
@@ -318,10 +322,13 @@ class Scanner:
                             sig.writes |= new
                             changed = True
         found: dict[tuple[str, int, int], str] = {}  # one report per call (the first writer it is)
+        imports: dict[str, set[str]] = {}  # module -> the names its imports bind, read once per module
         for scope, _ in scopes:
             if scope.module in self.allowed:
                 continue
-            imported = _imported(self.trees[scope.module])
+            if scope.module not in imports:
+                imports[scope.module] = _imported(self.trees[scope.module])
+            imported = imports[scope.module]
             for node in self._own_nodes(scope.func):
                 if not isinstance(node, ast.Call):
                     continue
