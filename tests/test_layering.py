@@ -9,7 +9,7 @@ on the token mixers (``attention``, ``mixers``); ``data``, ``train`` and ``gener
 The top-level ``synthformer/__init__.py`` may import anything, and no module inside the package imports it.
 
 The other structural checks sit beside this file, one scanner each: ``test_layering_runfiles.py`` (one module
-writes under a run directory), ``test_layering_patching.py`` (no module replaces a Trainer's methods on an
+writes under a run directory; its scanner is ``run_writes_scan.py``), ``test_layering_patching.py`` (no module replaces a Trainer's methods on an
 instance), ``test_layering_variants.py`` (no ``variant ==`` outside the module that defines the variants' parts),
 ``test_layering_kinds.py`` (no name-keyed per-kind table outside the kind's own file), ``test_layering_suites.py``
 (each benchmark suite a room of its own) and ``test_layering_wing.py`` (attention's speed wing, ``attention/fast/``,
