@@ -7,6 +7,10 @@ import os
 # Tests see the library's measured defaults, never this machine's calibrated thresholds
 # (synthformer.attention.fast.calibration): set before anything imports the attention settings.
 os.environ["SYNTHFORMER_CALIBRATION"] = "off"
+# No memory plan before each real ``synthformer train`` (cli/train.py ``_check_memory``): the suite's thousand tiny
+# runs never come near the machine's memory, and the plan costs a tenth of a second each. The tests of the check
+# (tests/bench/test_memory_check.py) unset it; processes the tests start inherit it.
+os.environ["SYNTHFORMER_MEMORY_CHECK"] = "off"
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

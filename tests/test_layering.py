@@ -8,12 +8,12 @@ Layers, lowest first (a package may import only packages of lower layers, and it
 on the token mixers (``attention``, ``mixers``); ``data``, ``train`` and ``generate`` import only ``common``.
 The top-level ``synthformer/__init__.py`` may import anything, and no module inside the package imports it.
 
-The other structural checks sit beside this file, one scanner each: ``test_layering_runfiles.py`` (one module
-writes under a run directory), ``test_layering_patching.py`` (no module replaces a Trainer's methods on an
-instance), ``test_layering_variants.py`` (no ``variant ==`` outside the module that defines the variants' parts),
-``test_layering_kinds.py`` (no name-keyed per-kind table outside the kind's own file), ``test_layering_suites.py``
-(each benchmark suite a room of its own) and ``test_layering_wing.py`` (attention's speed wing, ``attention/fast/``,
-imported once by attention/ and elsewhere only through its face).
+The other structural checks sit beside this file, one scanner each: ``test_layering_runfiles.py`` (one module writes
+under a run directory; its scanner is ``run_writes_scan.py``), ``test_layering_patching.py`` (no module replaces a
+Trainer's methods on an instance), ``test_layering_variants.py`` (no ``variant ==`` outside the module that defines
+the variants' parts), ``test_layering_kinds.py`` (no name-keyed per-kind table outside the kind's own file),
+``test_layering_suites.py`` (each benchmark suite a room of its own) and ``test_layering_wing.py`` (attention's
+speed wing, ``attention/fast/``, imported once by attention/ and elsewhere only through its face).
 
 Imports are read from the source with :mod:`ast`, at module level and inside functions alike; imports under
 ``if TYPE_CHECKING:`` are skipped (they never run). The cycle check looks at the imports that run when a module is

@@ -16,6 +16,7 @@ import synthformer.bench.memory as memory
 from synthformer.bench.memory import OVERRIDE, MachineMemory, fit_report, machine_memory, over_memory
 from synthformer.bench.plan import plan_run
 from synthformer.bench.plan_data import format_bytes
+from synthformer.cli.train import MEMORY_CHECK_ENV
 from tests.reliability.harness import run_cli
 from tests.tasks.helpers import lm_config, write_yaml
 
@@ -57,6 +58,12 @@ def test_processes_of_one_machine_share_its_ram_but_not_a_gpu():
     line, warning = fit_report(3 * GiB, 1, _ram(4 * GiB, available=2 * GiB))
     assert "RAM 4.00 GiB" in line and "2.00 GiB available now" in line and "available now" in warning
     assert fit_report(GiB, 1, _ram(4 * GiB, available=2 * GiB))[1] is None
+
+
+@pytest.fixture(autouse=True)
+def _memory_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real check: the suite skips it elsewhere (tests/conftest.py sets ``SYNTHFORMER_MEMORY_CHECK=off``)."""
+    monkeypatch.delenv(MEMORY_CHECK_ENV, raising=False)
 
 
 @pytest.fixture
@@ -119,3 +126,15 @@ def test_a_micro_batch_beyond_the_trace_limit_is_left_to_the_run(config: Path, t
     assert run_cli(["train", str(config), "--run-dir", str(tmp_path / "a"), "-q"]) == 2  # planned: refused
     monkeypatch.setattr(train_cli, "_TRACE_LIMIT", 8 * 16 - 1)  # one position less than its micro-batch of 8 x 16
     assert run_cli(["train", str(config), "--run-dir", str(tmp_path / "b"), "-q"]) == 0  # not planned: it trains
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_the_environment_variable_off_skips_the_check_and_any_other_value_keeps_it(
+        config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    _plant(monkeypatch, lambda: _ram(2**16))  # the tiny model's plan (some 380 KiB) is over it
+    monkeypatch.setenv(MEMORY_CHECK_ENV, "on")
+    assert run_cli(["train", str(config), "--run-dir", str(tmp_path / "a"), "-q"]) == 2
+    assert OVERRIDE in capsys.readouterr().err
+    monkeypatch.setenv(MEMORY_CHECK_ENV, "off")
+    assert run_cli(["train", str(config), "--run-dir", str(tmp_path / "b"), "-q"]) == 0
+    assert any((tmp_path / "b" / "checkpoints").iterdir())
