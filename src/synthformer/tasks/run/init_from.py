@@ -92,11 +92,6 @@ class PretrainedRun:
     checkpoint: Path
     model_config: ModelConfig
 
-    @property
-    def weights_file(self) -> Path:
-        """The checkpoint's safetensors file."""
-        return self.checkpoint / MODEL_FILE
-
 
 def split_init_from(spec: str) -> tuple[str, str | None]:
     """``"runs/pre@best"`` -> ``("runs/pre", "best")``; a spec without a checkpoint -> ``(spec, None)``. Only
@@ -132,6 +127,14 @@ def init_from_missing(spec: str) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def _located(spec: str) -> tuple[RunDir, Path]:
+    """:func:`_locate`, a missing part refused."""
+    found = _locate(spec)
+    if isinstance(found, str):
+        raise ConfigError(found)
+    return found
+
+
 def open_pretrained(spec: str) -> PretrainedRun:
     """Read the pretrained run ``spec`` (``RUN``, ``RUN@best``, ...) once: located, its checkpoint selected, its
     model config read; the tokenizer and the weights are read by the steps that need them.
@@ -139,10 +142,7 @@ def open_pretrained(spec: str) -> PretrainedRun:
     Raises:
         ConfigError: a part of the run missing (:func:`init_from_missing`'s words), or its model config unreadable.
     """
-    found = _locate(spec)
-    if isinstance(found, str):
-        raise ConfigError(found)
-    rd, ckpt = found
+    rd, ckpt = _located(spec)
     try:
         saved = read_model_config(rd)
     except RunError as err:
@@ -154,7 +154,7 @@ def pretrained_tokenizer(run: RunConfig, pretrained: PretrainedRun | None = None
     """The tokenizer of ``run.init_from`` (``pretrained``: that run, already read); ``task.tokenizer`` /
     ``task.vocab_size``, when set, must agree."""
     assert run.init_from is not None
-    rd = (pretrained or open_pretrained(run.init_from)).rundir
+    rd = pretrained.rundir if pretrained is not None else _located(run.init_from)[0]
     tok = load_tokenizer(rd.tokenizer_path)
     base = getattr(tok, "base", tok)  # a SentinelTokenizer's own kind and size are its base's
     task = run.task
@@ -188,7 +188,7 @@ def start_from_pretrained(run: RunConfig, model_config: ModelConfig, model: nn.M
     assert run.init_from is not None
     pretrained = pretrained or open_pretrained(run.init_from)
     grown = check_pretrained_model(run, model_config, pretrained)
-    return None if model is None else _load(pretrained, model, grown)
+    return None if model is None else _load(pretrained.rundir, pretrained.checkpoint, model, grown)
 
 
 def check_pretrained_model(run: RunConfig, model_config: ModelConfig,
@@ -202,11 +202,11 @@ def check_pretrained_model(run: RunConfig, model_config: ModelConfig,
     if saved.arch != model_config.arch:
         raise ConfigError(f"init_from: {rd.path} holds an arch={saved.arch!r} model, but task.type "
                           f"{run.task.type!r} trains arch={model_config.arch!r}")
-    refusal = None
+    refusal: ConfigError | None = None
     try:
         grown = grown_layers(saved, model_config)
     except ConfigError as err:  # a kind changed in a way growing does not cover: named below with the others
-        grown, refusal = None, err
+        grown, refusal = {}, err
     free = FREE_FIELDS | (GROWABLE_FIELDS if grown else frozenset())
     theirs, ours = saved.to_dict(), model_config.to_dict()
     diffs = [f"model.{key}: pretrained {theirs.get(key)!r}, this run {ours.get(key)!r}"
@@ -214,7 +214,7 @@ def check_pretrained_model(run: RunConfig, model_config: ModelConfig,
     if diffs:
         raise ConfigError(f"init_from: the model differs from the pretrained one in {rd.path} "
                           f"({'; '.join(diffs)}); set these model settings as the pretrained run had them")
-    if grown is None:  # a kind that cannot grow differs in a setting named above; this is for safety only
+    if refusal is not None:  # not reached: a kind that cannot grow is a differing setting, named above
         raise refusal
     return grown
 
@@ -227,21 +227,22 @@ def load_pretrained_weights(run: RunConfig, model: nn.Module) -> InitReport:
     Raises:
         ConfigError: the run missing, a kind changed other than by growing, a parameter with another shape, or
             checkpoint tensors the model has no place for.
+        RunError: the run's model config unreadable.
     """
     assert run.init_from is not None
-    pretrained = open_pretrained(run.init_from)
-    config = getattr(model, "config", None)
-    grown = grown_layers(pretrained.model_config, config) if isinstance(config, ModelConfig) else {}
-    return _load(pretrained, model, grown)
+    rd, ckpt = _located(run.init_from)
+    config = getattr(model, "config", None)  # a synthformer model's: what decides the growth
+    grown = grown_layers(read_model_config(rd), config) if isinstance(config, ModelConfig) else {}
+    return _load(rd, ckpt, model, grown)
 
 
-def _load(pretrained: PretrainedRun, model: nn.Module, grown: dict[str, int]) -> InitReport:
-    """Load ``pretrained``'s checkpoint into ``model`` once (the layers in ``grown`` grown from it), log and
-    report it."""
-    ckpt, file = pretrained.checkpoint, pretrained.weights_file
+def _load(rd: RunDir, ckpt: Path, model: nn.Module, grown: dict[str, int]) -> InitReport:
+    """Load the checkpoint ``ckpt`` of the run ``rd`` into ``model`` once (the layers in ``grown`` grown from it),
+    log and report it."""
+    file = ckpt / MODEL_FILE
     if grown:
         state = load_file(str(file))
-        loaded = len(state)
+        loaded = len(state)  # the file's own count, as below
         missing, unexpected, record = load_grown_(model, state, grown, file)
     else:
         wrong = shape_mismatches(file, model)
@@ -254,7 +255,7 @@ def _load(pretrained: PretrainedRun, model: nn.Module, grown: dict[str, int]) ->
     if unexpected:
         raise ConfigError(f"init_from: {file} holds tensors this model has no place for: {', '.join(unexpected)}")
     step = read_trainer_state(ckpt / STATE_FILE)["step"]
-    report = InitReport(str(pretrained.rundir.path), str(ckpt), step, loaded, sorted(missing), record)
+    report = InitReport(str(rd.path), str(ckpt), step, loaded, sorted(missing), record)
     if missing:
         logger.warning("init_from: %d parameter(s) newly initialised (not in the checkpoint): %s", len(missing),
                        ", ".join(sorted(missing)))

@@ -1,6 +1,7 @@
 """From a :class:`~synthformer.tasks.RunConfig` to a trained run directory.
 
-Flow: the tokenizer a run keeps (a resumed run's, ``init_from``'s) -> the data
+Flow: the tokenizer a run keeps (a resumed run's, ``init_from``'s: that run is read once,
+:func:`~.init_from.open_pretrained`, and handed to the model step as well) -> the data
 (:func:`~synthformer.tasks.run.data.prepare_data`: raw splits, tokenizer, the model config sized for them,
 datasets) -> the model (built, ``init_from``'s weights, ``train.freeze``) -> :class:`~synthformer.train.Trainer`
 with the task's ``eval_fn``. Every step but the data is :mod:`.setup`'s, which a dry run takes too.
