@@ -117,15 +117,15 @@ def test_a_bad_init_from_is_refused_with_the_same_words(tmp_path, pretrained) ->
             "pretrained 'V', this run 'D'); set these model settings as the pretrained run had them")):
         train_run(_finetune(tmp_path, pretrained, "D"), tmp_path / "c")
     # a checkpoint tensor of another shape than the model's (the configs agree): named with both shapes
-    other = tmp_path / "other"
-    other.mkdir()
-    for item in pretrained.iterdir():
-        (other / item.name).symlink_to(item) if item.name != "checkpoints" else None
-    ckpt = load_run(pretrained).checkpoint
+    other, ckpt = tmp_path / "other", load_run(pretrained).checkpoint
     copy = other / "checkpoints" / ckpt.name
     copy.mkdir(parents=True)
+    for item in pretrained.iterdir():
+        if item.name != "checkpoints":
+            (other / item.name).symlink_to(item)
     for item in ckpt.iterdir():
-        (copy / item.name).symlink_to(item) if item.name != "model.safetensors" else None
+        if item.name != "model.safetensors":
+            (copy / item.name).symlink_to(item)
     weights = load_file(str(ckpt / "model.safetensors"))
     name = next(k for k in sorted(weights) if k.endswith("qk.weight"))
     weights[name] = torch.zeros(weights[name].shape[0] + 1, *weights[name].shape[1:])
