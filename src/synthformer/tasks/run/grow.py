@@ -40,6 +40,10 @@ position bias, causal masks, decoding and left-padded positions: eval mode is ex
 attention dropout (the forward; the gradient is the mixture's); with attention dropout a forward that needs the new
 parts' gradient takes the ordinary path (two paths could not draw one dropout mask), and matches to rounding.
 
+The module is a leaf of ``init_from``'s start (:func:`~.init_from.start_from_pretrained`): it is asked once which
+layers grow (:func:`grown_layers`) and once to grow them from the loaded checkpoint (:func:`load_grown_`), and calls
+nothing back.
+
 Only the self-attention kinds may grow (``encoder_kind``, ``decoder_kind``, their options and ``kind_options`` for
 the new parts); every other model setting must stay the pretrained one.
 """
@@ -47,6 +51,7 @@ the new parts); every other model setting must stay the pretrained one.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -56,7 +61,8 @@ from synthformer.attention import parse_kind
 from synthformer.common import ConfigError
 from synthformer.models import ModelConfig
 
-__all__ = ["GROWABLE_FIELDS", "grown_layers", "growth_record", "rename_grown_keys", "start_grown_mixtures_"]
+__all__ = ["GROWABLE_FIELDS", "grown_layers", "growth_record", "load_grown_", "rename_grown_keys",
+           "start_grown_mixtures_"]
 
 logger = logging.getLogger(__name__)
 
@@ -122,3 +128,34 @@ def growth_record(model: nn.Module, grown: dict[str, int]) -> dict[str, Any]:
     """What ``init_from.json`` says about the grown layers: each layer's mixture and its pretrained part."""
     return {name: {"kind": model.get_submodule(name).kind,
                    "pretrained_part": model.get_submodule(name).synth.parts[n].name} for name, n in grown.items()}
+
+
+def load_grown_(model: nn.Module, state: dict[str, Tensor], grown: dict[str, int],
+                source: str | Path) -> tuple[list[str], list[str], dict[str, Any]]:
+    """Load the pretrained ``state`` (a checkpoint's tensors, read from ``source``) into ``model``, whose layers in
+    ``grown`` are mixtures grown from a pretrained part: the part's tensors are renamed into the mixture
+    (:func:`rename_grown_keys`), loaded, and each mixture started at its part's function
+    (:func:`start_grown_mixtures_`).
+
+    Returns:
+        ``(missing, unexpected, record)``: the model's tensors the checkpoint did not fill (newly initialised, in
+        the model's order), the checkpoint's tensors the model has no place for (sorted; the model took the rest,
+        the caller refuses these) and what ``init_from.json`` says of the grown layers (:func:`growth_record`).
+
+    Raises:
+        ConfigError: a tensor whose shape is not the model's (each named with both shapes), or a mixture that
+            cannot start at its pretrained part's function.
+    """
+    state = rename_grown_keys(state, grown)
+    ours = model.state_dict()
+    wrong = [f"{k}: checkpoint {list(t.shape)}, model {list(ours[k].shape)}" for k, t in state.items()
+             if k in ours and t.shape != ours[k].shape]
+    if wrong:
+        raise ConfigError(f"init_from: parameter shapes differ from {source} ({'; '.join(wrong)})")
+    unexpected = sorted(set(state) - set(ours))
+    loaded_storage = {ours[k].data_ptr() for k in state if k in ours}
+    # a tied tensor is stored once: its other names (tgt_embed, lm_head) share the loaded storage
+    missing = [k for k, t in ours.items() if k not in state and t.data_ptr() not in loaded_storage]
+    model.load_state_dict({**ours, **{k: t for k, t in state.items() if k in ours}}, strict=True)
+    start_grown_mixtures_(model, grown)
+    return missing, unexpected, growth_record(model, grown)

@@ -13,6 +13,11 @@ One change of the model is allowed besides: a self-attention kind may grow into 
 run's ``V`` into ``R+V``); see :mod:`.grow` for how the mixture starts so that the output at step 0 is the
 pretrained model's.
 
+The pretrained run is read once (:func:`open_pretrained`: located, its checkpoint chosen, its model config
+read) and handed down; :func:`start_from_pretrained` is the model step's one call: it checks the model against the
+pretrained one, decides once which layers grow, and loads the checkpoint once (:mod:`.grow` does the growing, as a
+leaf: it is given the loaded tensors and calls nothing back).
+
 A fresh run is initialised this way, and so is a ``--resume`` of one that stopped before its first checkpoint;
 otherwise ``--resume`` continues from the run's own checkpoint. ``init_from`` may not be the run's own directory.
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from safetensors import safe_open
@@ -43,14 +49,15 @@ from synthformer.train import (
     shape_mismatches,
 )
 
-from .grow import GROWABLE_FIELDS, grown_layers, growth_record, rename_grown_keys, start_grown_mixtures_
+from .grow import GROWABLE_FIELDS, grown_layers, load_grown_
 from .loading import read_model_config
 
 if TYPE_CHECKING:
     from .config import RunConfig
 
-__all__ = ["FREE_FIELDS", "InitReport", "check_pretrained_model", "init_from_missing", "load_pretrained_weights",
-           "pretrained_tokenizer", "split_init_from"]
+__all__ = ["FREE_FIELDS", "InitReport", "PretrainedRun", "check_pretrained_model", "init_from_missing",
+           "load_pretrained_weights", "open_pretrained", "pretrained_tokenizer", "split_init_from",
+           "start_from_pretrained"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +83,16 @@ class InitReport:
         return {**out, "grown": self.grown} if self.grown else out
 
 
+@dataclass(frozen=True)
+class PretrainedRun:
+    """The run ``init_from`` names, read once (:func:`open_pretrained`): its directory, the checkpoint the spec
+    selects and the model config its weights were trained with."""
+
+    rundir: RunDir
+    checkpoint: Path
+    model_config: ModelConfig
+
+
 def split_init_from(spec: str) -> tuple[str, str | None]:
     """``"runs/pre@best"`` -> ``("runs/pre", "best")``; a spec without a checkpoint -> ``(spec, None)``. Only
     ``@latest``, ``@best`` and ``@STEP`` are split off, so a directory whose name holds another ``@`` stays whole."""
@@ -85,10 +102,8 @@ def split_init_from(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
-def init_from_missing(spec: str) -> str | None:
-    """What of the pretrained run ``spec`` is not there yet (its directory, its tokenizer and model config, the
-    checkpoint it names), in the words of the run's refusal; None when a run can start from it. Looked up, not
-    loaded: a run stops on it (:func:`pretrained_tokenizer`), a dry run reports it and plans on."""
+def _locate(spec: str) -> tuple[RunDir, Path] | str:
+    """The run directory and the checkpoint ``spec`` names; or, where a part is not there, the refusal's words."""
     path, which = split_init_from(spec)
     rd = RunDir(path)
     if not rd.path.is_dir():
@@ -99,23 +114,47 @@ def init_from_missing(spec: str) -> str | None:
     if rd.latest_checkpoint() is None:
         return f"init_from: {rd.path} has no checkpoint yet (nothing in {rd.checkpoints_path})"
     try:
-        select_checkpoint(rd.path, which)  # RUN@best of a run without train.keep_best, RUN@STEP of no such step
+        return rd, select_checkpoint(rd.path, which)  # RUN@best without train.keep_best, RUN@STEP of no such step
     except RunError as err:
         return f"init_from: {err}"
-    return None
 
 
-def _run_dir(spec: str) -> RunDir:
-    missing = init_from_missing(spec)
-    if missing is not None:
-        raise ConfigError(missing)
-    return RunDir(split_init_from(spec)[0])
+def init_from_missing(spec: str) -> str | None:
+    """What of the pretrained run ``spec`` is not there yet (its directory, its tokenizer and model config, the
+    checkpoint it names), in the words of the run's refusal; None when a run can start from it. Looked up, not
+    loaded: a run stops on it (:func:`open_pretrained`), a dry run reports it and plans on."""
+    found = _locate(spec)
+    return found if isinstance(found, str) else None
 
 
-def pretrained_tokenizer(run: RunConfig) -> Tokenizer:
-    """The tokenizer of ``run.init_from``; ``task.tokenizer`` / ``task.vocab_size``, when set, must agree."""
+def _located(spec: str) -> tuple[RunDir, Path]:
+    """:func:`_locate`, a missing part refused."""
+    found = _locate(spec)
+    if isinstance(found, str):
+        raise ConfigError(found)
+    return found
+
+
+def open_pretrained(spec: str) -> PretrainedRun:
+    """Read the pretrained run ``spec`` (``RUN``, ``RUN@best``, ...) once: located, its checkpoint selected, its
+    model config read; the tokenizer and the weights are read by the steps that need them.
+
+    Raises:
+        ConfigError: a part of the run missing (:func:`init_from_missing`'s words), or its model config unreadable.
+    """
+    rd, ckpt = _located(spec)
+    try:
+        saved = read_model_config(rd)
+    except RunError as err:
+        raise ConfigError(f"init_from: {err}") from None
+    return PretrainedRun(rd, ckpt, saved)
+
+
+def pretrained_tokenizer(run: RunConfig, pretrained: PretrainedRun | None = None) -> Tokenizer:
+    """The tokenizer of ``run.init_from`` (``pretrained``: that run, already read); ``task.tokenizer`` /
+    ``task.vocab_size``, when set, must agree."""
     assert run.init_from is not None
-    rd = _run_dir(run.init_from)
+    rd = pretrained.rundir if pretrained is not None else _located(run.init_from)[0]
     tok = load_tokenizer(rd.tokenizer_path)
     base = getattr(tok, "base", tok)  # a SentinelTokenizer's own kind and size are its base's
     task = run.task
@@ -128,80 +167,98 @@ def pretrained_tokenizer(run: RunConfig) -> Tokenizer:
     return tok
 
 
-def check_pretrained_model(run: RunConfig, model_config: ModelConfig) -> None:
-    """Raise :class:`ConfigError` unless ``model_config`` is the pretrained run's model (up to
-    :data:`FREE_FIELDS`), naming every differing setting."""
+def start_from_pretrained(run: RunConfig, model_config: ModelConfig, model: nn.Module | None,
+                          pretrained: PretrainedRun | None = None) -> InitReport | None:
+    """The model step's start from ``run.init_from``: check ``model_config`` against the pretrained model, decide
+    which layers grow, and load the pretrained weights into ``model`` (None: a plan's meta model, checked only).
+
+    Args:
+        run: the run configuration (``init_from``, ``task.type`` for the messages).
+        model_config: the model config the run trains (``model``'s).
+        model: the built model, changed in place; None to check only.
+        pretrained: the pretrained run, already read (:func:`open_pretrained`); None: read here.
+
+    Returns:
+        what was loaded (None when only checked).
+
+    Raises:
+        ConfigError: another model (each setting named), a parameter of another shape, or checkpoint tensors the
+            model has no place for.
+    """
     assert run.init_from is not None
-    rd = _run_dir(run.init_from)
-    try:
-        saved = read_model_config(rd)
-    except RunError as err:
-        raise ConfigError(f"init_from: {err}") from None
+    pretrained = pretrained or open_pretrained(run.init_from)
+    grown = check_pretrained_model(run, model_config, pretrained)
+    return None if model is None else _load(pretrained.rundir, pretrained.checkpoint, model, grown)
+
+
+def check_pretrained_model(run: RunConfig, model_config: ModelConfig,
+                           pretrained: PretrainedRun | None = None) -> dict[str, int]:
+    """Raise :class:`ConfigError` unless ``model_config`` is the pretrained run's model (up to
+    :data:`FREE_FIELDS`, and :data:`~.grow.GROWABLE_FIELDS` where kinds grow), naming every differing setting;
+    return the layers that grow (:func:`~.grow.grown_layers`; empty when none does)."""
+    assert run.init_from is not None
+    pretrained = pretrained or open_pretrained(run.init_from)
+    rd, saved = pretrained.rundir, pretrained.model_config
     if saved.arch != model_config.arch:
         raise ConfigError(f"init_from: {rd.path} holds an arch={saved.arch!r} model, but task.type "
                           f"{run.task.type!r} trains arch={model_config.arch!r}")
+    refusal: ConfigError | None = None
     try:
-        grows = bool(grown_layers(saved, model_config))
-    except ConfigError:  # a kind changed in a way growing does not cover: named below with the other differences
-        grows = False
-    free = FREE_FIELDS | (GROWABLE_FIELDS if grows else frozenset())
+        grown = grown_layers(saved, model_config)
+    except ConfigError as err:  # a kind changed in a way growing does not cover: named below with the others
+        grown, refusal = {}, err
+    free = FREE_FIELDS | (GROWABLE_FIELDS if grown else frozenset())
     theirs, ours = saved.to_dict(), model_config.to_dict()
     diffs = [f"model.{key}: pretrained {theirs.get(key)!r}, this run {ours.get(key)!r}"
              for key in sorted(set(theirs) | set(ours)) if key not in free and theirs.get(key) != ours.get(key)]
     if diffs:
         raise ConfigError(f"init_from: the model differs from the pretrained one in {rd.path} "
                           f"({'; '.join(diffs)}); set these model settings as the pretrained run had them")
+    if refusal is not None:  # not reached: a kind that cannot grow is a differing setting, named above
+        raise refusal
+    return grown
 
 
 def load_pretrained_weights(run: RunConfig, model: nn.Module) -> InitReport:
-    """Copy the pretrained weights into ``model``; return what was loaded and what was newly initialised.
+    """Copy the pretrained weights into ``model`` (its kinds may have grown: :mod:`.grow`); return what was
+    loaded and what was newly initialised. The model is not checked against the pretrained one's settings
+    (:func:`start_from_pretrained` does both).
 
     Raises:
-        ConfigError: a parameter with another shape, or checkpoint tensors the model has no place for.
+        ConfigError: the run missing, a kind changed other than by growing, a parameter with another shape, or
+            checkpoint tensors the model has no place for.
+        RunError: the run's model config unreadable.
     """
     assert run.init_from is not None
-    rd = _run_dir(run.init_from)
-    try:
-        ckpt = select_checkpoint(rd.path, split_init_from(run.init_from)[1])
-    except RunError as err:
-        raise ConfigError(f"init_from: {err}") from None
+    rd, ckpt = _located(run.init_from)
+    config = getattr(model, "config", None)  # a synthformer model's: what decides the growth
+    grown = grown_layers(read_model_config(rd), config) if isinstance(config, ModelConfig) else {}
+    return _load(rd, ckpt, model, grown)
+
+
+def _load(rd: RunDir, ckpt: Path, model: nn.Module, grown: dict[str, int]) -> InitReport:
+    """Load the checkpoint ``ckpt`` of the run ``rd`` into ``model`` once (the layers in ``grown`` grown from it),
+    log and report it."""
     file = ckpt / MODEL_FILE
-    grown = grown_layers(read_model_config(rd), model.config) if isinstance(
-        getattr(model, "config", None), ModelConfig) else {}
     if grown:
-        missing, unexpected = _load_grown(model, file, grown)
+        state = load_file(str(file))
+        loaded = len(state)  # the file's own count, as below
+        missing, unexpected, record = load_grown_(model, state, grown, file)
     else:
         wrong = shape_mismatches(file, model)
         if wrong:
             raise ConfigError(f"init_from: parameter shapes differ from {file} ({'; '.join(wrong)})")
         missing, unexpected = load_model(model, str(file), strict=False)
+        record = {}
+        with safe_open(str(file), framework="pt") as f:  # the file's own count (tied tensors are stored once)
+            loaded = len(list(f.keys()))
     if unexpected:
         raise ConfigError(f"init_from: {file} holds tensors this model has no place for: {', '.join(unexpected)}")
     step = read_trainer_state(ckpt / STATE_FILE)["step"]
-    with safe_open(str(file), framework="pt") as f:
-        loaded = len(list(f.keys()))
-    report = InitReport(str(rd.path), str(ckpt), step, loaded, sorted(missing), growth_record(model, grown))
+    report = InitReport(str(rd.path), str(ckpt), step, loaded, sorted(missing), record)
     if missing:
         logger.warning("init_from: %d parameter(s) newly initialised (not in the checkpoint): %s", len(missing),
                        ", ".join(sorted(missing)))
     logger.info("init_from: %d tensors from %s (step %d); newly initialised: %s", loaded, ckpt, step,
                 ", ".join(sorted(missing)) or "none")
     return report
-
-
-def _load_grown(model: nn.Module, file, grown: dict[str, int]) -> tuple[list[str], list[str]]:
-    """Load a checkpoint into a model whose kinds grew (the pretrained parts' tensors renamed into the mixtures),
-    then start the mixtures at the pretrained function; return (newly initialised, unexpected) names."""
-    state = rename_grown_keys(load_file(str(file)), grown)
-    ours = model.state_dict()
-    wrong = [f"{k}: checkpoint {list(t.shape)}, model {list(ours[k].shape)}" for k, t in state.items()
-             if k in ours and t.shape != ours[k].shape]
-    if wrong:
-        raise ConfigError(f"init_from: parameter shapes differ from {file} ({'; '.join(wrong)})")
-    unexpected = sorted(set(state) - set(ours))
-    loaded_storage = {ours[k].data_ptr() for k in state if k in ours}
-    # a tied tensor is stored once: its other names (tgt_embed, lm_head) share the loaded storage
-    missing = [k for k, t in ours.items() if k not in state and t.data_ptr() not in loaded_storage]
-    model.load_state_dict({**ours, **{k: t for k, t in state.items() if k in ours}}, strict=True)
-    start_grown_mixtures_(model, grown)
-    return missing, unexpected

@@ -1,6 +1,7 @@
 """From a :class:`~synthformer.tasks.RunConfig` to a trained run directory.
 
-Flow: the tokenizer a run keeps (a resumed run's, ``init_from``'s) -> the data
+Flow: the tokenizer a run keeps (a resumed run's, ``init_from``'s: that run is read once,
+:func:`~.init_from.open_pretrained`, and handed to the model step as well) -> the data
 (:func:`~synthformer.tasks.run.data.prepare_data`: raw splits, tokenizer, the model config sized for them,
 datasets) -> the model (built, ``init_from``'s weights, ``train.freeze``) -> :class:`~synthformer.train.Trainer`
 with the task's ``eval_fn``. Every step but the data is :mod:`.setup`'s, which a dry run takes too.
@@ -40,7 +41,7 @@ from ..contract import TaskData
 from .config import RunConfig
 from .data import for_run, prepare_data
 from .evaluation import make_eval_fn
-from .init_from import split_init_from
+from .init_from import open_pretrained, split_init_from
 from .lengths import describe_lengths, length_reports
 from .resume import check_resumed_model, resumed_inputs
 from .setup import ModelSetup, kept_tokenizer, setup_model
@@ -148,10 +149,15 @@ def _train_owned(run: RunConfig, owner: Run, start: float, *, progress: bool, da
         raise ConfigError(f"init_from: {run.init_from} is this run's own directory; finetune into another --run-dir")
     run = absolute_paths(run)
     resumed = resumed_inputs(owner, run) if owner.resume else None
+    # init_from also when resuming a run that stopped before its first checkpoint: the trainer then starts fresh
+    init_weights = rd.latest_checkpoint() is None
+    # the pretrained run is read once, where its tokenizer or its weights are taken, and handed to both steps
+    pretrained = (open_pretrained(run.init_from) if run.init_from is not None
+                  and (init_weights or (data is None and resumed is None)) else None)
     splits = ("train", run.eval.split)
     if data is not None:
         data = for_run(run, data)
-    elif (kept := kept_tokenizer(run, resumed)) is not None:  # the steps of a plan (:mod:`.setup`) from here on
+    elif (kept := kept_tokenizer(run, resumed, pretrained)) is not None:  # a plan's steps (:mod:`.setup`) from here on
         data = prepare_data(run, kept.tokenizer, kept.label_set, splits=splits)
     else:
         data = prepare_data(run, splits=splits)
@@ -160,8 +166,7 @@ def _train_owned(run: RunConfig, owner: Run, start: float, *, progress: bool, da
                           f"{', '.join(data.raw.splits)})")
     if resumed is not None:
         check_resumed_model(owner, data.model_config)
-    # init_from also when resuming a run that stopped before its first checkpoint: the trainer then starts fresh
-    setup = setup_model(run, data.model_config, init_weights=rd.latest_checkpoint() is None)
+    setup = setup_model(run, data.model_config, init_weights=init_weights, pretrained=pretrained)
     init_report = setup.init_report
     # written (and an overwritten run deleted) only when the trainer starts the run, after its own checks (one
     # batch of examples, the checkpoint): a run refused until then leaves the directory as it was

@@ -30,7 +30,7 @@ from synthformer.train import RunDir, freeze_parts, param_groups
 
 from .config import RunConfig
 from .data import build_checked_model, seeded_model
-from .init_from import InitReport, check_pretrained_model, load_pretrained_weights, pretrained_tokenizer
+from .init_from import InitReport, PretrainedRun, pretrained_tokenizer, start_from_pretrained
 from .resume import ResumedInputs, saved_inputs
 
 __all__ = ["ModelSetup", "example_lengths", "kept_tokenizer", "meta_model", "optimizer_parameters", "saved_tokenizer",
@@ -54,10 +54,12 @@ class ModelSetup:
         return self.parameters - self.trainable
 
 
-def kept_tokenizer(run: RunConfig, resumed: ResumedInputs | None) -> ResumedInputs | None:
+def kept_tokenizer(run: RunConfig, resumed: ResumedInputs | None,
+                   pretrained: PretrainedRun | None = None) -> ResumedInputs | None:
     """The tokenizer (and class names) the run keeps: ``resumed``'s (what its directory holds, or None), else the
-    pretrained run's of ``init_from`` (no class names: those come from the training labels); None: the data step
-    builds one (or a prepared corpus brings its own).
+    pretrained run's of ``init_from`` (no class names: those come from the training labels; ``pretrained``: that
+    run already read, :func:`~.init_from.open_pretrained`); None: the data step builds one (or a prepared corpus
+    brings its own).
 
     Raises:
         ConfigError: ``init_from`` missing, or ``task.tokenizer`` / ``task.vocab_size`` not its tokenizer's.
@@ -65,7 +67,7 @@ def kept_tokenizer(run: RunConfig, resumed: ResumedInputs | None) -> ResumedInpu
     if resumed is not None:
         return resumed
     if run.init_from is not None:
-        return ResumedInputs(pretrained_tokenizer(run), None)
+        return ResumedInputs(pretrained_tokenizer(run, pretrained), None)
     return None
 
 
@@ -87,8 +89,8 @@ def meta_model(config: ModelConfig) -> nn.Module:
         registry_log.setLevel(level)
 
 
-def setup_model(run: RunConfig, model_config: ModelConfig, *, meta: bool = False,
-                init_weights: bool = True) -> ModelSetup:
+def setup_model(run: RunConfig, model_config: ModelConfig, *, meta: bool = False, init_weights: bool = True,
+                pretrained: PretrainedRun | None = None) -> ModelSetup:
     """The model step (see the module docstring).
 
     Args:
@@ -96,6 +98,7 @@ def setup_model(run: RunConfig, model_config: ModelConfig, *, meta: bool = False
         model_config: the model config resolved for the data (:func:`.config.resolve_model_config`).
         meta: build on the meta device (a plan): ``init_from``'s model is checked, no weights are loaded.
         init_weights: start from ``init_from`` (False: a resumed run continues from its own checkpoint instead).
+        pretrained: ``init_from``'s run, already read (:func:`~.init_from.open_pretrained`); None: read here.
 
     Raises:
         ConfigError: a model the config cannot describe, or one that is not ``init_from``'s (each setting named).
@@ -103,10 +106,8 @@ def setup_model(run: RunConfig, model_config: ModelConfig, *, meta: bool = False
     """
     model = meta_model(model_config) if meta else seeded_model(model_config, run.train.seed)
     report = None
-    if run.init_from is not None and init_weights:
-        check_pretrained_model(run, model_config)
-        if not meta:
-            report = load_pretrained_weights(run, model)
+    if run.init_from is not None and init_weights:  # one call: checked, growth decided, loaded (not in a meta model)
+        report = start_from_pretrained(run, model_config, None if meta else model, pretrained)
     freeze_parts(model, run.train.freeze)  # here, before the count (the optimizer's own call is then a no-op)
     return ModelSetup(model, model_config, num_parameters(model, trainable_only=False), num_parameters(model),
                       report)
