@@ -20,7 +20,7 @@ from studies import mixing_study as study  # noqa: E402 - settings and kinds
 FIGURES = ROOT / "docs" / "figures"
 #: axis name -> (x label, [(x value, setting name)])
 AXES: dict[str, tuple[str, list[tuple[int, str]]]] = {
-    "pairs": ("key-value pairs (64 tokens, width 128)", [(4, "mqar-64x4"), (8, "mqar-64x8"), (16, "mqar-64x16")]),
+    "pairs": ("key-value pairs (64 tokens, width 128)", [(2, "mqar-64x2"), (4, "mqar-64x4"), (8, "mqar-64x8")]),
     "width": ("model width (64 tokens, 8 pairs)", [(32, "mqar-64x8-d32"), (64, "mqar-64x8-d64"),
                                                    (128, "mqar-64x8")]),
 }

@@ -143,14 +143,27 @@ def test_the_seeds_stage_trains_seed_0_of_every_setting_before_the_other_seeds(s
                                    "steps": 5})
     started: list = []
     monkeypatch.setattr(study, "_study", lambda j: started.append(j) or 0)
-    args = SimpleNamespace(stage="seeds", families=["mqar"], runs=records / "runs", threads=1, lanes=1,
-                           shared_cpu=False)
+    args = SimpleNamespace(stage="seeds", families=["mqar"], settings=None, runs=records / "runs", threads=1,
+                           lanes=1, shared_cpu=False)
     assert study.run(args) == 0
     mqar = [s.name for s in study.SETTINGS if s.family == "mqar"]
     firsts = [(j.out.parent.name, len(j.keys)) for j in started[:len(mqar) - 1]]
     assert firsts == [(n, 1) for n in mqar if n != study.LR_SETTING["mqar"]]  # the grid setting has its seed 0
     rest = [(j.out.parent.name, len(j.keys)) for j in started[len(mqar) - 1:]]
     assert rest == [(n, 2 if n == study.LR_SETTING["mqar"] else 3) for n in mqar]
+    started.clear()
+    args.settings = ["mqar-64x4", "mqar-64x8"]  # --settings: only those, seed 0 first as before
+    assert study.run(args) == 0
+    assert [(j.out.parent.name, len(j.keys)) for j in started] == [("mqar-64x4", 1), ("mqar-64x4", 3),
+                                                                   ("mqar-64x8", 2)]
+
+
+def test_a_dropped_setting_is_not_trained_and_its_folder_not_harvested(study, records: Path, capsys) -> None:
+    dropped = next(iter(study.DROPPED))
+    assert dropped not in {s.name for s in study.SETTINGS}
+    out = _study_dir(records, f"{dropped}/R", ["train.lr=0.001"])
+    assert study._harvest_study(out, False, {}) == 0
+    assert "setting dropped" in capsys.readouterr().out
 
 
 def test_a_family_that_borrows_its_rates_has_no_grid_and_trains_its_seeds_from_seed_0(study, records: Path,
@@ -159,7 +172,8 @@ def test_a_family_that_borrows_its_rates_has_no_grid_and_trains_its_seeds_from_s
                                    "steps": 5})
     started: list = []
     monkeypatch.setattr(study, "_study", lambda j: started.append(j) or 0)
-    args = SimpleNamespace(stage="lr", families=["mad"], runs=records / "runs", threads=1, lanes=1, shared_cpu=False)
+    args = SimpleNamespace(stage="lr", families=["mad"], settings=None, runs=records / "runs", threads=1, lanes=1,
+                           shared_cpu=False)
     assert study.run(args) == 0 and started == []  # no grid to train
     args.stage = "seeds"
     assert study.run(args) == 0
