@@ -18,6 +18,11 @@ Every study trains into ``RUNS/<name>`` (default ``runs/seeds``); the same comma
 ``--lanes 2`` starts each study twice, which shares its runs (``synthformer study``'s own sharing). A finished run is
 appended to the record the moment its study ends (``harvest`` does it by hand, e.g. after a kill).
 
+``run --again`` trains the named studies' seeds again, recorded or not, into ``RUNS/<name>-again-<src tree>``: its
+rows supersede the study's earlier rows (the record keeps those as history). A noise pair needs both of its runs
+from one library source; when one of them was resumed across two, ``run --again --studies t8-repro t8-noise``
+trains the pair again in one sitting.
+
     python benchmarks/studies/seed_studies.py list                      # the studies, their seeds, what is recorded
     python benchmarks/studies/seed_studies.py run --studies shk-repro shk-noise compare shk --shared-cpu
     python benchmarks/studies/seed_studies.py harvest --shared-cpu
@@ -115,14 +120,19 @@ class SeedStudy:
         planned, todo = self.planned_seeds(), self.new_seeds()
         return runs / (self.name if not todo or todo[0] == planned[0] else f"{self.name}-seed{todo[0]}")
 
-    def command(self, runs: Path, threads: int = 1) -> list[str]:
-        """The ``synthformer study`` arguments (without the interpreter)."""
-        todo = self.new_seeds()
+    def again_out(self, runs: Path, tree: str) -> Path:
+        """The folder of ``run --again`` at the library source ``tree`` (:func:`src_tree`)."""
+        return runs / f"{self.name}-again-{tree}"
+
+    def command(self, runs: Path, threads: int = 1, again: str | None = None) -> list[str]:
+        """The ``synthformer study`` arguments (without the interpreter); with ``again`` (a source tree), every
+        planned seed into :meth:`again_out`."""
+        todo = self.planned_seeds() if again else self.new_seeds()
         first = [f"train.seed={todo[0]}"] if todo and todo[0] else []
         which = [*(["--kinds", ",".join(self.kinds)] if self.kinds else []),
                  *(["--grid", self.grid] if self.grid else [])]
         return ["study", self.config, *self.overrides, *first, *which, "--seeds", str(len(todo)),
-                "--out", str(self.out(runs)), "--threads", str(threads)]
+                "--out", str(self.again_out(runs, again) if again else self.out(runs)), "--threads", str(threads)]
 
     def env(self) -> dict[str, str]:
         """This checkout's ``src`` first on the path; the CPU kernels where the study names them."""
@@ -214,11 +224,14 @@ def harvest_study(s: SeedStudy, runs: Path, shared_cpu: bool) -> int:
     added = 0
     for out in [runs / s.name, *sorted(runs.glob(f"{s.name}-seed*"))]:
         added += _harvest_folder(s, out, shared_cpu)
+    for out in sorted(runs.glob(f"{s.name}-again-*")):
+        added += _harvest_folder(s, out, shared_cpu, again=True)
     return added
 
 
-def _harvest_folder(s: SeedStudy, out: Path, shared_cpu: bool) -> int:
-    """:func:`harvest_study` of one of the study's folders."""
+def _harvest_folder(s: SeedStudy, out: Path, shared_cpu: bool, again: bool = False) -> int:
+    """:func:`harvest_study` of one of the study's folders; an ``again`` folder's runs supersede recorded rows of
+    another source tree (a row of its own tree is this folder's, harvested already)."""
     done = latest(RECORD, TABLE)
     launches = read_entries(_launches(out))
     launched = sorted({e["commit"] for e in launches})
@@ -228,7 +241,7 @@ def _harvest_folder(s: SeedStudy, out: Path, shared_cpu: bool) -> int:
     command = launches[-1]["command"] if launches else shlex.join(s.command(Path("runs/seeds")))
     added = 0
     for r in _records(out):
-        if (key := row_key(s.name, r.variant, r.seed)) in done:
+        if (key := row_key(s.name, r.variant, r.seed)) in done and not (again and done[key].get("src_tree") != trees):
             continue
         entry = {"table": TABLE, "row": key, "study": s.name, "variant": r.variant, "seed": r.seed,
                  "metric": r.metric, "valid": r.valid_metric, "valid_loss": r.valid_loss, "test": r.test_metric,
@@ -241,14 +254,16 @@ def _harvest_folder(s: SeedStudy, out: Path, shared_cpu: bool) -> int:
     return added
 
 
-def _train(s: SeedStudy, runs: Path, lane: int) -> int:
-    """One process of study ``s`` (its output in ``OUT.log`` beside its folder); its exit code."""
-    out = s.out(runs)
+def _train(s: SeedStudy, runs: Path, lane: int, again: str | None = None) -> int:
+    """One process of study ``s`` (its output in ``OUT.log`` beside its folder); its exit code. ``again``: the
+    source tree of a ``run --again``."""
+    out = s.again_out(runs, again) if again else s.out(runs)
     out.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["nice", "-n", "19", sys.executable, "-m", "synthformer.cli.main", *s.command(runs)]
+    command = s.command(runs, again=again)
+    argv = ["nice", "-n", "19", sys.executable, "-m", "synthformer.cli.main", *command]
     print(f"# lane {lane}: {shlex.join(argv)}", flush=True)
     if lane == 0:
-        append(_launches(out), {"commit": commit(), "src": src_tree(), "command": shlex.join(s.command(runs))})
+        append(_launches(out), {"commit": commit(), "src": src_tree(), "command": shlex.join(command)})
     with open(out.with_name(out.name + ".log"), "a", encoding="utf-8") as log:
         return subprocess.run(argv, cwd=ROOT, env=s.env(), stdout=log, stderr=subprocess.STDOUT).returncode
 
@@ -256,12 +271,18 @@ def _train(s: SeedStudy, runs: Path, lane: int) -> int:
 def run(args: argparse.Namespace) -> int:
     """Train the named studies in order (each with ``--lanes`` processes sharing its runs), harvesting each."""
     failed = 0
+    again = src_tree() if getattr(args, "again", False) else None
+    if again and again.endswith("-dirty"):
+        print("error: run --again trains at a committed library source; src/ has uncommitted changes",
+              file=sys.stderr)
+        return 2
     for s in (study(n) for n in args.studies):
-        if not s.new_seeds():
+        if not again and not s.new_seeds():
             print(f"# {s.name}: every seed is recorded (in {s.earlier or RECORD.name})")
             continue
         with ThreadPoolExecutor(max_workers=args.lanes) as pool:
-            codes = list(pool.map(_train, [s] * args.lanes, [args.runs] * args.lanes, range(args.lanes)))
+            codes = list(pool.map(_train, [s] * args.lanes, [args.runs] * args.lanes, range(args.lanes),
+                                  [again] * args.lanes))
         failed += any(codes)
         print(f"# {s.name}: {harvest_study(s, args.runs, args.shared_cpu)} runs recorded (exit codes {codes})")
     return 1 if failed else 0
@@ -357,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "seeds")
     parser.add_argument("--lanes", type=int, default=1, help="processes per study, sharing its runs")
     parser.add_argument("--shared-cpu", action="store_true", help="record that other work shared the CPU")
+    parser.add_argument("--again", action="store_true",
+                        help="run: train the studies' seeds again (recorded or not); their rows supersede")
     args = parser.parse_args(argv)
     return {"run": run, "harvest": harvest, "list": list_studies}[args.action](args)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -133,3 +134,35 @@ def test_imdb_is_read_from_its_two_studies_paired_by_seed_once_v_has_two_seeds(s
     # 84, 85, 86 against 80, 81, 79: +4, +4, +7 paired by seed (unpaired means would give the same +5, not the interval)
     assert "| 3 | +5.00 [+0.70, +9.30] |" in rows["FR+V"] and rows["FR+V"].endswith("holds |")
     assert "reversed" in rows["Linformer"] or "within noise" in rows["Linformer"]
+
+
+def test_run_again_trains_recorded_seeds_into_its_own_folder_and_its_rows_supersede(seeds, tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    _row(seeds, "t8-repro", "V", 0, 13.03, tree="old")
+    _row(seeds, "t8-noise", "V", 0, 13.09, capability="default", tree="old new")  # resumed across two sources
+    assert seeds.study("t8-repro").new_seeds() == []  # recorded: a plain run trains nothing
+    started = []
+    monkeypatch.setattr(seeds, "src_tree", lambda: "new")
+    monkeypatch.setattr(seeds, "_train", lambda s, runs, lane, again=None: started.append((s.name, again)) or 0)
+    monkeypatch.setattr(seeds, "harvest_study", lambda s, runs, shared: 0)
+    args = SimpleNamespace(studies=["t8-repro", "t8-noise"], runs=tmp_path, lanes=1, shared_cpu=False, again=True)
+    assert seeds.run(args) == 0 and started == [("t8-repro", "new"), ("t8-noise", "new")]
+    command = seeds.study("t8-noise").command(tmp_path, again="new")
+    assert command[command.index("--out") + 1] == str(tmp_path / "t8-noise-again-new")
+    assert command[command.index("--seeds") + 1] == "1" and not any(a.startswith("train.seed=") for a in command)
+    monkeypatch.setattr(seeds, "src_tree", lambda: "new-dirty")
+    assert seeds.run(args) == 2  # a dirty source is no source to pair
+
+    # the again folders' runs supersede the rows of another source, once
+    run = SimpleNamespace(variant="V", seed=0, metric="bleu", valid_metric=13.05, valid_loss=2.0, test_metric=None,
+                          parameters=1, steps=5, steps_per_second=1.0, wall_seconds=1.0)
+    monkeypatch.setattr(seeds, "_records", lambda out: [run])
+    for name in ("t8-repro", "t8-noise"):
+        out = seeds.study(name).again_out(tmp_path, "new")
+        out.mkdir()
+        seeds.append(seeds._launches(out), {"commit": "c1", "src": "new", "command": "study ..."})
+        assert seeds._harvest_folder(seeds.study(name), out, False, again=True) == 1
+        assert seeds._harvest_folder(seeds.study(name), out, False, again=True) == 0  # its own row: harvested
+        assert seeds._harvest_folder(seeds.study(name), tmp_path / name, False) == 0  # a plain folder never does
+    (pair,) = seeds.noise_pairs()
+    assert pair["src_tree"] == "new" and pair["difference"] == pytest.approx(0.0)
