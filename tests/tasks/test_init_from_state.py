@@ -9,6 +9,7 @@ same on every machine: the hashes were taken before the loading code was restruc
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -87,6 +88,18 @@ def test_init_from_hands_the_trainer_the_pretrained_state_bit_for_bit(tmp_path, 
     record = json.loads((tmp_path / "ft" / "init_from.json").read_text())
     assert record == {"init_from": str(pretrained.resolve()), "checkpoint": f"{pretrained.resolve()}/checkpoints/"
                       "step_000001", "step": 1, "loaded_tensors": 17, "newly_initialised": []}
+
+
+def test_overwriting_a_run_that_has_checkpoints_starts_it_from_the_pretrained_run(tmp_path, pretrained,
+                                                                                 caplog) -> None:
+    plain = _finetune(tmp_path, pretrained, "V")
+    train_run(dataclasses.replace(plain, init_from=None), tmp_path / "ft")  # from random weights
+    assert load_run(tmp_path / "ft").checkpoint is not None and not (tmp_path / "ft" / "init_from.json").exists()
+    seen = {}
+    train_run(plain, tmp_path / "ft", overwrite=True,
+              on_trainer=lambda trainer: seen.update(h=_state_hash(trainer.model.state_dict())))
+    assert seen["h"] == HASHES["V"]  # the pretrained state, not the old run's nor a fresh one
+    assert json.loads((tmp_path / "ft" / "init_from.json").read_text())["loaded_tensors"] == 17
 
 
 def test_growing_v_into_r_plus_v_hands_the_trainer_the_same_state_as_before(tmp_path, pretrained, caplog) -> None:

@@ -149,8 +149,9 @@ def _train_owned(run: RunConfig, owner: Run, start: float, *, progress: bool, da
         raise ConfigError(f"init_from: {run.init_from} is this run's own directory; finetune into another --run-dir")
     run = absolute_paths(run)
     resumed = resumed_inputs(owner, run) if owner.resume else None
-    # init_from also when resuming a run that stopped before its first checkpoint: the trainer then starts fresh
-    init_weights = rd.latest_checkpoint() is None
+    # init_from unless the trainer continues a checkpoint: a resumed run that stopped before its first one starts
+    # fresh, and so does an overwritten run (its old checkpoints are deleted when it starts)
+    init_weights = not owner.resume or rd.latest_checkpoint() is None
     # the pretrained run is read once, where its tokenizer or its weights are taken, and handed to both steps
     pretrained = (open_pretrained(run.init_from) if run.init_from is not None
                   and (init_weights or (data is None and resumed is None)) else None)
