@@ -275,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
     for seeds in (1, SEEDS):  # seed 0 of every setting first; each pass's jobs from what is harvested by then
         jobs, done = [], harvested()
         for s in (s for s in SETTINGS if s.family in args.families and (not args.settings or s.name in args.settings)):
-            for kind in KINDS:
+            for kind in (k for k in KINDS if not args.kinds or k in args.kinds):
                 if (s.family, kind) not in rates:
                     print(f"# {s.name} {kind}: no learning rate chosen yet (run --stage lr, then choose)")
                 elif not (seeds == 1 and _base_seed(s)):  # else its seed 0 is the grid's run
@@ -423,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--families", nargs="+", choices=families(), default=families())
     parser.add_argument("--settings", nargs="+", choices=[s.name for s in SETTINGS], default=None,
                         help="train only these settings (default: every setting of the families)")
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=None,
+                        help="seeds stage: train only these kinds (default: every kind)")
     parser.add_argument("--lanes", type=int, default=2, help="studies trained at once (default 2)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
     parser.add_argument("--shared-cpu", action="store_true", help="record that other work shared the CPU")

@@ -143,8 +143,8 @@ def test_the_seeds_stage_trains_seed_0_of_every_setting_before_the_other_seeds(s
                                    "steps": 5})
     started: list = []
     monkeypatch.setattr(study, "_study", lambda j: started.append(j) or 0)
-    args = SimpleNamespace(stage="seeds", families=["mqar"], settings=None, runs=records / "runs", threads=1,
-                           lanes=1, shared_cpu=False)
+    args = SimpleNamespace(stage="seeds", families=["mqar"], settings=None, kinds=None, runs=records / "runs",
+                           threads=1, lanes=1, shared_cpu=False)
     assert study.run(args) == 0
     mqar = [s.name for s in study.SETTINGS if s.family == "mqar"]
     firsts = [(j.out.parent.name, len(j.keys)) for j in started[:len(mqar) - 1]]
@@ -156,6 +156,9 @@ def test_the_seeds_stage_trains_seed_0_of_every_setting_before_the_other_seeds(s
     assert study.run(args) == 0
     assert [(j.out.parent.name, len(j.keys)) for j in started] == [("mqar-64x4", 1), ("mqar-64x4", 3),
                                                                    ("mqar-64x8", 2)]
+    started.clear()
+    args.kinds = ["V"]  # --kinds: R's studies are not started
+    assert study.run(args) == 0 and started == []
 
 
 def test_a_dropped_setting_is_not_trained_and_its_folder_not_harvested(study, records: Path, capsys) -> None:
@@ -172,8 +175,8 @@ def test_a_family_that_borrows_its_rates_has_no_grid_and_trains_its_seeds_from_s
                                    "steps": 5})
     started: list = []
     monkeypatch.setattr(study, "_study", lambda j: started.append(j) or 0)
-    args = SimpleNamespace(stage="lr", families=["mad"], settings=None, runs=records / "runs", threads=1, lanes=1,
-                           shared_cpu=False)
+    args = SimpleNamespace(stage="lr", families=["mad"], settings=None, kinds=None, runs=records / "runs", threads=1,
+                           lanes=1, shared_cpu=False)
     assert study.run(args) == 0 and started == []  # no grid to train
     args.stage = "seeds"
     assert study.run(args) == 0
