@@ -39,8 +39,8 @@ def test_runs_and_choices_of_another_budget_are_history(study, tmp_path: Path, m
     study.append(study.LR_RECORD, {"table": "mixing_lr", "row": "mqar-R", "family": "mqar", "kind": "R", "lr": 3e-3})
     study.append(study.LR_RECORD, {"table": "mixing_lr", "row": "mqar-V", "family": "mqar", "kind": "V", "lr": 1e-3,
                                    "steps": budget})
-    # R's choice carries no budget: made before it was kept (MAD borrows MQAR's current choices only)
-    assert study.chosen_rates() == {("mqar", "V"): 1e-3, ("mad", "V"): 1e-3}
+    # R's choice carries no budget: made before it was kept
+    assert study.chosen_rates() == {("mqar", "V"): 1e-3}
 
 
 def test_harvest_leaves_a_study_folder_of_another_budget(study, tmp_path: Path, monkeypatch, capsys) -> None:

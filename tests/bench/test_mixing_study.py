@@ -134,7 +134,9 @@ def test_choose_takes_the_best_validation_accuracy_and_waits_for_the_whole_grid(
     study.choose(SimpleNamespace(families=["mqar"], runs=records / "runs", shared_cpu=True))
     entries = [json.loads(line) for line in study.LR_RECORD.read_text().splitlines()]
     assert [(e["kind"], e["lr"]) for e in entries] == [("V", 3e-3)]  # ties on accuracy: the lower loss; R waits
-    assert study.chosen_rates() == {("mqar", "V"): 3e-3, ("mad", "V"): 3e-3}  # MAD trains at MQAR's choice
+    assert study.chosen_rates() == {("mqar", "V"): 3e-3}  # MAD has a grid of its own, not trained here
+    grid = study.lr_command("mad", "V", records / "runs", 1)
+    assert "task.generator=mixing:recall" in grid and "train.lr=0.0003,0.001,0.003" in grid
 
 
 def test_the_seeds_stage_trains_seed_0_of_every_setting_before_the_other_seeds(study, records: Path,
@@ -171,6 +173,9 @@ def test_a_dropped_setting_is_not_trained_and_its_folder_not_harvested(study, re
 
 def test_a_family_that_borrows_its_rates_has_no_grid_and_trains_its_seeds_from_seed_0(study, records: Path,
                                                                                      monkeypatch) -> None:
+    # MAD borrowed MQAR's rates at first (it has its own grid now): the lending as it was
+    monkeypatch.setattr(study, "LR_SETTING", {"mqar": "mqar-64x8"})
+    monkeypatch.setattr(study, "RATES_FROM", {"mad": "mqar"})
     study.append(study.LR_RECORD, {"table": "mixing_lr", "row": "mqar-R", "family": "mqar", "kind": "R", "lr": 1e-3,
                                    "steps": 5})
     started: list = []
