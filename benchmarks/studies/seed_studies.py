@@ -4,7 +4,8 @@ column: resumable ``synthformer study`` runs, each finished run recorded in ``be
 The tables of docs/results/*.md whose gaps between kinds are near what their seeds resolve get the seeds the noise
 rule (:mod:`synthformer.stats`) needs to read them: 5 per kind. Each study trains only the seeds its table's record
 lacks (Tiny Shakespeare's study has seeds 0-2, so this one trains 3 and 4 with the same command), and none
-already in the record (a machine without the run folders goes on from the record), so the new runs
+already in the record (a machine without the run folders goes on from the record; of a last seed only its
+unrecorded kinds), so the new runs
 pair by seed with the earlier ones, and the page reads them together only where the code still reproduces the
 earlier runs: the ``repro`` studies re-train an earlier seed 0 at this commit, and the page says how far it lands
 from the earlier number (:func:`reproduction`).
@@ -114,6 +115,20 @@ class SeedStudy:
             todo = todo[1:]
         return todo
 
+    def kinds_to_train(self, runs: Path) -> tuple[str, ...]:
+        """The kinds this study trains: all of ``kinds``, except where one seed is left and the record holds some of
+        its kinds (runs of an earlier sitting whose folders are gone): then only the others. A folder already started
+        keeps the kinds it started with (its ``study.json``), so a resumed study never changes its variants."""
+        todo = self.new_seeds()
+        if self.grid is not None or len(todo) != 1:
+            return self.kinds
+        started = self.out(runs) / "study.json"
+        if started.is_file():
+            names = set(json.loads(started.read_text(encoding="utf-8")).get("kinds", []))
+            return tuple(k for k in self.kinds if k in names) or self.kinds
+        done = latest(RECORD, TABLE)
+        return tuple(k for k in self.kinds if row_key(self.name, k, todo[0]) not in done) or self.kinds
+
     def out(self, runs: Path) -> Path:
         """The study's folder: ``RUNS/<name>``, or ``RUNS/<name>-seed<N>`` when recorded seeds moved its first seed
         to N (a folder's study always keeps the seeds it started with)."""
@@ -129,7 +144,8 @@ class SeedStudy:
         planned seed into :meth:`again_out`."""
         todo = self.planned_seeds() if again else self.new_seeds()
         first = [f"train.seed={todo[0]}"] if todo and todo[0] else []
-        which = [*(["--kinds", ",".join(self.kinds)] if self.kinds else []),
+        kinds = self.kinds if again else self.kinds_to_train(runs)
+        which = [*(["--kinds", ",".join(kinds)] if kinds else []),
                  *(["--grid", self.grid] if self.grid else [])]
         return ["study", self.config, *self.overrides, *first, *which, "--seeds", str(len(todo)),
                 "--out", str(self.again_out(runs, again) if again else self.out(runs)), "--threads", str(threads)]

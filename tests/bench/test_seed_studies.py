@@ -166,3 +166,24 @@ def test_run_again_trains_recorded_seeds_into_its_own_folder_and_its_rows_supers
         assert seeds._harvest_folder(seeds.study(name), tmp_path / name, False) == 0  # a plain folder never does
     (pair,) = seeds.noise_pairs()
     assert pair["src_tree"] == "new" and pair["difference"] == pytest.approx(0.0)
+
+
+def test_the_last_seed_half_recorded_trains_only_its_missing_kinds(seeds, tmp_path: Path) -> None:
+    s = seeds.SeedStudy("x", "configs/c.yaml", (), ("V", "R", "D"), seeds=(0, 1))
+    for kind in ("V", "R", "D"):
+        _row(seeds, "x", kind, 0, 1.0)
+    assert s.kinds_to_train(tmp_path) == ("V", "R", "D")  # nothing of seed 1 yet
+    _row(seeds, "x", "R", 1, 1.0)
+    command = s.command(tmp_path)
+    assert command[command.index("--kinds") + 1] == "V,D" and "train.seed=1" in command
+    assert command[command.index("--out") + 1] == str(tmp_path / "x-seed1")
+    # a folder already started keeps its kinds, so the resumed study's manifest is unchanged
+    (tmp_path / "x-seed1").mkdir()
+    (tmp_path / "x-seed1" / "study.json").write_text(json.dumps({"kinds": ["V", "R", "D"]}), encoding="utf-8")
+    assert s.kinds_to_train(tmp_path) == ("V", "R", "D")
+    # two seeds left: every kind of both (a study's seeds are shared by its kinds)
+    two = seeds.SeedStudy("y", "configs/c.yaml", (), ("V", "R"), seeds=(0, 1))
+    _row(seeds, "y", "V", 0, 1.0)
+    assert two.kinds_to_train(tmp_path) == ("V", "R")
+    # run --again trains every kind
+    assert s.command(tmp_path, again="t")[s.command(tmp_path, again="t").index("--kinds") + 1] == "V,R,D"
