@@ -110,8 +110,17 @@ def test_beating_the_baseline_must_exceed_the_noise_floor_and_one_seed_needs_a_f
     table = table_verdicts(records, ["R is worse than V"], metric="loss", baseline=6.014, noise_floor=0.017)
     assert not table.informative  # V is 0.01 below the unigram model: less than the floor
     lone = [("V", 0, 4.0), ("R", 0, 4.5)]
-    assert not table_verdicts(lone, ["R is worse than V"], metric="loss", baseline=6.0).informative
     assert table_verdicts(lone, ["R is worse than V"], metric="loss", baseline=6.0, noise_floor=0.017).informative
+    # without a floor a one-seed row is not screened: a table of such rows is not called uninformative (that would
+    # say no model beats the baseline, which no record shows: V is 2 nats below it), its claims are one seed
+    unscreened = table_verdicts(lone, ["R is worse than V"], metric="loss", baseline=6.0)
+    assert unscreened.informative and unscreened.verdict("R").text == ONE_SEED
+    assert not any(check.screened for check in unscreened.baseline_checks)
+    assert "not screened (one seed per row, no noise floor)" in unscreened.to_markdown()
+    # a screened row that fails the check decides, whatever a lone row beside it shows
+    mixed = rows("V", [6.01, 6.02, 6.015]) + rows("R", [6.03, 6.02, 6.04]) + [("D", 0, 3.0)]
+    screened = table_verdicts(mixed, ["R is worse than V", "D is worse than V"], metric="loss", baseline=6.0)
+    assert not screened.informative and screened.verdict("R").text == UNINFORMATIVE
 
 
 def test_a_significant_difference_below_the_noise_floor_never_holds():

@@ -12,7 +12,9 @@ comparisons of the table. The verdict of a claim, in this order:
    the baseline when its improvement ``u = ±(value - baseline)`` (sign by the direction) has, over its seeds, a
    one-sided t-test of ``H0: E[u] ≤ floor`` significant at ``α`` (``floor`` the noise floor, 0 without one; no
    Holm here: the check screens the table, it is not one of its claims). A row with one seed has no estimate of
-   its noise: it beats the baseline only when its improvement exceeds a given noise floor, never without one.
+   its noise: it beats the baseline only when its improvement exceeds a given noise floor, and without one it is
+   not screened at all. A table none of whose rows could be screened (every row one seed, no floor) is not called
+   uninformative, which would say what no record shows: its claims go on to rule 2.
 2. ``"one seed: not read"``: the kind and the reference share one seed (no interval, no test).
 3. A **directional claim** ("K is better/worse than REF") is tested two-sided, with the noise floor ``f`` (0 if
    none) as a shifted null: ``p = min(1, 2 · min(P(E[d] > f), P(E[d] < -f)))`` (the ordinary paired t-test when
@@ -142,6 +144,7 @@ class BaselineCheck:
     improvement: float
     lower_bound: float
     beats: bool
+    screened: bool = True  # False: one seed and no noise floor, so the row can neither pass nor fail the check
 
 
 @dataclass(frozen=True)
@@ -197,8 +200,9 @@ class TableVerdicts:
 
     @property
     def informative(self) -> bool:
-        """False when a baseline was given and no row beats it by more than its noise."""
-        return self.baseline is None or any(check.beats for check in self.baseline_checks)
+        """False when a baseline was given, some row could be screened and no row beats it by more than its
+        noise."""
+        return _informative(self.baseline, self.baseline_checks)
 
     def verdict(self, kind: str) -> Verdict:
         """The verdict of ``kind``'s claim."""
@@ -234,8 +238,10 @@ class TableVerdicts:
                          "better/worse claim tests a difference beyond it)")
             if self.baseline is not None:
                 beaten = [b.kind for b in self.baseline_checks if b.beats]
-                note += (f"; trivial baseline {self.baseline:.{self.precision}f}, beaten by "
-                         f"{', '.join(beaten) if beaten else 'no row'}")
+                screened = any(b.screened for b in self.baseline_checks)
+                note += (f"; trivial baseline {self.baseline:.{self.precision}f}, " + (
+                    f"beaten by {', '.join(beaten) if beaten else 'no row'}" if screened
+                    else "not screened (one seed per row, no noise floor)"))
             lines += ["", note + "."]
         return "\n".join(lines)
 
@@ -289,9 +295,14 @@ def _baseline_check(kind: str, values: Mapping[Hashable, float], baseline: float
                     floor: float, has_floor: bool, alpha: float) -> BaselineCheck:
     gains = [sign * (v - baseline) for v in values.values()]
     if len(gains) == 1:
-        return BaselineCheck(kind, 1, gains[0], math.nan, has_floor and gains[0] > floor)
+        return BaselineCheck(kind, 1, gains[0], math.nan, has_floor and gains[0] > floor, screened=has_floor)
     c = summarize_differences(gains, confidence=1 - 2 * alpha, alpha=alpha)  # its low: one-sided 1 - α bound
     return BaselineCheck(kind, c.n, c.mean, c.low, one_sided_p(c, floor, "greater") <= alpha)
+
+
+def _informative(baseline: float | None, checks: Sequence[BaselineCheck]) -> bool:
+    """Rule 1's screen: no baseline, a row that beats it, or no row that could be screened."""
+    return baseline is None or any(ch.beats for ch in checks) or not any(ch.screened for ch in checks)
 
 
 def _directional_p(c: PairedComparison, floor: float) -> float:
@@ -386,7 +397,7 @@ def table_verdicts(records: Iterable[Record | Mapping[str, Any] | tuple[str, Has
     if baseline is not None:
         checks = tuple(_baseline_check(kind, seeds, float(baseline), sign, floor, noise_floor is not None, alpha)
                        for kind, seeds in values.items())
-    informative = baseline is None or any(ch.beats for ch in checks)
+    informative = _informative(baseline, checks)
     comparisons = [paired_comparison(values[c.kind], values[reference], confidence=confidence, interval=interval,
                                      alpha=alpha, power=power, n_resamples=n_resamples,
                                      bootstrap_seed=bootstrap_seed, kind_name=c.kind, reference_name=reference)
