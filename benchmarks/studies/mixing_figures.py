@@ -3,7 +3,11 @@ against the number of pairs (at width 128) and against the width (at 8 pairs), m
 
     python benchmarks/studies/mixing_figures.py  # writes docs/figures/mixing-pairs.png and mixing-width.png
 
-A kind with no recorded point on an axis is left out of that figure; an axis with no point at all is not drawn.
+A kind with no recorded point on an axis is left out of that figure; an axis with fewer than two recorded points
+(settings) is not drawn: one point is not a trend. Each kind has its own colour (tab20: eleven kinds outnumber the
+default cycle of ten), the kinds with a dot product solid lines, the others dashed; the dotted black line is the
+guess ``1 / pairs`` that a mixer reading the values but not comparing the query with the keys reaches. The
+interval bars are clipped to [0, 1] (an interval of 3 seeds can reach past what an accuracy can be).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from records import ROOT, latest  # noqa: E402
 from studies import mixing_study as study  # noqa: E402 - settings and kinds
 
 FIGURES = ROOT / "docs" / "figures"
-#: axis name -> (x label, [(x value, setting name)])
+#: axis name -> (x label, [(x value, setting name)]); the number of pairs of each setting is ``PAIRS``
+PAIRS = {"mqar-64x2": 2, "mqar-64x4": 4, "mqar-64x8": 8, "mqar-64x8-d32": 8, "mqar-64x8-d64": 8}
 AXES: dict[str, tuple[str, list[tuple[int, str]]]] = {
     "pairs": ("key-value pairs (64 tokens, width 128)", [(2, "mqar-64x2"), (4, "mqar-64x4"), (8, "mqar-64x8")]),
     "width": ("model width (64 tokens, 8 pairs)", [(32, "mqar-64x8-d32"), (64, "mqar-64x8-d64"),
@@ -26,41 +31,52 @@ AXES: dict[str, tuple[str, list[tuple[int, str]]]] = {
 }
 
 
+def series(axis: str) -> dict[str, list[tuple[int, float, float, float]]]:
+    """Per kind, its recorded points on ``axis``: (x, mean, low, high) of the test answer accuracy over the seeds,
+    the interval clipped to [0, 1] (low = high = mean with one seed)."""
+    found = latest(study.RECORD, study.TABLE)
+    out: dict[str, list[tuple[int, float, float, float]]] = {}
+    for kind in study.KINDS:
+        for x, name in AXES[axis][1]:
+            entry = found.get(f"{name}-{kind}")
+            values = [float(v) for v in (entry or {}).get("test", []) if v is not None]
+            if values:
+                mean, half = interval(values)
+                half = 0.0 if half != half else half  # nan (one seed): no bar
+                out.setdefault(kind, []).append((x, mean, max(0.0, mean - half), min(1.0, mean + half)))
+    return out
+
+
 def draw(axis: str, out: Path) -> bool:
-    """Draw one axis's figure into ``out``; False when no point is recorded on it."""
+    """Draw one axis's figure into ``out``; False when fewer than two of its settings have a recorded point."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    found = latest(study.RECORD, study.TABLE)
     label, points = AXES[axis]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    drawn = False
-    for kind in study.KINDS:
-        xs, means, halves = [], [], []
-        for x, name in points:
-            entry = found.get(f"{name}-{kind}")
-            values = [float(v) for v in (entry or {}).get("test", []) if v is not None]
-            if values:
-                mean, half = interval(values)
-                xs.append(x)
-                means.append(mean)
-                halves.append(0.0 if half != half else half)  # nan (one seed): no bar
-        if xs:
-            ax.errorbar(xs, means, yerr=halves, marker="o", capsize=3, label=kind,
-                        linestyle="-" if "V" in kind.split("+") else "--")
-            drawn = True
-    if not drawn:
-        plt.close(fig)
+    found = series(axis)
+    if len({x for kind_points in found.values() for x, *_ in kind_points}) < 2:
         return False
+    fig, ax = plt.subplots(figsize=(8.0, 4.2))
+    colours = plt.get_cmap("tab20").colors
+    for i, kind in enumerate(study.KINDS):
+        if kind not in found:
+            continue
+        xs, means, lows, highs = (list(column) for column in zip(*found[kind], strict=True))
+        ax.errorbar(xs, means, yerr=[[m - lo for m, lo in zip(means, lows, strict=True)],
+                                     [hi - m for m, hi in zip(means, highs, strict=True)]],
+                    marker="o", capsize=3, label=kind, color=colours[(2 * i) % 20 + (2 * i) // 20],
+                    linestyle="-" if "V" in kind.split("+") else "--")
+    guess = [1 / PAIRS[name] for _, name in points]
+    ax.plot([x for x, _ in points], guess, "k:", label="1 / pairs (a context value at random)")
     ax.set_xscale("log", base=2)
     ax.set_xticks([x for x, _ in points], [str(x) for x, _ in points])
     ax.set_xlabel(label)
     ax.set_ylabel("test answer accuracy")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(f"MQAR: accuracy against the {'number of pairs' if axis == 'pairs' else axis}")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: no point hidden
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
@@ -71,7 +87,8 @@ def draw(axis: str, out: Path) -> bool:
 def main() -> int:
     for axis in AXES:
         out = FIGURES / f"mixing-{axis}.png"
-        print(f"# {out.relative_to(ROOT)}: " + ("written" if draw(axis, out) else "no recorded point yet"))
+        drawn = draw(axis, out)
+        print(f"# {out.relative_to(ROOT)}: " + ("written" if drawn else "fewer than two settings recorded: not drawn"))
     return 0
 
 

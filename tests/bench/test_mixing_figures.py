@@ -1,0 +1,46 @@
+"""benchmarks/studies/mixing_figures.py: the points come from the record (mean and 95% interval over the seeds,
+clipped to what an accuracy can be), an axis with fewer than two recorded settings is not drawn, and a drawn one is
+a PNG."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .scripts import load_script
+
+
+@pytest.fixture
+def figures(monkeypatch, tmp_path: Path):
+    module = load_script("studies/mixing_figures", monkeypatch)
+    monkeypatch.setattr(module.study, "RECORD", tmp_path / "mixing.jsonl")
+    return module
+
+
+def _entry(figures, setting: str, kind: str, test: list[float]) -> None:
+    row = {"table": figures.study.TABLE, "row": f"{setting}-{kind}", "test": test, "valid": test,
+           "seeds": list(range(len(test)))}
+    with open(figures.study.RECORD, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def test_points_are_the_seeds_mean_and_interval_clipped_to_zero_and_one(figures) -> None:
+    _entry(figures, "mqar-64x4", "R+V", [1.0, 1.0, 0.02])  # an interval of 3 seeds reaching past 0 and 1
+    _entry(figures, "mqar-64x8", "R+V", [0.5])
+    _entry(figures, "mqar-64x8", "V", [1.0, 1.0, 1.0])
+    points = figures.series("pairs")
+    (x4, mean4, low4, high4), (x8, mean8, low8, high8) = points["R+V"]
+    assert (x4, x8) == (4, 8) and mean4 == pytest.approx(0.6733333) and (low4, high4) == (0.0, 1.0)
+    assert mean8 == low8 == high8 == 0.5  # one seed: no bar
+    assert points["V"] == [(8, 1.0, 1.0, 1.0)] and "R" not in points
+    assert figures.series("width") == {"V": [(128, 1.0, 1.0, 1.0)], "R+V": [(128, 0.5, 0.5, 0.5)]}
+
+
+def test_an_axis_with_fewer_than_two_settings_is_not_drawn(figures, tmp_path: Path) -> None:
+    _entry(figures, "mqar-64x8", "V", [1.0, 1.0])
+    assert not figures.draw("width", tmp_path / "width.png") and not (tmp_path / "width.png").exists()
+    _entry(figures, "mqar-64x8-d32", "R", [0.1, 0.12])
+    assert figures.draw("width", tmp_path / "width.png")
+    assert (tmp_path / "width.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
