@@ -37,6 +37,7 @@ ROWS = {
     "Long Range Arena": ["lra-verdicts"],
     "Summarization and dialogue": ["table3-verdicts"],
     "Cross-segment matching probes": ["probe-pair-verdicts", "probe-control-verdicts"],
+    "Token-mixing benchmarks": ["mixing-mqar-verdicts", "mixing-mad-verdicts"],
 }
 
 OUTCOMES = ("one seed: not read", "within noise", "holds", "reversed", "uninformative")
