@@ -19,7 +19,7 @@ or environment settings): the process runs as a user runs it.
     python benchmarks/speed/mixing_speed.py                                  # MQAR's config, recorded
     python benchmarks/speed/mixing_speed.py --config configs/mixing_mad.yaml # MAD's (in-context recall)
     python benchmarks/speed/mixing_speed.py --setting selective_copy         # a setting of the study, its overrides
-    python benchmarks/speed/mixing_speed.py --smoke                          # 2 rounds of 1 step: printed only
+    python benchmarks/speed/mixing_speed.py --smoke --kinds V,R,D            # 2 rounds of 1 step: printed only
 
 One JSON line per kind is appended to ``benchmarks/results/mixing_speed.jsonl`` (``--record FILE``; ``--smoke``
 records only with ``--record``) with the metadata of ``records.py``; ``doc_tables/mixing.py`` builds the page's
@@ -197,8 +197,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--config", default=None, help=f"the run config (default {DEFAULT_CONFIG})")
     p.add_argument("--setting", choices=[s.name for s in study.SETTINGS], default=None,
                    help="a setting of the study instead: its config and overrides (e.g. mqar-64x8, selective_copy)")
-    p.add_argument("--kinds", nargs="+", default=None,
-                   help=f"default: every kind of the study ({' '.join(KINDS)}); V is always measured: the unit")
+    p.add_argument("--kinds", default=None, help=f"comma-separated, as `synthformer study` takes them (default: "
+                   f"every kind of the study, {','.join(KINDS)}); V is always measured: the unit")
     p.add_argument("--rounds", type=int, default=None, help=f"rounds, every kind once in each (default "
                    f"{FULL['rounds']}; the spread is over them)")
     p.add_argument("--warmup", type=int, default=None, help=f"untimed steps before each sample (default "
@@ -223,7 +223,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for name, least in (("rounds", 1), ("steps", 1), ("warmup", 0), ("threads", 1)):
         if getattr(args, name) < least:
             p.error(f"--{name} must be at least {least}")
-    args.kinds = ["V", *[k for k in dict.fromkeys(args.kinds or KINDS) if k != "V"]]
+    given = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else list(KINDS)
+    args.kinds = ["V", *[k for k in dict.fromkeys(given) if k != "V"]]
     if args.record is None and not args.smoke:
         args.record = RECORD
     if args.no_record:
@@ -232,9 +233,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace, command: str) -> dict[str, dict[str, Any]]:
-    """Measure every kind of ``args`` (see the module docstring), print the table, append one entry per kind."""
-    started, load_start = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), load()
+    """Measure every kind of ``args`` (see the module docstring), print the table, append one entry per kind; at
+    ``--threads`` torch threads, the process's own count restored after (a caller in this process keeps its own)."""
+    previous = torch.get_num_threads()
     torch.set_num_threads(args.threads)
+    try:
+        return _run(args, command)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run(args: argparse.Namespace, command: str) -> dict[str, dict[str, Any]]:
+    started, load_start = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"), load()
     label, config, overrides = setting_of(args)
     trainees, batch = build(config, overrides, args.kinds)
     work = Workload(label, config, overrides, batch)
@@ -259,9 +269,15 @@ def run(args: argparse.Namespace, command: str) -> dict[str, dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from synthformer.common import ConfigError
+
     args = parse_args(argv)
     command = "python " + shlex.join(["benchmarks/speed/mixing_speed.py", *(sys.argv[1:] if argv is None else argv)])
-    run(args, command)
+    try:
+        run(args, command)
+    except (ConfigError, FileNotFoundError) as err:  # a bad config, override or kind: one line, nothing recorded
+        print(f"mixing_speed.py: error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 
