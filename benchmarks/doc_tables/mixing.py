@@ -2,7 +2,8 @@
 (``benchmarks/studies/mixing_study.py record`` / ``choose``): accuracy per kind and setting with its 95% interval over
 the seeds and the trivial baselines beside it, the verdicts against V by the project's noise rule
 (:func:`synthformer.stats.table_verdicts`: paired differences, Holm across the kinds of one setting), the learning
-rate each kind was given, and each kind's training speed.
+rate each kind was given, and each kind's training speed: as the study's runs saw it, and measured on a quiet machine
+(``benchmarks/results/mixing_speed.jsonl``, ``benchmarks/speed/mixing_speed.py``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: rec
 from records import RESULTS, ROOT, latest, provenance, read_entries  # noqa: E402
 from studies import mixing_study as study  # noqa: E402 - the sibling script: settings and kinds live there
 
+from doc_tables.bench import markdown, note  # noqa: E402 - the benchmark tables' Markdown and provenance line
+
 CALIBRATION = RESULTS / "mixing_calibration.jsonl"
 MIXTURE = RESULTS / "mixing_mixture.jsonl"
+SPEED_TABLE = "mixing_speed"
+SPEED_COMMAND = "python benchmarks/speed/mixing_speed.py"
 
 #: What each kind is claimed to do against V (the expected shape, tested and not assumed): kinds without
 #: query-key interaction are worse at recall; the mixtures keep V's dot product and match it within 0.05.
@@ -219,3 +224,50 @@ def calibration_table() -> str:
                      f"{st['batch_size']} | {st['steps']} | {points}{stopped} | "
                      f"{e['best_accuracy']:.3f} |")
     return "\n".join(lines) + "\n\n" + provenance(list(found.values()), _record_name(CALIBRATION))
+
+
+def newest_speed_runs(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Setting -> the entries of its newest run in ``path`` (``speed/mixing_speed.py``'s record; runs are named by
+    their start time, so the newest sorts last), a ``--smoke`` run only while the setting has no full one; the
+    entries in the study's order of the kinds."""
+    runs: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for e in read_entries(path):
+        if e.get("table") == SPEED_TABLE and {"run", "setting", "kind"} <= e.keys():
+            runs.setdefault(str(e["setting"]), {}).setdefault(str(e["run"]), {})[str(e["kind"])] = e
+    newest = {}
+    for setting, by_run in runs.items():
+        full = [name for name, rows in by_run.items() if not any(e.get("smoke") for e in rows.values())]
+        rows = by_run[max(full or by_run)]
+        order = [k for k in study.KINDS if k in rows] + [k for k in rows if k not in study.KINDS]
+        newest[setting] = [rows[k] for k in order]
+    return newest
+
+
+def quiet_speed_table() -> str:
+    """Training steps/s per kind measured in one run of interleaved rounds (``speed/mixing_speed.py``) and the speed
+    relative to V in the same run, with the smallest and largest per-round ratio; per setting its newest run."""
+    path = RESULTS / f"{SPEED_TABLE}.jsonl"
+    record = _record_name(path)
+    found = newest_speed_runs(path)
+    if not found:
+        return f"(no recorded row yet: `{SPEED_COMMAND}`)"
+    kinds = list(dict.fromkeys(e["kind"] for entries in found.values() for e in entries))
+    cells = {(s, e["kind"]): e for s, entries in found.items() for e in entries}
+    header = ["kind", *(h for s in found for h in (f"`{s}` steps/s", "× V (rounds' min-max)"))]
+    body = []
+    for kind in kinds:
+        row = [kind]
+        for s in found:
+            e = cells.get((s, kind))
+            row += (["—", "—"] if e is None else
+                    [f"{e['steps_per_second']:.1f}",
+                     f"{e['speed_vs_V']:.2f} ({e['speed_vs_V_min']:.2f}-{e['speed_vs_V_max']:.2f})"])
+        body.append(row)
+    notes = []
+    for s, entries in found.items():
+        first = entries[0]
+        smoke = "a --smoke run, " if first.get("smoke") else ""
+        notes.append(f"`{s}`: {smoke}{first['rounds']} rounds, every kind once a round in an order rotated each "
+                     f"round, each sample the median of {first['steps']} training step(s) after {first['warmup']} "
+                     f"untimed; batch {first['batch_size']} x {first['length']} tokens. " + note(first, record))
+    return "\n\n".join([markdown(header, body), *notes])

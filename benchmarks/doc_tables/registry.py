@@ -210,6 +210,7 @@ BUILDERS: dict[str, Callable[[], str]] = {
     "mixing-mqar-first-grid": mixing.earlier_grid_table,
     "mixing-mixture-check": mixing.mixture_check_table,
     "mixing-speed": mixing.speed_table,
+    "mixing-speed-quiet": mixing.quiet_speed_table,
     # the verdicts by the noise rule, each claim of the paper read from the records
     "compare-verdicts": verdicts.compare_verdicts,
     "compare-steps": verdicts.compare_steps,
