@@ -41,13 +41,19 @@ def variant_comparisons(root: Path, variant_names: set[str], allowed: str = VARI
     """``path:line: expression`` for each comparison (``==``, ``!=``, ``in``, ``not in``, ``is``) outside the
     ``allowed`` module in which one operand is a name or attribute called ``variant``, or a string constant that is
     one of ``variant_names`` (alone or in a tuple, list or set) unless another operand is a :data:`SAME_SPELLING`
-    setting."""
+    setting; and each dict display that maps the key ``"variant"`` to such a name (the settings a check requires,
+    compared one by one: the comparison with the name happens through the dict)."""
     found = []
     for module, path in module_names(root).items():
         if module == allowed:
             continue
         other_meaning = any(module == p or module.startswith(p + ".") for p in OTHER_VARIANTS)
         for node in ast.walk(parse_module(path)):
+            if isinstance(node, ast.Dict) and not other_meaning:
+                if any(isinstance(k, ast.Constant) and k.value == "variant" and _strings(v) & variant_names
+                       for k, v in zip(node.keys, node.values, strict=True)):
+                    found.append(f"{path.relative_to(root.parent).as_posix()}:{node.lineno}: {ast.unparse(node)}")
+                continue
             if not isinstance(node, ast.Compare):
                 continue
             operands = [node.left, *node.comparators]
@@ -81,10 +87,12 @@ def test_the_scan_finds_planted_comparisons_and_spares_the_variants_module(tmp_p
             "    return config.norm == 'pre'\n"  # not a variant: spared
         ),
         "hf/convert.py": "def f(model_type):\n    return model_type not in ('t5', 'mt5')\n",  # HF's name: spared
+        "hf/check.py": "NEEDS = {'variant': 't5', 'norm': 'pre'}\nOTHER = {'variant_count': 't5'}\n",
         "study/curves.py": "def f(r, v):\n    return r.variant == v.name or r.variant == 't5'\n",
     })
     found = variant_comparisons(root, {"transformer", "t5"}, allowed="synthformer.models.variants")
     assert found == [
+        "synthformer/hf/check.py:1: {'variant': 't5', 'norm': 'pre'}",  # checked through a dict
         "synthformer/models/stacks.py:2: getattr(config, 'variant', 'x') != 't5'",
         "synthformer/models/stacks.py:3: variant in ('transformer', 'other')",
         "synthformer/models/stacks.py:4: config.variant is None",

@@ -134,6 +134,13 @@ def test_a_synthformer_model_transformers_cannot_hold_is_refused():
         to_t5(model)
 
 
+def test_a_model_of_another_variant_is_refused_by_its_parts():
+    model, config = from_t5(hf_t5(), max_len=32)
+    model.config = type(config).from_dict({**config.to_dict(), "variant": "transformer"})
+    with pytest.raises(ConfigError, match="^variant='transformer': a Hugging Face T5 model needs variant='t5'$"):
+        to_t5(model)
+
+
 def test_a_model_with_a_head_dim_exports_it_as_d_kv():
     """``head_dim`` is T5's ``d_kv``: a synthformer T5 of 4 heads of 16 over d_model 32 becomes a T5 with d_kv 16
     that computes the same logits (synthformer's ``n_heads * head_dim != d_model`` reaches transformers)."""

@@ -35,7 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from synthformer.common import ConfigError
-from synthformer.models import T5_NORM_EPS, Seq2SeqConfig, Seq2SeqTransformer, build_model
+from synthformer.models import T5_NORM_EPS, T5_VARIANT, Seq2SeqConfig, Seq2SeqTransformer, build_model, get_variant
 
 __all__ = ["check_t5_config", "config_from_t5", "from_t5", "hf_state_from_synthformer", "synthformer_state_from_hf",
            "to_t5", "t5_config_from"]
@@ -109,7 +109,7 @@ def config_from_t5(hf_config: Any, *, tied: bool = True, max_len: int = 512) -> 
         pad_id=pad,
         bos_id=start if start is not None else pad,  # T5 starts decoding with the padding token
         eos_id=eos if eos is not None else 1,
-        variant="t5",
+        variant=T5_VARIANT.name,
         position_bias="t5",
         relative_attention_num_buckets=hf_config.relative_attention_num_buckets,
         relative_attention_max_distance=hf_config.relative_attention_max_distance,
@@ -122,7 +122,9 @@ def t5_config_from(config: Seq2SeqConfig) -> Any:
     """The ``transformers.T5Config`` of a synthformer T5 config; :class:`ConfigError` for one T5 cannot hold."""
     from transformers import T5Config
 
-    needs = {"variant": "t5", "position_bias": "t5", "encoder_kind": "V", "decoder_kind": "V", "cross_kind": "V",
+    if get_variant(config.variant) is not T5_VARIANT:  # the variant's parts, not its name, decide
+        raise ConfigError(f"variant={config.variant!r}: a Hugging Face T5 model needs variant={T5_VARIANT.name!r}")
+    needs = {"position_bias": "t5", "encoder_kind": "V", "decoder_kind": "V", "cross_kind": "V",
              "tgt_vocab_size": None, "kind_options": {}, "encoder_kind_options": None, "decoder_kind_options": None}
     for name, value in needs.items():
         if getattr(config, name) not in (value, {} if value is None else value):

@@ -13,6 +13,7 @@ Example::
 
 # isort: off
 # Importing the built-in variants registers them, before any config is checked against them.
+from .variants import T5 as T5_VARIANT  # T5's parts: what a Hugging Face T5 conversion requires
 from .variants import parts_of
 # Importing the architecture modules registers them (the order of list_archs()).
 from .lm import LMConfig, TransformerLM, build_lm
@@ -64,5 +65,5 @@ __all__ = [
     "classification_loss", "config_class", "get_preset", "get_variant", "list_archs", "list_presets",
     "list_variants", "num_parameters", "parts_of", "plain_positions", "pool", "positions_from_padding",
     "register_arch", "register_variant", "select_batch", "token_cross_entropy", "unregister_arch",
-    "unregister_variant", "T5_NORM_EPS", "choice", "is_int", "sinusoidal_table",
+    "unregister_variant", "T5_NORM_EPS", "T5_VARIANT", "choice", "is_int", "sinusoidal_table",
 ]
