@@ -71,7 +71,8 @@ def cpu_use(entry: dict[str, Any]) -> str:
 def note(entry: dict[str, Any], record: str) -> str:
     """The provenance line under a benchmark table; a shared or busy CPU is said plainly."""
     return (f"Record: `{record}` ({entry.get('date')}; commit {entry.get('commit')}; {entry.get('machine')}; torch "
-            f"{entry.get('torch')}; {entry.get('threads')} threads; {cpu_use(entry)}; `{entry.get('command')}`).")
+            f"{entry.get('torch')}; {entry.get('threads')} thread{'' if entry.get('threads') == 1 else 's'}; "
+            f"{cpu_use(entry)}; `{entry.get('command')}`).")
 
 
 #: What writes every ``bench_*.jsonl`` record but the LRA ones (``benchmarks/speed/measure_all.sh``'s steps)
