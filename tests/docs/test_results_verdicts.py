@@ -28,6 +28,7 @@ VERDICT_BUILDERS = {name: build for name, build in BUILDERS.items() if name.ends
 ROWS = {
     "`synthformer compare`": ["compare-verdicts"],
     "Tiny Shakespeare": ["study-shk-verdicts"],
+    "Multi30k English to German": ["table2-translation-verdicts"],
     "Multi30k, the appendix variants": ["study-t8-verdicts"],
     "Multi30k, R with 2 to 32 heads": ["study-t9-verdicts"],
     "IMDb": ["imdb-verdicts"],
