@@ -8,6 +8,7 @@ status, the machine. Run it with nothing else on the machine: the README quotes 
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -31,7 +32,9 @@ def counts(output: str) -> dict[str, int]:
             for n, word in SUMMARY.findall(lines[-1])}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    # no options: the parser is there so that --help (or a stray argument) explains instead of starting the suite
+    argparse.ArgumentParser(prog="suite_time.py", description=__doc__.split("\n\n")[0]).parse_args(argv)
     load_before = load()
     start = time.perf_counter()
     done = subprocess.run(COMMAND, cwd=ROOT, capture_output=True, text=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .scripts import load_script
 
 
@@ -28,3 +30,12 @@ def test_the_fact_is_the_newest_timing(tmp_path: Path, monkeypatch) -> None:
         with open(record, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(facts_line) + "\n")
     assert "| suite | 171 | 2.9 | 5300 | m | d |" in facts.suite_time()
+
+
+def test_help_or_a_stray_argument_explains_and_starts_no_suite(monkeypatch, capsys) -> None:
+    timing = load_script("speed/suite_time", monkeypatch)
+    monkeypatch.setattr(timing.subprocess, "run", lambda *a, **k: pytest.fail("the suite was started"))
+    for argv in (["--help"], ["--bogus"]):
+        with pytest.raises(SystemExit):
+            timing.main(argv)
+    assert "usage: suite_time.py" in capsys.readouterr().out
