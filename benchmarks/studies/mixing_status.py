@@ -57,9 +57,8 @@ def progress() -> list[Progress]:
                               f"no rate chosen for {', '.join(unchosen)}" if unchosen else "every rate chosen"))
     for s in study.SETTINGS:
         runs = [e for e in done if e["setting"] == s.name]
-        have = sum(1 for kind in study.KINDS for seed in range(study.SEEDS)
-                   if (kind, seed) in {(e["kind"], int(e["seed"])) for e in runs
-                                       if chosen.get((s.family, e["kind"])) == float(e["lr"])})
+        at_rate = {(e["kind"], int(e["seed"])) for e in runs if chosen.get((s.family, e["kind"])) == float(e["lr"])}
+        have = sum((kind, seed) in at_rate for kind in study.KINDS for seed in range(study.SEEDS))
         wall = _median_wall(runs) if runs else _median_wall([e for e in done if e["family"] == s.family])
         planned = len(study.KINDS) * study.SEEDS
         lines.append(Progress(s.name, have, planned, (planned - have) * wall))
