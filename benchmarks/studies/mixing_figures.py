@@ -3,6 +3,8 @@ against the number of pairs (at width 128) and against the width (at 8 pairs), m
 
     python benchmarks/studies/mixing_figures.py  # writes docs/figures/mixing-pairs.png and mixing-width.png
 
+Beside each figure, ``mixing-<axis>.json`` holds the points it draws, which a test keeps equal to the record.
+
 A kind with no recorded point on an axis is left out of that figure; an axis with fewer than two recorded points
 (settings) is not drawn: one point is not a trend. Each kind has its own colour (tab20: eleven kinds outnumber the
 default cycle of ten), the kinds with a dot product solid lines, the others dashed; the dotted black line is the
@@ -12,6 +14,7 @@ interval bars are clipped to [0, 1] (an interval of 3 seeds can reach past what 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -22,8 +25,7 @@ from records import ROOT, latest  # noqa: E402
 from studies import mixing_study as study  # noqa: E402 - settings and kinds
 
 FIGURES = ROOT / "docs" / "figures"
-#: axis name -> (x label, [(x value, setting name)]); the number of pairs of each setting is ``PAIRS``
-PAIRS = {"mqar-64x2": 2, "mqar-64x4": 4, "mqar-64x8": 8, "mqar-64x8-d32": 8, "mqar-64x8-d64": 8}
+#: axis name -> (x label, [(x value, setting name)]); each setting's number of pairs is its own override's
 AXES: dict[str, tuple[str, list[tuple[int, str]]]] = {
     "pairs": ("key-value pairs (64 tokens, width 128)", [(2, "mqar-64x2"), (4, "mqar-64x4"), (8, "mqar-64x8")]),
     "width": ("model width (64 tokens, 8 pairs)", [(32, "mqar-64x8-d32"), (64, "mqar-64x8-d64"),
@@ -68,7 +70,7 @@ def draw(axis: str, out: Path) -> bool:
                                      [hi - m for m, hi in zip(means, highs, strict=True)]],
                     marker="o", capsize=3, label=kind, color=colours[(2 * i) % 20 + (2 * i) // 20],
                     linestyle="-" if "V" in kind.split("+") else "--")
-    guess = [1 / PAIRS[name] for _, name in points]
+    guess = [1 / int(study.setting(name).option("task.generator_options.num_pairs")) for _, name in points]
     ax.plot([x for x, _ in points], guess, "k:", label="1 / pairs (a context value at random)")
     ax.set_xscale("log", base=2)
     ax.set_xticks([x for x, _ in points], [str(x) for x, _ in points])
@@ -81,7 +83,17 @@ def draw(axis: str, out: Path) -> bool:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     plt.close(fig)
+    out.with_suffix(".json").write_text(json.dumps(plotted(axis)) + "\n", encoding="utf-8")
     return True
+
+
+def plotted(axis: str) -> dict[str, object]:
+    """What the figure of ``axis`` draws, as its JSON sidecar (``mixing-<axis>.json``) holds it: the points per kind
+    (x, mean, low, high, rounded to 6 digits). tests/docs/test_mixing_figures_current.py compares the committed
+    sidecar with the record, so a figure left behind by a newer record fails the suite."""
+    points = {kind: [[x, *(round(v, 6) for v in rest)] for x, *rest in found] for kind, found in series(axis).items()}
+    record = study.RECORD.relative_to(ROOT) if study.RECORD.is_relative_to(ROOT) else study.RECORD
+    return {"axis": axis, "record": str(record), "points": points}
 
 
 def main() -> int:

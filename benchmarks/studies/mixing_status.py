@@ -43,7 +43,8 @@ def _median_wall(entries: list[dict]) -> float:
 
 def progress() -> list[Progress]:
     """The grid of every family with a grid, then every setting's seeds, in :data:`study.SETTINGS` order."""
-    done = list(study.harvested().values())
+    by_key = study.harvested()
+    done = list(by_key.values())
     chosen = study.chosen_rates()
     lines = []
     for family, grid_setting in study.LR_SETTING.items():
@@ -57,8 +58,8 @@ def progress() -> list[Progress]:
                               f"no rate chosen for {', '.join(unchosen)}" if unchosen else "every rate chosen"))
     for s in study.SETTINGS:
         runs = [e for e in done if e["setting"] == s.name]
-        at_rate = {(e["kind"], int(e["seed"])) for e in runs if chosen.get((s.family, e["kind"])) == float(e["lr"])}
-        have = sum((kind, seed) in at_rate for kind in study.KINDS for seed in range(study.SEEDS))
+        have = sum(len(study.seeds_at_rate(s, kind, chosen[(s.family, kind)], by_key))
+                   for kind in study.KINDS if (s.family, kind) in chosen)
         wall = _median_wall(runs) if runs else _median_wall([e for e in done if e["family"] == s.family])
         planned = len(study.KINDS) * study.SEEDS
         lines.append(Progress(s.name, have, planned, (planned - have) * wall))

@@ -70,10 +70,19 @@ class Setting:
         """The training budget in steps: the config's ``train.steps`` (an override wins). A harvested run counts for
         this setting only if it trained this many steps, so the rows of an earlier budget stay in the record as
         history (the page's first MQAR grid) without being chosen from or tabled as current."""
-        for o in self.overrides:
-            if o.startswith("train.steps="):
-                return int(o.split("=", 1)[1])
+        steps = self.option("train.steps")
+        if steps is not None:
+            return int(steps)
         return int(yaml.safe_load((ROOT / self.config).read_text(encoding="utf-8"))["train"]["steps"])
+
+    def option(self, key: str) -> str | None:
+        """The value this setting's overrides give ``key`` (e.g. ``task.generator_options.num_pairs``), else None
+        (the config's own value holds)."""
+        for o in self.overrides:
+            name, _, value = o.partition("=")
+            if name == key:
+                return value
+        return None
 
 
 def _mqar(seq_len: int, pairs: int, width: int = 128) -> Setting:
@@ -150,6 +159,12 @@ def first_seed(s: Setting, kind: str, lr: float, done: dict[str, dict[str, Any]]
     while run_key(s.name, kind, lr, first) in done:
         first += 1
     return first
+
+
+def seeds_at_rate(s: Setting, kind: str, lr: float, done: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The harvested runs (``done``) of (setting, kind) at rate ``lr``, in seed order, of seeds 0 to SEEDS - 1:
+    what ``record`` tables and ``mixing_status.py`` counts."""
+    return [e for seed in range(SEEDS) if (e := done.get(run_key(s.name, kind, lr, seed)))]
 
 
 def seeds_command(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int,
@@ -397,7 +412,7 @@ def record(args: argparse.Namespace) -> int:
             if (s.family, kind) not in rates:
                 continue
             lr = rates[(s.family, kind)]
-            found = [e for seed in range(SEEDS) if (e := done.get(run_key(s.name, kind, lr, seed)))]
+            found = seeds_at_rate(s, kind, lr, done)
             if not found:
                 continue
             trivial = trivial_of.setdefault(s.name, baselines(s))
