@@ -58,7 +58,7 @@ def draw(axis: str, out: Path) -> bool:
 
     label, points = AXES[axis]
     found = series(axis)
-    if len({x for kind_points in found.values() for x, *_ in kind_points}) < 2:
+    if not drawable(found):
         return False
     fig, ax = plt.subplots(figsize=(8.0, 4.2))
     colours = plt.get_cmap("tab20").colors
@@ -83,15 +83,23 @@ def draw(axis: str, out: Path) -> bool:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     plt.close(fig)
-    out.with_suffix(".json").write_text(json.dumps(plotted(axis)) + "\n", encoding="utf-8")
+    out.with_suffix(".json").write_text(json.dumps(plotted(axis, found)) + "\n", encoding="utf-8")
     return True
 
 
-def plotted(axis: str) -> dict[str, object]:
+def drawable(found: dict[str, list[tuple[int, float, float, float]]]) -> bool:
+    """Whether ``found`` (:func:`series` of an axis) has points at two settings or more: one point is not a trend."""
+    return len({x for kind_points in found.values() for x, *_ in kind_points}) >= 2
+
+
+def plotted(axis: str, found: dict[str, list[tuple[int, float, float, float]]] | None = None) -> dict[str, object]:
     """What the figure of ``axis`` draws, as its JSON sidecar (``mixing-<axis>.json``) holds it: the points per kind
-    (x, mean, low, high, rounded to 6 digits). tests/docs/test_mixing_figures_current.py compares the committed
-    sidecar with the record, so a figure left behind by a newer record fails the suite."""
-    points = {kind: [[x, *(round(v, 6) for v in rest)] for x, *rest in found] for kind, found in series(axis).items()}
+    (x, mean, low, high, rounded to 6 digits) of ``found`` (default: :func:`series` read from the record now).
+    tests/docs/test_mixing_figures_current.py compares the committed sidecar with the record, so a figure left
+    behind by a newer record fails the suite."""
+    found = series(axis) if found is None else found
+    points = {kind: [[x, *(round(v, 6) for v in rest)] for x, *rest in kind_points]
+              for kind, kind_points in found.items()}
     record = study.RECORD.relative_to(ROOT) if study.RECORD.is_relative_to(ROOT) else study.RECORD
     return {"axis": axis, "record": str(record), "points": points}
 
