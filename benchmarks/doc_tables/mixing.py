@@ -117,17 +117,18 @@ def verdict_table(family: str) -> str:
 
 
 def rates_table() -> str:
-    """The learning rate each kind was given per family, with the grid's validation accuracies."""
+    """The learning rate each kind was given per grid (a column per grid's setting), with the grid's validation
+    accuracies."""
     found = study.current_choices()
     if not found:
         return ("(no choice recorded yet at the current budget: `python benchmarks/studies/mixing_study.py run "
                 "--stage lr`, then `choose`)")
-    fams = list(dict.fromkeys(e["family"] for e in found.values()))
-    lines = ["| kind | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
+    grids = [g for g in study.LR_SETTING if any(study.grid_of(e) == g for e in found.values())]
+    lines = ["| kind | " + " | ".join(study.LR_SETTING[g] for g in grids) + " |", "|---|" + "---|" * len(grids)]
     for kind in study.KINDS:
         cells = []
-        for fam in fams:
-            e = found.get(f"{fam}-{kind}")
+        for grid in grids:
+            e = found.get(f"{grid}-{kind}")
             if e is None:
                 cells.append("—")
                 continue

@@ -1,6 +1,6 @@
-"""Where the token-mixing study stands (docs/results/mixing.md), from its committed records only: per family the
-learning-rate grid (runs harvested of 11 kinds x 3 rates) and whether each kind's rate is chosen, per setting the
-seeds harvested at the chosen rates, and what is left, with an estimate of the CPU time it needs.
+"""Where the token-mixing study stands (docs/results/mixing.md), from its committed records only: per learning-rate
+grid the runs harvested (11 kinds x 3 rates) and whether each kind's rate is chosen, per setting the seeds harvested
+at the chosen rates, and what is left, with an estimate of the CPU time it needs.
 
     python benchmarks/studies/mixing_status.py
 
@@ -47,19 +47,19 @@ def progress() -> list[Progress]:
     done = list(by_key.values())
     chosen = study.chosen_rates()
     lines = []
-    for family, grid_setting in study.LR_SETTING.items():
+    for name, grid_setting in study.LR_SETTING.items():
         grid = [e for e in done if e["setting"] == grid_setting and int(e["seed"]) == 0]
         keys = {(e["kind"], float(e["lr"])) for e in grid}
         have = sum((kind, lr) in keys for kind in study.KINDS for lr in study.LRS)
-        unchosen = [k for k in study.KINDS if (family, k) not in chosen]
-        family_runs = [e for e in done if e["family"] == family]
-        lines.append(Progress(f"lr-{family}", have, len(study.KINDS) * len(study.LRS),
-                              (len(study.KINDS) * len(study.LRS) - have) * _median_wall(family_runs),
+        unchosen = [k for k in study.KINDS if (name, k) not in chosen]
+        timed = grid or [e for e in done if e["family"] == study.setting(grid_setting).family]
+        lines.append(Progress(f"lr-{name}", have, len(study.KINDS) * len(study.LRS),
+                              (len(study.KINDS) * len(study.LRS) - have) * _median_wall(timed),
                               f"no rate chosen for {', '.join(unchosen)}" if unchosen else "every rate chosen"))
     for s in study.SETTINGS:
         runs = [e for e in done if e["setting"] == s.name]
-        have = sum(len(study.seeds_at_rate(s, kind, chosen[(s.family, kind)], by_key))
-                   for kind in study.KINDS if (s.family, kind) in chosen)
+        have = sum(len(study.seeds_at_rate(s, kind, chosen[(s.grid, kind)], by_key))
+                   for kind in study.KINDS if (s.grid, kind) in chosen)
         wall = _median_wall(runs) if runs else _median_wall([e for e in done if e["family"] == s.family])
         planned = len(study.KINDS) * study.SEEDS
         lines.append(Progress(s.name, have, planned, (planned - have) * wall))

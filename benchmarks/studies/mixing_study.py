@@ -7,11 +7,11 @@ the committed record ``benchmarks/results/mixing_runs.jsonl`` as soon as its stu
 hand). That record, not RUNS, is what the later stages read, so a study spread over several machines continues
 where it stopped: a study whose runs are all in it is not started again.
 
-1. ``run --stage lr``: per benchmark family (MQAR, MAD) and kind, each learning rate of :data:`LRS` on seed 0
-   of the family's grid setting (:data:`LR_SETTING`; ``RUNS/lr-<family>/<kind>``). ``choose``
-   then picks, per family and kind,
-   the rate with the best validation accuracy (ties: the lower validation loss) and writes the choice with the
-   grid's numbers to ``benchmarks/results/mixing_lr.jsonl``. The test split is never read for the choice.
+1. ``run --stage lr``: per grid (MQAR at width 128, each other MQAR width, MAD: :data:`LR_SETTING`) and kind,
+   each learning rate of :data:`LRS` on seed 0 of the grid's setting (``RUNS/lr-<grid>/<kind>``). ``choose`` then
+   picks, per grid and kind, the rate with the best validation accuracy (ties: the lower validation loss) and
+   writes the choice with the grid's numbers to ``benchmarks/results/mixing_lr.jsonl``. The test split is never
+   read for the choice.
 2. ``run --stage seeds``: per setting and kind, :data:`SEEDS` seeds at the chosen rate (``RUNS/<setting>/<kind>``),
    seed 0 of every setting first, then the other seeds, so a study stopped early already has a row per kind.
 
@@ -38,99 +38,29 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
 from records import RESULTS, ROOT, append, commit, latest, load, metadata, read_entries  # noqa: E402
 
-KINDS: tuple[str, ...] = ("V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V", "Conv", "LightConv", "DynamicConv")
-LRS: tuple[float, ...] = (3e-4, 1e-3, 3e-3)
-SEEDS = 3
+from studies.mixing_settings import (  # noqa: E402
+    DROPPED,
+    KINDS,
+    LR_SETTING,
+    LRS,
+    RATES_FROM,
+    SEEDS,
+    SETTINGS,
+    Setting,
+    families,
+    setting,
+)
+
 RECORD = RESULTS / "mixing.jsonl"
 LR_RECORD = RESULTS / "mixing_lr.jsonl"
 RUNS_RECORD = RESULTS / "mixing_runs.jsonl"
 TABLE = "mixing"
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One benchmark setting: its family (which learning-rate choice it uses), config and overrides."""
-
-    name: str
-    family: str
-    config: str
-    overrides: tuple[str, ...] = ()
-
-    @cached_property  # read once per setting: harvest asks it for every run
-    def steps(self) -> int:
-        """The training budget in steps: the config's ``train.steps`` (an override wins). A harvested run counts for
-        this setting only if it trained this many steps, so the rows of an earlier budget stay in the record as
-        history (the page's first MQAR grid) without being chosen from or tabled as current."""
-        steps = self.option("train.steps")
-        if steps is not None:
-            return int(steps)
-        return int(yaml.safe_load((ROOT / self.config).read_text(encoding="utf-8"))["train"]["steps"])
-
-    def option(self, key: str) -> str | None:
-        """The value this setting's overrides give ``key`` (e.g. ``task.generator_options.num_pairs``), else None
-        (the config's own value holds)."""
-        for o in self.overrides:
-            name, _, value = o.partition("=")
-            if name == key:
-                return value
-        return None
-
-
-def _mqar(seq_len: int, pairs: int, width: int = 128) -> Setting:
-    """An MQAR setting: ``pairs`` pairs in ``seq_len`` tokens, the tail after them full of queries."""
-    name = f"mqar-{seq_len}x{pairs}" + (f"-d{width}" if width != 128 else "")
-    queries = (seq_len + 1 - 2 * pairs) // 2
-    return Setting(name, "mqar", "configs/mixing_mqar.yaml",
-                   (f"task.generator_options.seq_len={seq_len}", f"task.generator_options.num_pairs={pairs}",
-                    f"task.generator_options.num_queries={queries}", f"task.max_len={seq_len}",
-                    f"model.d_model={width}", f"model.d_ff={2 * width}"))
-
-
-def _mad(task: str, seq_len: int) -> Setting:
-    if task == "compression":
-        return Setting("compression", "mad", "configs/mixing_compression.yaml")
-    return Setting(task, "mad", "configs/mixing_mad.yaml", (f"task.generator=mixing:{task}", f"task.max_len={seq_len}"))
-
-
-#: Every setting, in training order within a seed. MQAR's middle setting is where its learning rates are chosen
-#: (each kind its own, so a kind's rate is never V's unless its own grid says so); the MAD tasks' rates are chosen
-#: on in-context recall (MAD sweeps every task setting, this CPU cannot).
-SETTINGS: tuple[Setting, ...] = (
-    _mqar(64, 2), _mqar(64, 4), _mqar(64, 8), _mqar(64, 8, 32), _mqar(64, 8, 64),
-    _mad("recall", 128), _mad("noisy_recall", 128), _mad("fuzzy_recall", 128), _mad("selective_copy", 256),
-    _mad("memorization", 32), _mad("compression", 32),
-)
-LR_SETTING: dict[str, str] = {"mqar": "mqar-64x8", "mad": "recall"}
-#: Settings that were in :data:`SETTINGS` and left it, with why: their recorded rows stay as history, their run
-#: folders are not harvested. 16 pairs: V itself stayed at the ``1 / pairs`` guess (3,000 steps at two rates, 6,000
-#: at 1e-3, and 128 tokens with 48 queries: the calibration table), so the setting says nothing about the others.
-DROPPED: dict[str, str] = {"mqar-64x16": "V did not learn 16 pairs in this budget (docs/results/mixing.md)"}
-#: Families that train at another family's choices instead of a grid of their own (borrower -> lender). None now:
-#: the MAD tasks borrowed MQAR's rates at first, and V at its MQAR rate (3e-4) did not learn in-context recall in
-#: MAD's 1,000 steps (0.31, where 1e-3 reaches 0.99: the calibration table), so MAD has its own grid.
-RATES_FROM: dict[str, str] = {}
-
-
-def setting(name: str) -> Setting:
-    """The setting called ``name``."""
-    for s in SETTINGS:
-        if s.name == name:
-            return s
-    raise KeyError(f"no setting {name!r}; known: {', '.join(s.name for s in SETTINGS)}")
-
-
-def families() -> list[str]:
-    """The benchmark families, in the order of :data:`SETTINGS`."""
-    return list(dict.fromkeys(s.family for s in SETTINGS))
 
 
 def kind_dir(kind: str) -> str:
@@ -138,18 +68,18 @@ def kind_dir(kind: str) -> str:
     return kind.replace("+", "_plus_")
 
 
-def lr_command(family: str, kind: str, runs: Path, threads: int) -> list[str]:
-    """The ``synthformer study`` command of ``kind``'s learning-rate grid in ``family`` (without the interpreter)."""
-    s = setting(LR_SETTING[family])
+def lr_command(grid: str, kind: str, runs: Path, threads: int) -> list[str]:
+    """The ``synthformer study`` command of ``kind``'s learning-rate grid ``grid`` (without the interpreter)."""
+    s = setting(LR_SETTING[grid])
     return ["study", s.config, *s.overrides, "--kinds", kind, "--grid",
             "train.lr=" + ",".join(f"{lr:g}" for lr in LRS), "--seeds", "1",
-            "--out", str(runs / f"lr-{family}" / kind_dir(kind)), "--threads", str(threads)]
+            "--out", str(runs / f"lr-{grid}" / kind_dir(kind)), "--threads", str(threads)]
 
 
 def _base_seed(s: Setting) -> int:
-    """The first seed of the seeds stage: 1 where the setting is its family's grid setting (seed 0 is the grid's
-    run at the chosen rate), else 0."""
-    return 1 if LR_SETTING.get(s.family) == s.name else 0
+    """The first seed of the seeds stage: 1 where the setting is its grid's setting (seed 0 is the grid's run at
+    the chosen rate), else 0."""
+    return 1 if LR_SETTING.get(s.grid) == s.name else 0
 
 
 def first_seed(s: Setting, kind: str, lr: float, done: dict[str, dict[str, Any]]) -> int:
@@ -195,10 +125,10 @@ class Job:
     keys: tuple[str, ...]
 
 
-def lr_job(family: str, kind: str, runs: Path, threads: int) -> Job:
-    """``kind``'s learning-rate grid in ``family`` as a :class:`Job`."""
-    return Job(lr_command(family, kind, runs, threads), runs / f"lr-{family}" / kind_dir(kind),
-               tuple(run_key(LR_SETTING[family], kind, lr, 0) for lr in LRS))
+def lr_job(grid: str, kind: str, runs: Path, threads: int) -> Job:
+    """``kind``'s learning-rate grid ``grid`` as a :class:`Job`."""
+    return Job(lr_command(grid, kind, runs, threads), runs / f"lr-{grid}" / kind_dir(kind),
+               tuple(run_key(LR_SETTING[grid], kind, lr, 0) for lr in LRS))
 
 
 def seeds_job(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int,
@@ -238,17 +168,23 @@ def _run_studies(jobs: list[Job], lanes: int, shared_cpu: bool) -> bool:
     return not failed
 
 
+def grid_of(entry: dict[str, Any]) -> str:
+    """The grid a choice entry was made on (:data:`LR_SETTING`'s key): its ``grid_name``, or (entries made when
+    every family had one grid, named as the family) its ``family``."""
+    return str(entry.get("grid_name", entry["family"]))
+
+
 def current_choices() -> dict[str, dict[str, Any]]:
-    """The newest entry of the choice record per (family, kind), where it was chosen at its family's budget
-    (choices of an earlier budget, made before ``steps`` was recorded with them, are not current)."""
-    budgets = {f: setting(LR_SETTING[f]).steps for f in LR_SETTING}
-    return {k: e for k, e in latest(LR_RECORD, "mixing_lr").items() if e.get("steps") == budgets.get(e["family"])}
+    """The newest entry of the choice record per (grid, kind), where it was chosen at its grid's budget (choices of
+    an earlier budget, made before ``steps`` was recorded with them, are not current)."""
+    budgets = {g: setting(LR_SETTING[g]).steps for g in LR_SETTING}
+    return {k: e for k, e in latest(LR_RECORD, "mixing_lr").items() if e.get("steps") == budgets.get(grid_of(e))}
 
 
 def chosen_rates() -> dict[tuple[str, str], float]:
-    """(family, kind) -> the chosen learning rate, from :func:`current_choices`; a family of :data:`RATES_FROM`
-    gets its lender's."""
-    own = {(e["family"], e["kind"]): float(e["lr"]) for e in current_choices().values()}
+    """(grid, kind) -> the chosen learning rate, from :func:`current_choices`; a grid of :data:`RATES_FROM` gets
+    its lender's."""
+    own = {(grid_of(e), e["kind"]): float(e["lr"]) for e in current_choices().values()}
     lent = {(borrower, kind): lr for borrower, lender in RATES_FROM.items() for (fam, kind), lr in own.items()
             if fam == lender}
     return {**own, **lent}
@@ -274,28 +210,43 @@ def harvested() -> dict[str, dict[str, Any]]:
 
 
 def _setting_of(out: Path) -> Setting:
-    """The setting a study folder trains: ``RUNS/<setting>/<kind>``, or ``RUNS/lr-<family>/<kind>`` (its grid's)."""
+    """The setting a study folder trains: ``RUNS/<setting>/<kind>``, or ``RUNS/lr-<grid>/<kind>`` (its grid's)."""
     name = out.parent.name
     return setting(LR_SETTING[name[3:]] if name.startswith("lr-") else name)
+
+
+def _grid_wanted(grid: str, args: argparse.Namespace) -> bool:
+    """Whether the command line asks for ``grid``: its setting is of one of ``--families`` and, with
+    ``--settings``, among them (``--settings mqar-64x8-d32`` trains or chooses width 32's grid alone)."""
+    on = setting(LR_SETTING[grid]) if grid in LR_SETTING else None
+    if on is None:  # a borrowing grid: asked for by any setting that trains at it
+        return any(s.grid == grid and _setting_wanted(s, args) for s in SETTINGS)
+    return _setting_wanted(on, args)
+
+
+def _setting_wanted(s: Setting, args: argparse.Namespace) -> bool:
+    """Whether ``s`` is of one of ``--families`` and, with ``--settings``, among them."""
+    settings = getattr(args, "settings", None)
+    return s.family in args.families and (not settings or s.name in settings)
 
 
 def run(args: argparse.Namespace) -> int:
     """Train a stage: the learning-rate grids, or the seeds at the chosen rates (studies already harvested skipped)."""
     if args.stage == "lr":
-        if borrowed := [f for f in args.families if f in RATES_FROM]:
+        if borrowed := [g for g in RATES_FROM if _grid_wanted(g, args)]:
             print(f"# {', '.join(borrowed)}: no grid of its own (it trains at {RATES_FROM[borrowed[0]]}'s choices)")
-        jobs = [lr_job(f, k, args.runs, args.threads) for f in args.families if f in LR_SETTING for k in KINDS]
+        jobs = [lr_job(g, k, args.runs, args.threads) for g in LR_SETTING if _grid_wanted(g, args) for k in KINDS]
         return 0 if _run_studies(jobs, args.lanes, args.shared_cpu) else 1
     rates = chosen_rates()
     ok = True
     for seeds in (1, SEEDS):  # seed 0 of every setting first; each pass's jobs from what is harvested by then
         jobs, done = [], harvested()
-        for s in (s for s in SETTINGS if s.family in args.families and (not args.settings or s.name in args.settings)):
+        for s in (s for s in SETTINGS if _setting_wanted(s, args)):
             for kind in (k for k in KINDS if not args.kinds or k in args.kinds):
-                if (s.family, kind) not in rates:
+                if (s.grid, kind) not in rates:
                     print(f"# {s.name} {kind}: no learning rate chosen yet (run --stage lr, then choose)")
                 elif not (seeds == 1 and _base_seed(s)):  # else its seed 0 is the grid's run
-                    jobs.append(seeds_job(s, kind, rates[(s.family, kind)], seeds, args.runs, args.threads, done))
+                    jobs.append(seeds_job(s, kind, rates[(s.grid, kind)], seeds, args.runs, args.threads, done))
         ok = _run_studies(jobs, args.lanes, args.shared_cpu) and ok
     return 0 if ok else 1
 
@@ -332,7 +283,7 @@ def _harvest_study(out: Path, shared_cpu: bool, done: dict[str, dict[str, Any]])
     for r in _records(out):
         if " train.lr=" in r.variant:  # a grid's run
             kind, lr = _grid_point(r.variant)
-            command = lr_command(s.family, kind, Path("runs/mixing"), 1)
+            command = lr_command(s.grid, kind, Path("runs/mixing"), 1)
         else:
             kind, lr = r.variant, float(next(o for o in overrides if o.startswith("train.lr=")).split("=")[1])
             _, cut, tail = out.name.rpartition("-seed")  # a folder that started after its base seed
@@ -362,23 +313,23 @@ def harvest(args: argparse.Namespace) -> int:
 
 
 def choose(args: argparse.Namespace) -> int:
-    """Pick each kind's rate per family from its harvested grid (validation only) and append the choices."""
+    """Pick each kind's rate per grid from its harvested runs (validation only) and append the choices."""
     harvest(args)
     done = harvested()
-    for family in (f for f in args.families if f in LR_SETTING):
-        grid_setting = LR_SETTING[family]
+    for grid in (g for g in LR_SETTING if _grid_wanted(g, args)):
+        on = setting(LR_SETTING[grid])
         for kind in KINDS:
-            grid = [e for lr in LRS if (e := done.get(run_key(grid_setting, kind, lr, 0)))]
-            if len(grid) < len(LRS):
-                print(f"# {family} {kind}: {len(grid)} of {len(LRS)} rates finished; not chosen yet")
+            runs = [e for lr in LRS if (e := done.get(run_key(on.name, kind, lr, 0)))]
+            if len(runs) < len(LRS):
+                print(f"# {grid} {kind}: {len(runs)} of {len(LRS)} rates finished; not chosen yet")
                 continue
-            best = sorted(grid, key=lambda e: (-e["valid"], e["valid_loss"]))[0]
-            command = "python -m synthformer.cli.main " + shlex.join(lr_command(family, kind, Path("runs/mixing"), 1))
-            append(LR_RECORD, {"table": "mixing_lr", "row": f"{family}-{kind}", "family": family, "kind": kind,
-                               "lr": best["lr"], "steps": best["steps"],
-                               "grid": {f"{kind} train.lr={e['lr']:g}": [e["valid"], e["valid_loss"]] for e in grid},
+            best = sorted(runs, key=lambda e: (-e["valid"], e["valid_loss"]))[0]
+            command = "python -m synthformer.cli.main " + shlex.join(lr_command(grid, kind, Path("runs/mixing"), 1))
+            append(LR_RECORD, {"table": "mixing_lr", "row": f"{grid}-{kind}", "family": on.family, "grid_name": grid,
+                               "kind": kind, "lr": best["lr"], "steps": best["steps"],
+                               "grid": {f"{kind} train.lr={e['lr']:g}": [e["valid"], e["valid_loss"]] for e in runs},
                                **metadata(command, 1, bool(args.shared_cpu))})
-            print(f"# {family} {kind}: lr {best['lr']:g} (validation accuracy {best['valid']:.3f})")
+            print(f"# {grid} {kind}: lr {best['lr']:g} (validation accuracy {best['valid']:.3f})")
     return 0
 
 
@@ -409,9 +360,9 @@ def record(args: argparse.Namespace) -> int:
     trivial_of: dict[str, dict[str, float]] = {}
     for s in (s for s in SETTINGS if s.family in args.families):
         for kind in KINDS:
-            if (s.family, kind) not in rates:
+            if (s.grid, kind) not in rates:
                 continue
-            lr = rates[(s.family, kind)]
+            lr = rates[(s.grid, kind)]
             found = seeds_at_rate(s, kind, lr, done)
             if not found:
                 continue

@@ -23,7 +23,7 @@ def test_a_settings_budget_is_its_configs_steps_unless_overridden(study) -> None
     mqar = study.setting("mqar-64x8")
     config = yaml.safe_load((study.ROOT / mqar.config).read_text(encoding="utf-8"))
     assert mqar.steps == config["train"]["steps"]
-    assert study.Setting("x", "mqar", mqar.config, ("train.steps=7",)).steps == 7
+    assert study.Setting("x", "mqar", "mqar", mqar.config, ("train.steps=7",)).steps == 7
 
 
 def test_runs_and_choices_of_another_budget_are_history(study, tmp_path: Path, monkeypatch) -> None:
