@@ -158,6 +158,21 @@ def earlier_grid_table(family: str = "mqar") -> str:
     return "\n".join(lines) + "\n\n" + provenance(rows, _record_name(study.RUNS_RECORD))
 
 
+def dropped_grid_table(setting_name: str) -> str:
+    """The learning-rate grid of a dropped setting (:data:`study.DROPPED`): each kind's validation accuracy at each
+    rate on seed 0, from ``mixing_runs.jsonl`` (the runs that showed V does not learn it)."""
+    newest = {e["row"]: e for e in read_entries(study.RUNS_RECORD)
+              if e.get("table") == "mixing_runs" and e["setting"] == setting_name and e["seed"] == 0}
+    if not newest:
+        return f"(no run of {setting_name} recorded)"
+    cells = {(e["kind"], e["lr"]): e["valid"] for e in newest.values()}
+    lines = [f"| kind | {' | '.join(f'lr {lr:g}' for lr in study.LRS)} |", "|---|" + "---:|" * len(study.LRS)]
+    for kind in study.KINDS:
+        vals = [cells.get((kind, lr)) for lr in study.LRS]
+        lines.append(f"| {kind} | " + " | ".join("—" if v is None else f"{v:.3f}" for v in vals) + " |")
+    return "\n".join(lines) + "\n\n" + provenance(list(newest.values()), _record_name(study.RUNS_RECORD))
+
+
 def mixture_check_table() -> str:
     """The mixtures' parts at the start (logit spread over the keys) and after training (mixture weights per
     layer), from ``mixing_mixture.jsonl`` (``benchmarks/studies/mixing_mixture_check.py``)."""

@@ -208,6 +208,7 @@ BUILDERS: dict[str, Callable[[], str]] = {
     "mixing-mad": partial(mixing.accuracy_table, "mad"),
     "mixing-rates": mixing.rates_table,
     "mixing-mqar-first-grid": mixing.earlier_grid_table,
+    "mixing-mqar-d32-grid": partial(mixing.dropped_grid_table, "mqar-64x8-d32"),
     "mixing-mixture-check": mixing.mixture_check_table,
     "mixing-speed": mixing.speed_table,
     "mixing-speed-quiet": mixing.quiet_speed_table,

@@ -28,8 +28,7 @@ FIGURES = ROOT / "docs" / "figures"
 #: axis name -> (x label, [(x value, setting name)]); each setting's number of pairs is its own override's
 AXES: dict[str, tuple[str, list[tuple[int, str]]]] = {
     "pairs": ("key-value pairs (64 tokens, width 128)", [(2, "mqar-64x2"), (4, "mqar-64x4"), (8, "mqar-64x8")]),
-    "width": ("model width (64 tokens, 8 pairs)", [(32, "mqar-64x8-d32"), (64, "mqar-64x8-d64"),
-                                                   (128, "mqar-64x8")]),
+    "width": ("model width (64 tokens, 8 pairs)", [(64, "mqar-64x8-d64"), (128, "mqar-64x8")]),
 }
 
 

@@ -217,7 +217,7 @@ def _setting_of(out: Path) -> Setting:
 
 def _grid_wanted(grid: str, args: argparse.Namespace) -> bool:
     """Whether the command line asks for ``grid``: its setting is of one of ``--families`` and, with
-    ``--settings``, among them (``--settings mqar-64x8-d32`` trains or chooses width 32's grid alone)."""
+    ``--settings``, among them (``--settings mqar-64x8-d64`` trains or chooses width 64's grid alone)."""
     on = setting(LR_SETTING[grid]) if grid in LR_SETTING else None
     if on is None:  # a borrowing grid: asked for by any setting that trains at it
         return any(s.grid == grid and _setting_wanted(s, args) for s in SETTINGS)

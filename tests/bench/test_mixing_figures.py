@@ -41,17 +41,17 @@ def test_points_are_the_seeds_mean_and_interval_clipped_to_zero_and_one(figures)
 def test_an_axis_with_fewer_than_two_settings_is_not_drawn(figures, tmp_path: Path) -> None:
     _entry(figures, "mqar-64x8", "V", [1.0, 1.0])
     assert not figures.draw("width", tmp_path / "width.png") and not (tmp_path / "width.png").exists()
-    _entry(figures, "mqar-64x8-d32", "R", [0.1, 0.12])
+    _entry(figures, "mqar-64x8-d64", "R", [0.1, 0.12])
     assert figures.draw("width", tmp_path / "width.png")
     assert (tmp_path / "width.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_drawn_figure_has_the_points_it_draws_beside_it_and_a_newer_record_differs(figures, tmp_path: Path) -> None:
     _entry(figures, "mqar-64x8", "V", [1.0, 1.0])
-    _entry(figures, "mqar-64x8-d32", "V", [0.5, 0.7])
+    _entry(figures, "mqar-64x8-d64", "V", [0.5, 0.7])
     assert figures.draw("width", tmp_path / "width.png")
     sidecar = json.loads((tmp_path / "width.json").read_text(encoding="utf-8"))
-    assert sidecar["points"] == {"V": [[32, 0.6, pytest.approx(0.0, abs=1e-9), 1.0], [128, 1.0, 1.0, 1.0]]}
+    assert sidecar["points"] == {"V": [[64, 0.6, pytest.approx(0.0, abs=1e-9), 1.0], [128, 1.0, 1.0, 1.0]]}
     assert sidecar == json.loads(json.dumps(figures.plotted("width")))
-    _entry(figures, "mqar-64x8-d32", "V", [0.5, 0.5])  # a newer entry of a drawn setting: the sidecar is stale
+    _entry(figures, "mqar-64x8-d64", "V", [0.5, 0.5])  # a newer entry of a drawn setting: the sidecar is stale
     assert sidecar != json.loads(json.dumps(figures.plotted("width")))

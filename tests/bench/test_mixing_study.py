@@ -33,7 +33,7 @@ def test_every_setting_trains_at_a_grid_and_each_grid_setting_at_its_own(study) 
         assert study.setting(name).grid == grid
     # each MQAR width has a grid of its own; the numbers of pairs at width 128 share one
     widths = {s.option("model.d_model"): s.grid for s in study.SETTINGS if s.family == "mqar"}
-    assert widths == {"128": "mqar", "32": "mqar-d32", "64": "mqar-d64"}
+    assert widths == {"128": "mqar", "64": "mqar-d64"}
     for s in study.SETTINGS:  # MQAR's queries fill the tail after the pairs
         opts = dict(o.split("=", 1) for o in s.overrides)
         if "task.generator_options.num_pairs" in opts:
@@ -131,10 +131,10 @@ def test_run_skips_the_studies_whose_runs_are_all_harvested(study, records: Path
     started.clear()
     args.settings = None  # the whole family: the widths' grids too, each kind in a folder of its grid
     assert study.run(args) == 0
-    assert sorted({j.out.parent.name for j in started}) == ["lr-mqar", "lr-mqar-d32", "lr-mqar-d64"]
-    assert len(started) == 1 + 2 * len(study.KINDS)
-    width = next(j for j in started if j.out.parent.name == "lr-mqar-d32")
-    assert "model.d_model=32" in width.command and width.keys[0].startswith("mqar-64x8-d32-")
+    assert sorted({j.out.parent.name for j in started}) == ["lr-mqar", "lr-mqar-d64"]
+    assert len(started) == 1 + len(study.KINDS)
+    width = next(j for j in started if j.out.parent.name == "lr-mqar-d64")
+    assert "model.d_model=64" in width.command and width.keys[0].startswith("mqar-64x8-d64-")
 
 
 def test_choose_takes_the_best_validation_accuracy_and_waits_for_the_whole_grid(study, records: Path) -> None:
@@ -143,17 +143,17 @@ def test_choose_takes_the_best_validation_accuracy_and_waits_for_the_whole_grid(
         study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8", kind, lr, 0),
                                          "setting": "mqar-64x8", "steps": 5, "kind": kind, "lr": lr, "valid": acc,
                                          "valid_loss": loss})
-    for lr, acc in ((3e-4, 0.1), (1e-3, 0.9), (3e-3, 0.5)):  # width 32's grid: its own choice
-        study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8-d32", "V", lr, 0),
-                                         "setting": "mqar-64x8-d32", "steps": 5, "kind": "V", "lr": lr, "valid": acc,
+    for lr, acc in ((3e-4, 0.1), (1e-3, 0.9), (3e-3, 0.5)):  # width 64's grid: its own choice
+        study.append(study.RUNS_RECORD, {"table": "mixing_runs", "row": study.run_key("mqar-64x8-d64", "V", lr, 0),
+                                         "setting": "mqar-64x8-d64", "steps": 5, "kind": "V", "lr": lr, "valid": acc,
                                          "valid_loss": 1.0})
     study.choose(SimpleNamespace(families=["mqar"], runs=records / "runs", shared_cpu=True))
     entries = [json.loads(line) for line in study.LR_RECORD.read_text().splitlines()]
     # ties on accuracy: the lower loss; R waits
-    assert [(e["grid_name"], e["kind"], e["lr"]) for e in entries] == [("mqar", "V", 3e-3), ("mqar-d32", "V", 1e-3)]
-    assert entries[1]["row"] == "mqar-d32-V" and entries[1]["family"] == "mqar"
+    assert [(e["grid_name"], e["kind"], e["lr"]) for e in entries] == [("mqar", "V", 3e-3), ("mqar-d64", "V", 1e-3)]
+    assert entries[1]["row"] == "mqar-d64-V" and entries[1]["family"] == "mqar"
     # MAD has a grid of its own, not trained here
-    assert study.chosen_rates() == {("mqar", "V"): 3e-3, ("mqar-d32", "V"): 1e-3}
+    assert study.chosen_rates() == {("mqar", "V"): 3e-3, ("mqar-d64", "V"): 1e-3}
     grid = study.lr_command("mad", "V", records / "runs", 1)
     assert "task.generator=mixing:recall" in grid and "train.lr=0.0003,0.001,0.003" in grid
 
@@ -162,10 +162,10 @@ def test_the_seeds_stage_trains_seed_0_of_every_setting_before_the_other_seeds(s
                                                                             monkeypatch) -> None:
     study.append(study.LR_RECORD, {"table": "mixing_lr", "row": "mqar-R", "family": "mqar", "kind": "R", "lr": 1e-3,
                                    "steps": 5})  # written before grids had names of their own: the family's grid
-    for grid in ("mqar-d32", "mqar-d64"):
+    for grid in ("mqar-d64",):
         study.append(study.LR_RECORD, {"table": "mixing_lr", "row": f"{grid}-R", "family": "mqar", "grid_name": grid,
                                        "kind": "R", "lr": 3e-3, "steps": 5})
-    assert study.chosen_rates() == {("mqar", "R"): 1e-3, ("mqar-d32", "R"): 3e-3, ("mqar-d64", "R"): 3e-3}
+    assert study.chosen_rates() == {("mqar", "R"): 1e-3, ("mqar-d64", "R"): 3e-3}
     started: list = []
     monkeypatch.setattr(study, "_study", lambda j: started.append(j) or 0)
     args = SimpleNamespace(stage="seeds", families=["mqar"], settings=None, kinds=None, runs=records / "runs",
@@ -177,7 +177,7 @@ def test_the_seeds_stage_trains_seed_0_of_every_setting_before_the_other_seeds(s
     assert firsts == [(n, 1) for n in mqar if n not in grids]  # a grid's setting has its seed 0
     rest = [(j.out.parent.name, len(j.keys)) for j in started[len(set(mqar) - grids):]]
     assert rest == [(n, 2 if n in grids else 3) for n in mqar]
-    width = next(j for j in started if j.out.parent.name == "mqar-64x8-d32")
+    width = next(j for j in started if j.out.parent.name == "mqar-64x8-d64")
     assert "train.lr=0.003" in width.command  # its own grid's rate, not width 128's
     started.clear()
     args.settings = ["mqar-64x4", "mqar-64x8"]  # --settings: only those, seed 0 first as before
