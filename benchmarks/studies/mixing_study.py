@@ -276,6 +276,9 @@ def _harvest_study(out: Path, shared_cpu: bool, done: dict[str, dict[str, Any]])
     if out.parent.name in DROPPED:
         print(f"# {out}: setting dropped ({DROPPED[out.parent.name]}); not harvested")
         return 0
+    if out.parent.name.startswith("lr-") and out.parent.name[3:] not in LR_SETTING:  # its setting was dropped
+        print(f"# {out}: grid dropped (not in LR_SETTING); not harvested")
+        return 0
     s = _setting_of(out)
     overrides = json.loads((out / "study.json").read_text(encoding="utf-8")).get("overrides", [])
     launched = sorted({e["commit"] for e in read_entries(_launches(out))})

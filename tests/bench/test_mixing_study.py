@@ -195,6 +195,9 @@ def test_a_dropped_setting_is_not_trained_and_its_folder_not_harvested(study, re
     out = _study_dir(records, f"{dropped}/R", ["train.lr=0.001"])
     assert study._harvest_study(out, False, {}) == 0
     assert "setting dropped" in capsys.readouterr().out
+    grid = _study_dir(records, "lr-mqar-d32/R", ["train.lr=0.001,0.003"])  # the grid of a dropped width
+    assert "mqar-d32" not in study.LR_SETTING and study._harvest_study(grid, False, {}) == 0
+    assert "grid dropped" in capsys.readouterr().out
 
 
 def test_a_family_that_borrows_its_rates_has_no_grid_and_trains_its_seeds_from_seed_0(study, records: Path,
