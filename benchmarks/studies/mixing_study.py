@@ -101,13 +101,24 @@ def seeds_command(s: Setting, kind: str, lr: float, seeds: int, runs: Path, thre
                   first: int | None = None) -> list[str]:
     """The ``synthformer study`` command of one (setting, kind) at its chosen rate, seeds ``first`` (default
     :func:`_base_seed`) to ``seeds - 1``. A study that starts later than its base seed trains into its own folder
-    (``KIND-seedN``): a folder's study keeps the seeds it started with."""
+    (``KIND-seedN``): a folder's study keeps the seeds it started with. A folder that holds the kind's study at
+    another rate (trained before its grid chose this one) is kept as it is, and this rate trains beside it
+    (``KIND-lrR``)."""
     base = _base_seed(s)
     first = base if first is None else first
-    folder = kind_dir(kind) + ("" if first == base else f"-seed{first}")
+    folder = kind_dir(kind) + ("" if _folder_rate(runs / s.name / kind_dir(kind)) in (None, lr) else f"-lr{lr:g}")
+    folder += "" if first == base else f"-seed{first}"
     return ["study", s.config, *s.overrides, f"train.lr={lr:g}", *([f"train.seed={first}"] if first else []),
             "--kinds", kind, "--seeds", str(seeds - first), "--out", str(runs / s.name / folder),
             "--threads", str(threads)]
+
+
+def _folder_rate(out: Path) -> float | None:
+    """The learning rate the study in ``out`` trains at (its ``train.lr`` override); None without a study there."""
+    if not (out / "study.json").is_file():
+        return None
+    overrides = json.loads((out / "study.json").read_text(encoding="utf-8")).get("overrides", [])
+    return next((float(o.split("=", 1)[1]) for o in overrides if o.startswith("train.lr=")), None)
 
 
 def _env() -> dict[str, str]:
@@ -280,7 +291,6 @@ def _harvest_study(out: Path, shared_cpu: bool, done: dict[str, dict[str, Any]])
         print(f"# {out}: grid dropped (not in LR_SETTING); not harvested")
         return 0
     s = _setting_of(out)
-    overrides = json.loads((out / "study.json").read_text(encoding="utf-8")).get("overrides", [])
     launched = sorted({e["commit"] for e in read_entries(_launches(out))})
     added = 0
     for r in _records(out):
@@ -288,7 +298,7 @@ def _harvest_study(out: Path, shared_cpu: bool, done: dict[str, dict[str, Any]])
             kind, lr = _grid_point(r.variant)
             command = lr_command(s.grid, kind, Path("runs/mixing"), 1)
         else:
-            kind, lr = r.variant, float(next(o for o in overrides if o.startswith("train.lr=")).split("=")[1])
+            kind, lr = r.variant, _folder_rate(out)
             _, cut, tail = out.name.rpartition("-seed")  # a folder that started after its base seed
             command = seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1, int(tail) if cut else None)
         if (key := run_key(s.name, kind, lr, r.seed)) in done:

@@ -73,6 +73,18 @@ def test_the_seeds_stage_goes_on_from_the_record(study, tmp_path: Path) -> None:
     assert study.first_seed(other, "R", 0.003, done) == 0  # another rate's runs are not these
 
 
+def test_a_folder_of_another_rate_is_kept_and_the_chosen_rate_trains_beside_it(study, tmp_path: Path) -> None:
+    other = study.setting("mqar-64x4")
+    earlier = tmp_path / "mqar-64x4" / "R"  # trained before its grid chose 1e-3
+    earlier.mkdir(parents=True)
+    (earlier / "study.json").write_text(json.dumps({"overrides": ["train.lr=0.0003"]}))
+    assert study._folder_rate(earlier) == 3e-4 and study._folder_rate(tmp_path / "none") is None
+    assert study.seeds_job(other, "R", 0.001, 3, tmp_path, 1).out == tmp_path / "mqar-64x4" / "R-lr0.001"
+    done = {study.run_key("mqar-64x4", "R", 0.001, 0): {}}
+    assert study.seeds_job(other, "R", 0.001, 3, tmp_path, 1, done).out == tmp_path / "mqar-64x4" / "R-lr0.001-seed1"
+    assert study.seeds_job(other, "R", 0.0003, 3, tmp_path, 1).out == earlier  # its own rate: the folder goes on
+
+
 def _run(variant: str, seed: int, valid: float, loss: float) -> SimpleNamespace:
     return SimpleNamespace(variant=variant, seed=seed, metric="accuracy", valid_metric=valid, valid_loss=loss,
                            test_metric=valid, parameters=10, steps=5, steps_per_second=2.0, wall_seconds=3.0)
