@@ -101,23 +101,36 @@ def seeds_command(s: Setting, kind: str, lr: float, seeds: int, runs: Path, thre
                   first: int | None = None) -> list[str]:
     """The ``synthformer study`` command of one (setting, kind) at its chosen rate, seeds ``first`` (default
     :func:`_base_seed`) to ``seeds - 1``. A study that starts later than its base seed trains into its own folder
-    (``KIND-seedN``): a folder's study keeps the seeds it started with. A folder that holds the kind's study at
-    another rate (trained before its grid chose this one) is kept as it is, and this rate trains beside it
-    (``KIND-lrR``)."""
+    (``KIND-seedN``): a folder's study keeps the seeds it started with. A folder that holds another study of the
+    kind (trained before its grid chose this rate, or from another first seed) is kept as it is, and this one
+    trains beside it (``KIND-lrR``, ``KIND-lrR-seedN``)."""
     base = _base_seed(s)
     first = base if first is None else first
-    folder = kind_dir(kind) + ("" if _folder_rate(runs / s.name / kind_dir(kind)) in (None, lr) else f"-lr{lr:g}")
-    folder += "" if first == base else f"-seed{first}"
-    return ["study", s.config, *s.overrides, f"train.lr={lr:g}", *([f"train.seed={first}"] if first else []),
-            "--kinds", kind, "--seeds", str(seeds - first), "--out", str(runs / s.name / folder),
-            "--threads", str(threads)]
+    overrides = [*s.overrides, f"train.lr={lr:g}", *([f"train.seed={first}"] if first else [])]
+    suffix = "" if first == base else f"-seed{first}"
+    folder = kind_dir(kind) + suffix
+    if _holds_another(runs / s.name / folder, overrides, list(range(first, seeds))):
+        folder = f"{kind_dir(kind)}-lr{lr:g}{suffix}"
+    return ["study", s.config, *overrides, "--kinds", kind, "--seeds", str(seeds - first), "--out",
+            str(runs / s.name / folder), "--threads", str(threads)]
+
+
+def _study_spec(out: Path) -> dict[str, Any]:
+    """The ``study.json`` of the study in ``out`` ({} without one)."""
+    path = out / "study.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _holds_another(out: Path, overrides: list[str], seeds: list[int]) -> bool:
+    """Whether ``out`` holds a study other than the one of ``overrides`` and ``seeds`` (which would refuse this
+    command: a folder's study is never changed)."""
+    spec = _study_spec(out)
+    return bool(spec) and (spec.get("overrides") != overrides or spec.get("seeds") != seeds)
 
 
 def _folder_rate(out: Path) -> float | None:
     """The learning rate the study in ``out`` trains at (its ``train.lr`` override); None without a study there."""
-    if not (out / "study.json").is_file():
-        return None
-    overrides = json.loads((out / "study.json").read_text(encoding="utf-8")).get("overrides", [])
+    overrides = _study_spec(out).get("overrides", [])
     return next((float(o.split("=", 1)[1]) for o in overrides if o.startswith("train.lr=")), None)
 
 

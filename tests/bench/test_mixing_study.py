@@ -73,16 +73,27 @@ def test_the_seeds_stage_goes_on_from_the_record(study, tmp_path: Path) -> None:
     assert study.first_seed(other, "R", 0.003, done) == 0  # another rate's runs are not these
 
 
-def test_a_folder_of_another_rate_is_kept_and_the_chosen_rate_trains_beside_it(study, tmp_path: Path) -> None:
-    other = study.setting("mqar-64x4")
-    earlier = tmp_path / "mqar-64x4" / "R"  # trained before its grid chose 1e-3
-    earlier.mkdir(parents=True)
-    (earlier / "study.json").write_text(json.dumps({"overrides": ["train.lr=0.0003"]}))
+def test_a_folder_of_another_study_is_kept_and_the_chosen_one_trains_beside_it(study, tmp_path: Path) -> None:
+    other, grid_setting = study.setting("mqar-64x4"), study.setting(study.LR_SETTING["mqar"])
+
+    def started(s, lr: float, seeds: list[int]) -> Path:  # the folder as `synthformer study` leaves it
+        out = tmp_path / s.name / "R"
+        out.mkdir(parents=True)
+        (out / "study.json").write_text(json.dumps({"overrides": [*s.overrides, f"train.lr={lr:g}"],
+                                                    "seeds": seeds}))
+        return out
+
+    earlier = started(other, 3e-4, [0, 1, 2])  # trained before its grid chose 1e-3
     assert study._folder_rate(earlier) == 3e-4 and study._folder_rate(tmp_path / "none") is None
     assert study.seeds_job(other, "R", 0.001, 3, tmp_path, 1).out == tmp_path / "mqar-64x4" / "R-lr0.001"
     done = {study.run_key("mqar-64x4", "R", 0.001, 0): {}}
-    assert study.seeds_job(other, "R", 0.001, 3, tmp_path, 1, done).out == tmp_path / "mqar-64x4" / "R-lr0.001-seed1"
-    assert study.seeds_job(other, "R", 0.0003, 3, tmp_path, 1).out == earlier  # its own rate: the folder goes on
+    assert study.seeds_job(other, "R", 0.001, 3, tmp_path, 1, done).out == tmp_path / "mqar-64x4" / "R-seed1"  # free
+    assert study.seeds_job(other, "R", 0.0003, 3, tmp_path, 1).out == earlier  # its own study: the folder goes on
+    # the same rate from another first seed: the grid setting's seed 0 trained as a plain seeds study before its
+    # grid existed (its seeds start at 1 now, seed 0 being the grid's run)
+    seed0 = started(grid_setting, 3e-4, [0])
+    job = study.seeds_job(grid_setting, "R", 0.0003, 3, tmp_path, 1)
+    assert job.out == seed0.with_name("R-lr0.0003") and "train.seed=1" in job.command
 
 
 def _run(variant: str, seed: int, valid: float, loss: float) -> SimpleNamespace:
