@@ -50,6 +50,7 @@ def entry(run_dir: Path, layout: str, name: str | None = None) -> dict[str, Any]
     overrides = [f"task.generator={generator}"]
     overrides += [f"task.generator_options.{k}={opts[k]}" for k in ("vocab_size", "seq_len", "num_pairs") if k in opts]
     overrides += [f"task.generator_options.num_queries={opts['num_queries']}"] if opts.get("num_queries") else []
+    overrides += [f"task.max_len={config['task']['max_len']}"]  # the configs' 64 / 128 fit only their defaults
     overrides += [f"model.decoder_kind={model['decoder_kind']}"] if model.get("decoder_kind", "V") != "V" else []
     overrides += [f"model.d_model={model['d_model']}", f"model.n_heads={model['n_heads']}",
                   f"train.lr={train['lr']}", f"train.steps={train['steps']}", f"train.batch_size={train['batch_size']}"]
