@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 # Tests see the library's measured defaults, never this machine's calibrated thresholds
@@ -148,3 +149,11 @@ def restore_logging():
     for handler in list(root.handlers):
         if handler not in handlers:
             root.removeHandler(handler)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move everything collection allocated (torch, transformers and every test module: millions of objects) out of
+    the garbage collector's reach. A full collection walks the whole heap, and accelerate runs one at the start and
+    end of every ``Trainer.train`` (``clear_device_cache``): about 0.3 s each on that heap, a fifth of the hf tests'
+    time. Frozen objects are never freed; they live for the whole session anyway."""
+    gc.freeze()

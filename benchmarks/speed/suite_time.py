@@ -1,7 +1,9 @@
 """Time the test suite as the README runs it (``python -m pytest``, every core through pytest-xdist) and append the
 result to ``benchmarks/results/suite_time.jsonl``: wall seconds, the counts of pytest's summary line, its exit
 status, the machine. Run it with nothing else on the machine: the README quotes the newest entry
-(``benchmarks/doc_tables/results.py``, ``suite-time``) as the suite's time on the development CPU.
+(``benchmarks/doc_tables/results.py``, ``suite-time``) as the suite's time on the development CPU. Run it with the
+python of an environment installed as the README's quick start installs it (no Triton: its tests skip there, as
+they do for a contributor who follows it); each entry says whether Triton was importable and which pytest ran.
 
     python benchmarks/speed/suite_time.py
 """
@@ -9,6 +11,8 @@ status, the machine. Run it with nothing else on the machine: the README quotes 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import importlib.util
 import re
 import subprocess
 import sys
@@ -41,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - start
     found = counts(done.stdout + done.stderr)
     append(RECORD, {"table": "suite_time", "row": "suite", "wall_seconds": round(wall, 1), "status": done.returncode,
-                    **found, "load_1min_before": load_before, **metadata("python -m pytest", None, False)})
+                    **found, "load_1min_before": load_before, "triton": importlib.util.find_spec("triton") is not None,
+                    "pytest": importlib.metadata.version("pytest"), **metadata("python -m pytest", None, False)})
     print(f"# python -m pytest: {wall:.0f} s, exit status {done.returncode}, {found}")
     for line in (done.stdout + done.stderr).splitlines():  # what failed, so a failing timing need not be re-run
         if line.startswith(("FAILED", "ERROR")):
