@@ -98,19 +98,21 @@ def seeds_at_rate(s: Setting, kind: str, lr: float, done: dict[str, dict[str, An
 
 
 def seeds_command(s: Setting, kind: str, lr: float, seeds: int, runs: Path, threads: int,
-                  first: int | None = None) -> list[str]:
+                  first: int | None = None, folder: str | None = None) -> list[str]:
     """The ``synthformer study`` command of one (setting, kind) at its chosen rate, seeds ``first`` (default
     :func:`_base_seed`) to ``seeds - 1``. A study that starts later than its base seed trains into its own folder
     (``KIND-seedN``): a folder's study keeps the seeds it started with. A folder that holds another study of the
     kind (trained before its grid chose this rate, or from another first seed) is kept as it is, and this one
-    trains beside it (``KIND-lrR``, ``KIND-lrR-seedN``)."""
+    trains beside it (``KIND-lrR``, ``KIND-lrR-seedN``). ``folder`` names the study's folder instead (the one a
+    harvest read, or the plain one of a fresh machine), without looking at ``runs``."""
     base = _base_seed(s)
     first = base if first is None else first
     overrides = [*s.overrides, f"train.lr={lr:g}", *([f"train.seed={first}"] if first else [])]
-    suffix = "" if first == base else f"-seed{first}"
-    folder = kind_dir(kind) + suffix
-    if _holds_another(runs / s.name / folder, overrides, list(range(first, seeds))):
-        folder = f"{kind_dir(kind)}-lr{lr:g}{suffix}"
+    if folder is None:
+        suffix = "" if first == base else f"-seed{first}"
+        folder = kind_dir(kind) + suffix
+        if _holds_another(runs / s.name / folder, overrides, list(range(first, seeds))):
+            folder = f"{kind_dir(kind)}-lr{lr:g}{suffix}"
     return ["study", s.config, *overrides, "--kinds", kind, "--seeds", str(seeds - first), "--out",
             str(runs / s.name / folder), "--threads", str(threads)]
 
@@ -128,10 +130,9 @@ def _holds_another(out: Path, overrides: list[str], seeds: list[int]) -> bool:
     return bool(spec) and (spec.get("overrides") != overrides or spec.get("seeds") != seeds)
 
 
-def _folder_rate(out: Path) -> float | None:
-    """The learning rate the study in ``out`` trains at (its ``train.lr`` override); None without a study there."""
-    overrides = _study_spec(out).get("overrides", [])
-    return next((float(o.split("=", 1)[1]) for o in overrides if o.startswith("train.lr=")), None)
+def _spec_rate(spec: dict[str, Any]) -> float | None:
+    """The learning rate of a study's ``study.json`` (its ``train.lr`` override); None without one."""
+    return next((float(o.split("=", 1)[1]) for o in spec.get("overrides", []) if o.startswith("train.lr=")), None)
 
 
 def _env() -> dict[str, str]:
@@ -303,17 +304,16 @@ def _harvest_study(out: Path, shared_cpu: bool, done: dict[str, dict[str, Any]])
     if out.parent.name.startswith("lr-") and out.parent.name[3:] not in LR_SETTING:  # its setting was dropped
         print(f"# {out}: grid dropped (not in LR_SETTING); not harvested")
         return 0
-    s = _setting_of(out)
+    s, spec = _setting_of(out), _study_spec(out)
     launched = sorted({e["commit"] for e in read_entries(_launches(out))})
     added = 0
     for r in _records(out):
         if " train.lr=" in r.variant:  # a grid's run
             kind, lr = _grid_point(r.variant)
             command = lr_command(s.grid, kind, Path("runs/mixing"), 1)
-        else:
-            kind, lr = r.variant, _folder_rate(out)
-            _, cut, tail = out.name.rpartition("-seed")  # a folder that started after its base seed
-            command = seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1, int(tail) if cut else None)
+        else:  # the command of this folder's own study: its rate and first seed as its study.json holds them
+            kind, lr = r.variant, _spec_rate(spec)
+            command = seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1, spec["seeds"][0], out.name)
         if (key := run_key(s.name, kind, lr, r.seed)) in done:
             continue
         if r.steps != s.steps:  # a study folder of an earlier budget: its rows are in the record already
@@ -394,7 +394,7 @@ def record(args: argparse.Namespace) -> int:
                 continue
             trivial = trivial_of.setdefault(s.name, baselines(s))
             command = "python -m synthformer.cli.main " + shlex.join(
-                seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1))
+                seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1, folder=kind_dir(kind)))
             append(RECORD, {"table": TABLE, "row": f"{s.name}-{kind}", "setting": s.name, "family": s.family,
                             "kind": kind, "lr": lr, "metric": found[0]["metric"], "seeds": [e["seed"] for e in found],
                             "valid": [e["valid"] for e in found], "test": [e["test"] for e in found],

@@ -84,7 +84,7 @@ def test_a_folder_of_another_study_is_kept_and_the_chosen_one_trains_beside_it(s
         return out
 
     earlier = started(other, 3e-4, [0, 1, 2])  # trained before its grid chose 1e-3
-    assert study._folder_rate(earlier) == 3e-4 and study._folder_rate(tmp_path / "none") is None
+    assert study._spec_rate(study._study_spec(earlier)) == 3e-4 and study._study_spec(tmp_path / "none") == {}
     assert study.seeds_job(other, "R", 0.001, 3, tmp_path, 1).out == tmp_path / "mqar-64x4" / "R-lr0.001"
     done = {study.run_key("mqar-64x4", "R", 0.001, 0): {}}
     assert study.seeds_job(other, "R", 0.001, 3, tmp_path, 1, done).out == tmp_path / "mqar-64x4" / "R-seed1"  # free
@@ -111,10 +111,10 @@ def records(study, tmp_path: Path, monkeypatch) -> Path:
     return tmp_path
 
 
-def _study_dir(root: Path, rel: str, overrides: list[str]) -> Path:
+def _study_dir(root: Path, rel: str, overrides: list[str], seeds: tuple[int, ...] = (0, 1, 2)) -> Path:
     out = root / "runs" / rel
     out.mkdir(parents=True)
-    (out / "study.json").write_text(json.dumps({"overrides": overrides}))
+    (out / "study.json").write_text(json.dumps({"overrides": overrides, "seeds": list(seeds)}))
     launch = {"commit": "abc1234", "command": "study ..."}
     (out.parent / f"{out.name}.launches.jsonl").write_text(json.dumps(launch) + "\n")
     return out
@@ -124,14 +124,20 @@ def test_harvest_copies_each_finished_run_once_keyed_by_setting_kind_rate_seed(s
                                                                                monkeypatch) -> None:
     grid = _study_dir(records, "lr-mqar/R_plus_V", [])
     seeds = _study_dir(records, "mqar-64x4/R_plus_V", ["train.lr=0.003"])
+    beside = _study_dir(records, "mqar-64x4/R-lr0.001-seed1", ["train.lr=0.001", "train.seed=1"], (1, 2))
     found = {grid: [_run("R+V train.lr=0.001", 0, 0.5, 1.0)],
-             seeds: [_run("R+V", 0, 0.7, 0.5), _run("R+V", 2, 0.8, 0.4)]}
+             seeds: [_run("R+V", 0, 0.7, 0.5), _run("R+V", 2, 0.8, 0.4)], beside: [_run("R", 1, 0.2, 2.0)]}
     monkeypatch.setattr(study, "_records", lambda out: found.get(out, []))
     args = SimpleNamespace(runs=records / "runs", shared_cpu=False)
     study.harvest(args)
     study.harvest(args)  # a second harvest appends nothing
     rows = [json.loads(line)["row"] for line in study.RUNS_RECORD.read_text().splitlines()]
-    assert sorted(rows) == ["mqar-64x4-R+V-lr0.003-seed0", "mqar-64x4-R+V-lr0.003-seed2", "mqar-64x8-R+V-lr0.001-seed0"]
+    assert sorted(rows) == ["mqar-64x4-R+V-lr0.003-seed0", "mqar-64x4-R+V-lr0.003-seed2",
+                            "mqar-64x4-R-lr0.001-seed1", "mqar-64x8-R+V-lr0.001-seed0"]
+    # a row's command names the folder it was harvested from, its rate and first seed as its study.json holds them
+    command = study.harvested()["mqar-64x4-R-lr0.001-seed1"]["command"]
+    assert "--out runs/mixing/mqar-64x4/R-lr0.001-seed1" in command and "train.seed=1 " in command
+    assert "--seeds 2" in command and "train.lr=0.001" in command
     entry = study.harvested()["mqar-64x8-R+V-lr0.001-seed0"]
     assert (entry["family"], entry["valid"], entry["test"]) == ("mqar", 0.5, 0.5) and "--grid" in entry["command"]
     assert entry["launched_at"] == ["abc1234"]  # the code the run trained with, not only the harvest's commit
