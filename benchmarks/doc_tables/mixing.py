@@ -36,7 +36,7 @@ def claim(kind: str) -> str:
 
 
 def _entries() -> dict[str, dict[str, Any]]:
-    return latest(study.RECORD, study.TABLE)
+    return study.current_entries()  # at each setting's budget now: an earlier budget's entries are history
 
 
 def _record_name(path: Path) -> str:

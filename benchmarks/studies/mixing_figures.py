@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
 from doc_tables.mixing import interval  # noqa: E402
-from records import ROOT, latest  # noqa: E402
+from records import ROOT  # noqa: E402
 
 from studies import mixing_study as study  # noqa: E402 - settings and kinds
 
@@ -35,7 +35,7 @@ AXES: dict[str, tuple[str, list[tuple[int, str]]]] = {
 def series(axis: str) -> dict[str, list[tuple[int, float, float, float]]]:
     """Per kind, its recorded points on ``axis``: (x, mean, low, high) of the test answer accuracy over the seeds,
     the interval clipped to [0, 1] (low = high = mean with one seed)."""
-    found = latest(study.RECORD, study.TABLE)
+    found = study.current_entries()
     out: dict[str, list[tuple[int, float, float, float]]] = {}
     for kind in study.KINDS:
         for x, name in AXES[axis][1]:

@@ -234,6 +234,15 @@ def harvested() -> dict[str, dict[str, Any]]:
             if budgets.get(e["setting"]) == e.get("steps")}
 
 
+def current_entries() -> dict[str, dict[str, Any]]:
+    """row -> the newest entry of :data:`RECORD` (one per setting and kind) whose budget is its setting's now; an
+    entry of a setting's earlier budget (fuzzy recall's 1,000 steps) is history, and no table reads it as current.
+    Entries of a dropped setting are kept: no table has a column for them."""
+    budgets = {s.name: s.steps for s in SETTINGS}
+    return {k: e for k, e in latest(RECORD, TABLE).items()
+            if budgets.get(e.get("setting"), e.get("steps")) == e.get("steps")}
+
+
 def _setting_of(out: Path) -> Setting:
     """The setting a study folder trains: ``RUNS/<setting>/<kind>``, or ``RUNS/lr-<grid>/<kind>`` (its grid's)."""
     name = out.parent.name

@@ -19,9 +19,9 @@ def figures(monkeypatch, tmp_path: Path):
     return module
 
 
-def _entry(figures, setting: str, kind: str, test: list[float]) -> None:
-    row = {"table": figures.study.TABLE, "row": f"{setting}-{kind}", "test": test, "valid": test,
-           "seeds": list(range(len(test)))}
+def _entry(figures, setting: str, kind: str, test: list[float], steps: int | None = None) -> None:
+    row = {"table": figures.study.TABLE, "row": f"{setting}-{kind}", "setting": setting, "test": test, "valid": test,
+           "seeds": list(range(len(test))), "steps": steps or figures.study.setting(setting).steps}
     with open(figures.study.RECORD, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
 
@@ -55,3 +55,12 @@ def test_a_drawn_figure_has_the_points_it_draws_beside_it_and_a_newer_record_dif
     assert sidecar == json.loads(json.dumps(figures.plotted("width")))
     _entry(figures, "mqar-64x8-d64", "V", [0.5, 0.5])  # a newer entry of a drawn setting: the sidecar is stale
     assert sidecar != json.loads(json.dumps(figures.plotted("width")))
+
+
+def test_an_entry_of_an_earlier_budget_is_not_drawn(figures) -> None:
+    _entry(figures, "mqar-64x8", "V", [1.0, 1.0])
+    earlier = figures.study.setting("mqar-64x4").steps // 2
+    _entry(figures, "mqar-64x4", "V", [0.3, 0.3], steps=earlier)  # the newest entry of its row, at another budget
+    assert figures.series("pairs") == {"V": [(8, 1.0, 1.0, 1.0)]}
+    _entry(figures, "mqar-64x4", "V", [0.9, 0.9])  # the setting's own budget again
+    assert figures.series("pairs")["V"] == [(4, 0.9, 0.9, 0.9), (8, 1.0, 1.0, 1.0)]
