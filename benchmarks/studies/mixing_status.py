@@ -4,9 +4,10 @@ at the chosen rates, and what is left, with an estimate of the CPU time it needs
 
     python benchmarks/studies/mixing_status.py
 
-The estimate is the number of runs left times the median wall time of the setting's harvested runs (of its
-family's where the setting has none yet), one run per core: the runs were timed beside other work, so it is a
-planning figure, not a measurement.
+The estimate is the number of runs left times the median wall time per step of the setting's harvested runs (of
+its family's where the setting has none yet) times the setting's budget in steps, one run per core: the runs were
+timed beside other work (and a family's other settings may differ in length or heads), so it is a planning figure,
+not a measurement.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ class Progress:
         return self.planned - self.done
 
 
-def _median_wall(entries: list[dict]) -> float:
-    walls = [float(e["wall_seconds"]) for e in entries if e.get("wall_seconds")]
-    return statistics.median(walls) if walls else float("nan")
+def _median_wall(entries: list[dict], steps: int) -> float:
+    """The median wall time per step of the timed ``entries``, times ``steps`` (nan without a timed entry): a
+    setting whose budget changed is estimated at its new budget from the runs of its earlier one's family."""
+    per_step = [float(e["wall_seconds"]) / int(e["steps"]) for e in entries if e.get("wall_seconds") and e.get("steps")]
+    return statistics.median(per_step) * steps if per_step else float("nan")
 
 
 def progress() -> list[Progress]:
@@ -54,13 +57,14 @@ def progress() -> list[Progress]:
         unchosen = [k for k in study.KINDS if (name, k) not in chosen]
         timed = grid or [e for e in done if e["family"] == study.setting(grid_setting).family]
         lines.append(Progress(f"lr-{name}", have, len(study.KINDS) * len(study.LRS),
-                              (len(study.KINDS) * len(study.LRS) - have) * _median_wall(timed),
+                              (len(study.KINDS) * len(study.LRS) - have)
+                              * _median_wall(timed, study.setting(grid_setting).steps),
                               f"no rate chosen for {', '.join(unchosen)}" if unchosen else "every rate chosen"))
     for s in study.SETTINGS:
         runs = [e for e in done if e["setting"] == s.name]
         have = sum(len(study.seeds_at_rate(s, kind, chosen[(s.grid, kind)], by_key))
                    for kind in study.KINDS if (s.grid, kind) in chosen)
-        wall = _median_wall(runs) if runs else _median_wall([e for e in done if e["family"] == s.family])
+        wall = _median_wall(runs or [e for e in done if e["family"] == s.family], s.steps)
         planned = len(study.KINDS) * study.SEEDS
         lines.append(Progress(s.name, have, planned, (planned - have) * wall))
     return lines

@@ -54,6 +54,15 @@ def test_the_status_counts_grid_runs_choices_and_seeds_at_the_chosen_rate(status
     assert math.isnan(lines["recall"].seconds) and lines["lr-mad"].done == 0  # nothing timed in MAD yet
 
 
+def test_a_setting_without_runs_is_estimated_per_step_at_its_own_budget(status) -> None:
+    study = status.study
+    recall, fuzzy = study.setting("recall"), study.setting("fuzzy_recall")
+    assert fuzzy.steps != recall.steps  # fuzzy recall trains longer than the family's other tasks
+    _write(study.RUNS_RECORD, [_run(study, "recall", "V", 1e-3, 0, wall=2.0 * recall.steps)])
+    lines = {p.name: p for p in status.progress()}
+    assert lines["fuzzy_recall"].seconds == pytest.approx(lines["fuzzy_recall"].left * 2.0 * fuzzy.steps)
+
+
 def test_main_prints_every_line_and_the_total(status, capsys) -> None:
     assert status.main() == 0
     out = capsys.readouterr().out
