@@ -14,6 +14,7 @@ interval bars are clipped to [0, 1] (an interval of 3 seeds can reach past what 
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -103,7 +104,8 @@ def plotted(axis: str, found: dict[str, list[tuple[int, float, float, float]]] |
     return {"axis": axis, "record": str(record), "points": points}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     for axis in AXES:
         out = FIGURES / f"mixing-{axis}.png"
         drawn = draw(axis, out)

@@ -64,3 +64,12 @@ def test_an_entry_of_an_earlier_budget_is_not_drawn(figures) -> None:
     assert figures.series("pairs") == {"V": [(8, 1.0, 1.0, 1.0)]}
     _entry(figures, "mqar-64x4", "V", [0.9, 0.9])  # the setting's own budget again
     assert figures.series("pairs")["V"] == [(4, 0.9, 0.9, 0.9), (8, 1.0, 1.0, 1.0)]
+
+
+def test_the_command_line_answers_help_without_drawing(figures, monkeypatch, capsys) -> None:
+    drawn: list[str] = []
+    monkeypatch.setattr(figures, "draw", lambda axis, out: drawn.append(axis))
+    with pytest.raises(SystemExit) as stop:
+        figures.main(["--help"])
+    assert stop.value.code == 0 and "mixing-pairs.png" in capsys.readouterr().out and drawn == []
+    assert figures.main([]) == 0 and drawn == list(figures.AXES)
