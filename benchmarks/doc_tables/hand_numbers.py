@@ -15,6 +15,7 @@ excuses a paragraph from ``docs_tables.restated_numbers`` only, not an unrecorde
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from dataclasses import dataclass
@@ -131,7 +132,8 @@ def scan(paths: list[Path] | None = None, root: Path = ROOT) -> list[Found]:
             for f in hand_numbers(path.read_text(encoding="utf-8"), str(path.relative_to(root)))]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     found = scan()
     print("\n".join(map(str, found)) or "no hand-typed measurement outside the allowlist")
     return 1 if found else 0

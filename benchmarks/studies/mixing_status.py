@@ -12,6 +12,7 @@ not a measurement.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 from dataclasses import dataclass
@@ -70,7 +71,8 @@ def progress() -> list[Progress]:
     return lines
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     lines = progress()
     print(f"{'':16s} {'runs':>9s} {'left':>5s} {'CPU-hours left':>15s}")
     for p in lines:

@@ -64,6 +64,15 @@ def test_a_setting_without_runs_is_estimated_per_step_at_its_own_budget(status) 
 
 
 def test_main_prints_every_line_and_the_total(status, capsys) -> None:
-    assert status.main() == 0
+    assert status.main([]) == 0
     out = capsys.readouterr().out
     assert all(s.name in out for s in status.study.SETTINGS) and "runs left" in out
+
+
+def test_help_prints_the_docstring_and_an_unknown_argument_is_refused(status, capsys) -> None:
+    for argv, code in ((["--help"], 0), (["--bogus"], 2)):
+        with pytest.raises(SystemExit) as stop:
+            status.main(argv)
+        assert stop.value.code == code
+    captured = capsys.readouterr()
+    assert "CPU time it needs" in captured.out and "unrecognized arguments: --bogus" in captured.err

@@ -73,3 +73,9 @@ def test_an_allowlist_entry_covers_its_doc_and_lines_only(doc_numbers) -> None:
     assert not entry.covers("docs/other.md", "The job takes 7.5 min")
     left = doc_numbers.hand_numbers(PLANTED, "docs/results/planted.md", [entry])
     assert [f.line for f in left] == [17, 20]  # line 3 allowed whole; the command's comment is not
+
+
+def test_the_command_line_refuses_an_argument_it_does_not_take(doc_numbers, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        doc_numbers.main(["--bogus"])
+    assert stop.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
