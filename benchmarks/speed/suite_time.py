@@ -5,7 +5,14 @@ status, the machine. Run it with nothing else on the machine: the README quotes 
 python of an environment installed as the README's quick start installs it (no Triton: its tests skip there, as
 they do for a contributor who follows it); each entry says whether Triton was importable and which pytest ran.
 
+Each entry also says whether Python wrote its bytecode caches (``bytecode_cached``): a default Python does, so from
+its second run on pytest reads every test module's rewritten asserts and the library's compiled modules back
+instead of compiling them again in each worker and each process a test starts. An environment with
+``PYTHONDONTWRITEBYTECODE`` set (the development machines' containers set it) compiles them on every run; to time
+the suite as a default Python runs it there, run the script twice without it (the first run writes the caches):
+
     python benchmarks/speed/suite_time.py
+    env -u PYTHONDONTWRITEBYTECODE python benchmarks/speed/suite_time.py
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -36,6 +44,12 @@ def counts(output: str) -> dict[str, int]:
             for n, word in SUMMARY.findall(lines[-1])}
 
 
+def bytecode_cached(environ: dict[str, str] | None = None) -> bool:
+    """Whether the suite's processes (this environment's children) write and read Python's bytecode caches: not
+    with ``PYTHONDONTWRITEBYTECODE`` set to anything non-empty (Python's own rule)."""
+    return not (os.environ if environ is None else environ).get("PYTHONDONTWRITEBYTECODE")
+
+
 def main(argv: list[str] | None = None) -> int:
     # no options: the parser is there so that --help (or a stray argument) explains instead of starting the suite
     argparse.ArgumentParser(prog="suite_time.py", description=__doc__.split("\n\n")[0]).parse_args(argv)
@@ -46,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     found = counts(done.stdout + done.stderr)
     append(RECORD, {"table": "suite_time", "row": "suite", "wall_seconds": round(wall, 1), "status": done.returncode,
                     **found, "load_1min_before": load_before, "triton": importlib.util.find_spec("triton") is not None,
-                    "pytest": importlib.metadata.version("pytest"), **metadata("python -m pytest", None, False)})
+                    "pytest": importlib.metadata.version("pytest"), "bytecode_cached": bytecode_cached(),
+                    **metadata("python -m pytest", None, False)})
     print(f"# python -m pytest: {wall:.0f} s, exit status {done.returncode}, {found}")
     for line in (done.stdout + done.stderr).splitlines():  # what failed, so a failing timing need not be re-run
         if line.startswith(("FAILED", "ERROR")):

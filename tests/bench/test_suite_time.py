@@ -39,3 +39,9 @@ def test_help_or_a_stray_argument_explains_and_starts_no_suite(monkeypatch, caps
         with pytest.raises(SystemExit):
             timing.main(argv)
     assert "usage: suite_time.py" in capsys.readouterr().out
+
+
+def test_the_entry_says_whether_the_bytecode_caches_are_written(monkeypatch) -> None:
+    timing = load_script("speed/suite_time", monkeypatch)
+    assert timing.bytecode_cached({}) and timing.bytecode_cached({"PYTHONDONTWRITEBYTECODE": ""})
+    assert not timing.bytecode_cached({"PYTHONDONTWRITEBYTECODE": "1"})
