@@ -218,6 +218,8 @@ BUILDERS: dict[str, Callable[[], str]] = {
     "study-shk-verdicts": verdicts.shk_verdicts,
     "study-t8-verdicts": verdicts.t8_verdicts,
     "study-t9-verdicts": verdicts.t9_verdicts,
+    "study-t9-fixed": verdicts.t9_fixed_table,
+    "study-t9-fixed-verdicts": verdicts.t9_fixed_verdicts,
     "probe-pair-verdicts": partial(verdicts.probe_verdicts, "pair"),
     "probe-control-verdicts": partial(verdicts.probe_verdicts, "control"),
     "imdb-verdicts": verdicts.imdb_verdicts,

@@ -17,13 +17,14 @@ row from the baseline and would call every such table uninformative, however far
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
-from records import RESULTS, ROOT, latest, read_entries  # noqa: E402
+from records import RESULTS, ROOT, latest, provenance, read_entries  # noqa: E402
 from studies import seed_studies, table3  # noqa: E402 - the studies' later seeds, repro runs, noise floor; Table 3
 
 from doc_tables import baselines  # noqa: E402 - the recorded trivial baselines
@@ -236,6 +237,46 @@ def t9_verdicts() -> str:
                                         caption=f"{split} BLEU, against 2 heads"))
     return _join(sections, "Claims: the paper's Table 9, where R's BLEU rises with the number of heads. "
                  + seeds_note("t9", "docs/figures/study-t9/results.json", "BLEU", 2))
+
+
+def t9_fixed_table() -> str:
+    """The fixed-width Table 9 study (``t9-fixed``: every head 16 wide): per head count, seeds and valid and test
+    BLEU (mean ± sample sd over seeds)."""
+    valid, test = (seed_studies.runs_of("t9-fixed", split) for split in ("valid", "test"))
+    if not valid:
+        return "(no recorded run yet: `python benchmarks/studies/seed_studies.py run --studies t9-fixed`)"
+
+    def cell(values: list[float]) -> str:
+        spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
+        return f"{statistics.fmean(values):.2f}{spread}" if values else "—"
+
+    lines = ["| kind | seeds | valid BLEU | test BLEU |", "|---|---:|---:|---:|"]
+    for variant in dict.fromkeys(v for v, _, _ in valid):
+        v = [x for k, _, x in valid if k == variant]
+        t = [x for k, _, x in test if k == variant]
+        lines.append(f"| {_t9_name(variant)} | {len(v)} | {cell(v)} | {cell(t)} |")
+    entries = [e for e in latest(seed_studies.RECORD, seed_studies.TABLE).values() if e["study"] == "t9-fixed"]
+    return "\n".join(lines) + ("\n\nMean ± sample standard deviation over seeds (higher is better), each head 16 "
+                               "wide. " + provenance(entries, "benchmarks/results/seed_studies.jsonl"))
+
+
+def t9_fixed_verdicts() -> str:
+    """The fixed-width Table 9 study on BLEU: each head count against two heads, by the noise rule."""
+    from synthformer.stats import Claim
+
+    copy = baselines.entries("multi30k").get("copy-source")
+    sections = []
+    for split in ("valid", "test"):
+        records = [(_t9_name(v), seed, x) for v, seed, x in seed_studies.runs_of("t9-fixed", split)]
+        if not records:
+            return "(no recorded run yet: `python benchmarks/studies/seed_studies.py run --studies t9-fixed`)"
+        order = list(dict.fromkeys(name for name, _, _ in records))
+        claims = {k: Claim(k, "better", order[0]) for k in order[1:]}
+        sections.append(verdict_section(records, claims, reference=order[0], direction="max",
+                                        baseline=copy[split]["bleu"] if copy else None, unit="BLEU", precision=2,
+                                        caption=f"{split} BLEU, against 2 heads"))
+    return _join(sections, "Claims: the paper's Table 9 (R's BLEU rises with the number of heads), every head 16 "
+                 "wide. Record: `benchmarks/results/seed_studies.jsonl`, study `t9-fixed`, paired by seed.")
 
 
 # --------------------------------------------------------------------------- the matching probes
