@@ -4,7 +4,6 @@ verdicts by the noise rule."""
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from records import latest, provenance  # noqa: E402
 from studies import seed_studies  # noqa: E402 - the study and its record
 
 from doc_tables import baselines  # noqa: E402 - the copied source, English to German
-from doc_tables.verdicts import MARGINS, _claim_text, _floor, _join, verdict_section  # noqa: E402
+from doc_tables.verdicts import MARGINS, _claim_text, _floor, _join, mean_sd, verdict_section  # noqa: E402
 
 #: The paper's Table 2, WMT'14 EnDe BLEU (its own Transformer row, not Vaswani et al.'s).
 PAPER_ENDE = {"V": 27.67, "R": 27.27, "D": 27.43, "R+V": 28.47, "D+V": 27.57}
@@ -21,13 +20,6 @@ PAPER_ENDE = {"V": 27.67, "R": 27.27, "D": 27.43, "R+V": 28.47, "D+V": 27.57}
 #: margin of Table 8's claims); R+V is the one the paper reads as better ("+0.8 BLEU points").
 T2_CLAIMS = {**{k: _claim_text(k, "matches", margin=MARGINS["bleu"]) for k in ("R", "D", "D+V")},
              "R+V": _claim_text("R+V", "better")}
-
-
-def _cell(values: list[float]) -> str:
-    if not values:
-        return "—"
-    spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
-    return f"{statistics.fmean(values):.2f}{spread}"
 
 
 def t2_table() -> str:
@@ -40,7 +32,7 @@ def t2_table() -> str:
     for kind in PAPER_ENDE:
         v = [x for k, _, x in valid if k == kind]
         t = [x for k, _, x in test if k == kind]
-        lines.append(f"| {kind} | {len(v)} | {_cell(v)} | {_cell(t)} | {PAPER_ENDE[kind]:.2f} |")
+        lines.append(f"| {kind} | {len(v)} | {mean_sd(v)} | {mean_sd(t)} | {PAPER_ENDE[kind]:.2f} |")
     copy = baselines.entries("multi30k").get("copy-source-en-de")
     if copy:
         lines.append(f"| source copied (no model) | | {copy['valid']['bleu']:.2f} | {copy['test']['bleu']:.2f} | |")

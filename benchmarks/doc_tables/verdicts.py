@@ -220,14 +220,26 @@ def _t9_name(variant: str) -> str:
     return f"R/{variant.rsplit('=', 1)[-1]}-heads"
 
 
-def t9_verdicts() -> str:
-    """Table 9 (R with 2 to 32 heads, 2 seeds, more where recorded) on BLEU: each head count against two heads."""
+def mean_sd(values: list[float]) -> str:
+    """A table cell: the mean with its sample standard deviation over seeds (two decimals; the mean alone for one
+    value, "—" for none)."""
+    if not values:
+        return "—"
+    spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
+    return f"{statistics.fmean(values):.2f}{spread}"
+
+
+def _heads_sections(study: str) -> list[str]:
+    """A heads study of R on BLEU, valid and test: each head count against the first (two heads), by the noise rule,
+    with the copied source as the trivial baseline; [] without a recorded run."""
     from synthformer.stats import Claim
 
     copy = baselines.entries("multi30k").get("copy-source")
     sections = []
     for split in ("valid", "test"):
-        records = [(_t9_name(v), seed, x) for v, seed, x in seed_studies.runs_of("t9", split)]
+        records = [(_t9_name(v), seed, x) for v, seed, x in seed_studies.runs_of(study, split)]
+        if not records:
+            return []
         order = list(dict.fromkeys(name for name, _, _ in records))
         reference, others = order[0], order[1:]
         # the paper's Table 9: R's BLEU rises with the heads (EnDe 19.43 with 2, 21.72 with 32)
@@ -235,7 +247,12 @@ def t9_verdicts() -> str:
         sections.append(verdict_section(records, claims, reference=reference, direction="max",
                                         baseline=copy[split]["bleu"] if copy else None, unit="BLEU", precision=2,
                                         caption=f"{split} BLEU, against 2 heads"))
-    return _join(sections, "Claims: the paper's Table 9, where R's BLEU rises with the number of heads. "
+    return sections
+
+
+def t9_verdicts() -> str:
+    """Table 9 (R with 2 to 32 heads, 2 seeds, more where recorded) on BLEU: each head count against two heads."""
+    return _join(_heads_sections("t9"), "Claims: the paper's Table 9, where R's BLEU rises with the number of heads. "
                  + seeds_note("t9", "docs/figures/study-t9/results.json", "BLEU", 2))
 
 
@@ -246,15 +263,11 @@ def t9_fixed_table() -> str:
     if not valid:
         return "(no recorded run yet: `python benchmarks/studies/seed_studies.py run --studies t9-fixed`)"
 
-    def cell(values: list[float]) -> str:
-        spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
-        return f"{statistics.fmean(values):.2f}{spread}" if values else "—"
-
     lines = ["| kind | seeds | valid BLEU | test BLEU |", "|---|---:|---:|---:|"]
     for variant in dict.fromkeys(v for v, _, _ in valid):
         v = [x for k, _, x in valid if k == variant]
         t = [x for k, _, x in test if k == variant]
-        lines.append(f"| {_t9_name(variant)} | {len(v)} | {cell(v)} | {cell(t)} |")
+        lines.append(f"| {_t9_name(variant)} | {len(v)} | {mean_sd(v)} | {mean_sd(t)} |")
     entries = [e for e in latest(seed_studies.RECORD, seed_studies.TABLE).values() if e["study"] == "t9-fixed"]
     return "\n".join(lines) + ("\n\nMean ± sample standard deviation over seeds (higher is better), each head 16 "
                                "wide. " + provenance(entries, "benchmarks/results/seed_studies.jsonl"))
@@ -262,19 +275,9 @@ def t9_fixed_table() -> str:
 
 def t9_fixed_verdicts() -> str:
     """The fixed-width Table 9 study on BLEU: each head count against two heads, by the noise rule."""
-    from synthformer.stats import Claim
-
-    copy = baselines.entries("multi30k").get("copy-source")
-    sections = []
-    for split in ("valid", "test"):
-        records = [(_t9_name(v), seed, x) for v, seed, x in seed_studies.runs_of("t9-fixed", split)]
-        if not records:
-            return "(no recorded run yet: `python benchmarks/studies/seed_studies.py run --studies t9-fixed`)"
-        order = list(dict.fromkeys(name for name, _, _ in records))
-        claims = {k: Claim(k, "better", order[0]) for k in order[1:]}
-        sections.append(verdict_section(records, claims, reference=order[0], direction="max",
-                                        baseline=copy[split]["bleu"] if copy else None, unit="BLEU", precision=2,
-                                        caption=f"{split} BLEU, against 2 heads"))
+    sections = _heads_sections("t9-fixed")
+    if not sections:
+        return "(no recorded run yet: `python benchmarks/studies/seed_studies.py run --studies t9-fixed`)"
     return _join(sections, "Claims: the paper's Table 9 (R's BLEU rises with the number of heads), every head 16 "
                  "wide. Record: `benchmarks/results/seed_studies.jsonl`, study `t9-fixed`, paired by seed.")
 
