@@ -128,6 +128,20 @@ def _no_disk_flush():
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_queued_accelerator_seeds():
+    """``torch.manual_seed`` also hands the seed to each accelerator API (CUDA, XPU, MTIA), which queues it until
+    the device is first used and records the caller's stack with it (``traceback.format_stack``, to name the caller
+    if the queued call fails): half a millisecond at a test's stack depth, a few seconds over the suite's thousands
+    of seeds. An API without a device never runs its queue, so there its seeder does nothing in the test processes;
+    where one has a device, torch's stays. Every seed of the CPU generator is set as before."""
+    with pytest.MonkeyPatch.context() as patch:
+        for api in (torch.cuda, torch.xpu, torch.mtia):
+            if not api.is_available():
+                patch.setattr(api, "manual_seed_all", lambda seed: None)
+        yield
+
+
 @pytest.fixture(scope="session")
 def two_processes(tmp_path_factory):
     """Every two-process job of the suite, run in one torchrun launch (tests/two_processes.py): a
