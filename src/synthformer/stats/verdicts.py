@@ -23,7 +23,8 @@ comparisons of the table. The verdict of a claim, in this order:
    (better: higher for a higher-is-better metric, lower for a lower-is-better one), ``"reversed"`` otherwise.
    Not significant: ``"within noise (could not detect less than X)"`` with ``X = f + MDE`` (the smallest true
    difference the test detects with 80% power at ``α``: see :mod:`synthformer.stats.paired`); with a floor the
-   text names it, and says so when the observed difference is below it.
+   text names it, and says so when the observed difference is below it; pairs tied on every seed (a ceiling both
+   reach) read ``"within noise (equal to REF on every seed: no difference to read)"``.
 4. An **equivalence claim** ("K matches REF within X"): two one-sided tests (TOST) of ``|E[d]| < X``:
    ``p_eq = max(P(E[d] > -X), P(E[d] < X))`` (the 90% interval inside ``±X`` at ``α = 0.05``), against the test of
    the complement on the side the mean lies, ``p_out = P(E[d] > X)`` (``m ≥ 0``) or ``P(E[d] < -X)``; the claim's
@@ -347,7 +348,11 @@ def _read(claim: Claim, c: PairedComparison, p: float, p_adj: float, significant
         claimed = sign if claim.relation == "better" else -sign  # the sign d takes if the claim is right
         return verdict("holds", HOLDS, detectable) if c.mean * claimed > 0 else verdict("reversed", REVERSED,
                                                                                         detectable)
-    if floor == 0.0:
+    if c.zero_variance and c.mean == 0.0:
+        # every pair tied (a ceiling both reach, e.g. accuracy 1.0): "could not detect less than 0" would read as
+        # a contradiction, so the text says what the record shows
+        text = f"within noise (equal to {claim.reference} on every seed: no difference to read)"
+    elif floor == 0.0:
         text = f"within noise (could not detect less than {fmt(detectable)})"
     elif size < floor:
         text = (f"within noise (the difference, {fmt(size)}, is below the noise floor of {fmt(floor)}; could not "
