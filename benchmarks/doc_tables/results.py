@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
-from records import RESULTS, ROOT, latest, provenance  # noqa: E402
+from records import RESULTS, ROOT, latest, provenance, read_entries  # noqa: E402
 from studies import seed_studies, table3  # noqa: E402 - the noise floor's record and pairing; Table 3's layout
 
 from doc_tables import baselines  # noqa: E402 - the baseline rows (benchmarks/studies/baselines.py's record)
@@ -162,12 +162,14 @@ def compare_job() -> str:
 
 
 def suite_time() -> str:
-    """The newest ``python -m pytest`` timing of ``suite_time.jsonl`` (``benchmarks/speed/suite_time.py``): seconds,
-    minutes, tests passed."""
-    found = latest(RESULTS / "suite_time.jsonl", "suite_time")
-    if "suite" not in found:
-        return "(no timing recorded yet: `python benchmarks/speed/suite_time.py`)"
-    e = found["suite"]
+    """The newest passing ``python -m pytest`` timing of ``suite_time.jsonl`` (``benchmarks/speed/suite_time.py``):
+    seconds, minutes, tests passed. A run with a failure stays in the record but is not the suite's time (a failing
+    test can end early or skip its work)."""
+    passing = [e for e in read_entries(RESULTS / "suite_time.jsonl")
+               if e.get("table") == "suite_time" and e.get("row") == "suite" and e.get("status") == 0]
+    if not passing:
+        return "(no passing timing recorded yet: `python benchmarks/speed/suite_time.py`)"
+    e = passing[-1]
     rows = ["| run | seconds | minutes | passed | machine | date |", "|---|---:|---:|---:|---|---|",
             f"| suite | {e['wall_seconds']:.0f} | {e['wall_seconds'] / 60:.1f} | {e.get('passed', 0)} | "
             f"{e['machine']} | {e['date']} |"]

@@ -1,6 +1,6 @@
 """Time the test suite as the README runs it (``python -m pytest``, every core through pytest-xdist) and append the
 result to ``benchmarks/results/suite_time.jsonl``: wall seconds, the counts of pytest's summary line, its exit
-status, the machine. Run it with nothing else on the machine: the README quotes the newest entry
+status, the machine. Run it with nothing else on the machine: the README quotes the newest passing entry
 (``benchmarks/doc_tables/results.py``, ``suite-time``) as the suite's time on the development CPU. Run it with the
 python of an environment installed as the README's quick start installs it (no Triton: its tests skip there, as
 they do for a contributor who follows it); each entry says whether Triton was importable and which pytest ran.

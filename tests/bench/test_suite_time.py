@@ -1,5 +1,5 @@
 """benchmarks/speed/suite_time.py reads pytest's summary line, and the README's quoted suite time is the newest
-record's."""
+passing record's."""
 
 from __future__ import annotations
 
@@ -19,13 +19,14 @@ def test_the_summary_counts(monkeypatch) -> None:
     assert timing.counts("no summary here") == {}
 
 
-def test_the_fact_is_the_newest_timing(tmp_path: Path, monkeypatch) -> None:
+def test_the_fact_is_the_newest_passing_timing(tmp_path: Path, monkeypatch) -> None:
     facts = load_script("doc_tables/results", monkeypatch)
     monkeypatch.setattr(facts, "RESULTS", tmp_path)
-    assert "no timing recorded yet" in facts.suite_time()
+    assert "no passing timing recorded yet" in facts.suite_time()
     record = tmp_path / "suite_time.jsonl"
-    for wall in (600.0, 171.4):
-        facts_line = {"table": "suite_time", "row": "suite", "wall_seconds": wall, "passed": 5300,
+    # the newest line failed (status 1): the quoted time is the newest passing one, 171 s, not 150 s
+    for wall, status in ((600.0, 0), (171.4, 0), (150.0, 1)):
+        facts_line = {"table": "suite_time", "row": "suite", "wall_seconds": wall, "passed": 5300, "status": status,
                       "machine": "m", "date": "d"}
         with open(record, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(facts_line) + "\n")
