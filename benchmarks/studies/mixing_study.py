@@ -388,6 +388,14 @@ def baselines(s: Setting) -> dict[str, float]:
     return out
 
 
+def run_provenance(found: list[dict[str, Any]]) -> dict[str, str]:
+    """Where and when a row's seeds trained, from their harvested entries: the machines (in order, each once) and
+    the newest run's date. A row's numbers depend on the CPU that trained it, not on the host that writes the row,
+    which is kept beside as ``recorded_on``."""
+    return {"machine": "; ".join(dict.fromkeys(str(e.get("machine", "?")) for e in found)),
+            "date": max(str(e.get("date", "?")) for e in found)}
+
+
 def record(args: argparse.Namespace) -> int:
     """Append one entry per (setting, kind) with its harvested seeds at the chosen rate."""
     harvest(args)
@@ -411,7 +419,9 @@ def record(args: argparse.Namespace) -> int:
                             "steps": found[0]["steps"], "steps_per_second": [e["steps_per_second"] for e in found],
                             "baselines": trivial, "trained": sorted({e["date"] for e in found}),
                             "driver": "python benchmarks/studies/mixing_study.py run --stage seeds",
-                            **metadata(command, 1, bool(args.shared_cpu) or any(e.get("shared_cpu") for e in found)),
+                            **(meta := metadata(command, 1, bool(args.shared_cpu)
+                                                or any(e.get("shared_cpu") for e in found))),
+                            **run_provenance(found), "recorded": meta["date"], "recorded_on": meta["machine"],
                             "load_1min": [load()]})
             print(f"# {s.name} {kind}: {len(found)} seed(s) recorded")
     return 0

@@ -247,3 +247,10 @@ def test_a_family_that_borrows_its_rates_has_no_grid_and_trains_its_seeds_from_s
     assert [(j.out.parent.name, j.keys[0]) for j in started[:len(mad)]] == [
         (n, study.run_key(n, "R", 1e-3, 0)) for n in mad]  # seed 0 first, at R's MQAR rate, for every task
     assert all("train.lr=0.001" in j.command and "train.seed=1" not in j.command for j in started)
+
+
+def test_a_rows_machine_and_date_are_its_runs_not_the_recording_hosts(study) -> None:
+    amd, intel = "AMD EPYC, 2 CPUs, torch CPU capability AVX2", "Intel(R) Xeon(R), 2 CPUs, torch CPU capability AVX512"
+    found = [{"machine": amd, "date": "2026-12-07 19:10 UTC"}, {"machine": intel, "date": "2026-12-07 23:40 UTC"},
+             {"machine": amd, "date": "2026-12-07 19:30 UTC"}]
+    assert study.run_provenance(found) == {"machine": f"{amd}; {intel}", "date": "2026-12-07 23:40 UTC"}

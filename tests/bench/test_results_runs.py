@@ -95,6 +95,14 @@ def test_the_newest_entry_of_a_row_wins_and_torn_lines_are_skipped(records, tmp_
     assert records.latest(tmp_path / "missing.jsonl") == {}
 
 
+def test_the_provenance_line_names_each_machine_once_even_inside_a_several_run_entry(records):
+    amd, intel = "AMD EPYC, 2 CPUs, torch CPU capability AVX2", "Intel(R) Xeon(R), 2 CPUs, torch CPU capability AVX512"
+    entries = [{"date": "d1", "commit": "c", "machine": f"{amd}; {intel}", "threads": 1, "shared_cpu": True},
+               {"date": "d2", "commit": "c", "machine": amd, "threads": 1, "shared_cpu": True}]
+    line = records.provenance(entries, "r.jsonl")
+    assert f"; {amd}; {intel}; 1 thread" in line and line.count(amd) == 1 and "d1 to d2" in line
+
+
 def test_a_benchmark_records_its_rows_with_the_command_line(records, tmp_path, monkeypatch):
     parser = argparse.ArgumentParser()
     records.add_record_options(parser)
