@@ -412,6 +412,7 @@ def record(args: argparse.Namespace) -> int:
             trivial = trivial_of.setdefault(s.name, baselines(s))
             command = "python -m synthformer.cli.main " + shlex.join(
                 seeds_command(s, kind, lr, SEEDS, Path("runs/mixing"), 1, folder=kind_dir(kind)))
+            meta = metadata(command, 1, bool(args.shared_cpu) or any(e.get("shared_cpu") for e in found))
             append(RECORD, {"table": TABLE, "row": f"{s.name}-{kind}", "setting": s.name, "family": s.family,
                             "kind": kind, "lr": lr, "metric": found[0]["metric"], "seeds": [e["seed"] for e in found],
                             "valid": [e["valid"] for e in found], "test": [e["test"] for e in found],
@@ -419,9 +420,7 @@ def record(args: argparse.Namespace) -> int:
                             "steps": found[0]["steps"], "steps_per_second": [e["steps_per_second"] for e in found],
                             "baselines": trivial, "trained": sorted({e["date"] for e in found}),
                             "driver": "python benchmarks/studies/mixing_study.py run --stage seeds",
-                            **(meta := metadata(command, 1, bool(args.shared_cpu)
-                                                or any(e.get("shared_cpu") for e in found))),
-                            **run_provenance(found), "recorded": meta["date"], "recorded_on": meta["machine"],
+                            **meta, **run_provenance(found), "recorded": meta["date"], "recorded_on": meta["machine"],
                             "load_1min": [load()]})
             print(f"# {s.name} {kind}: {len(found)} seed(s) recorded")
     return 0
