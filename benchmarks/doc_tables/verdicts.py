@@ -256,21 +256,31 @@ def t9_verdicts() -> str:
                  + seeds_note("t9", "docs/figures/study-t9/results.json", "BLEU", 2))
 
 
-def t9_fixed_table() -> str:
-    """The fixed-width Table 9 study (``t9-fixed``: every head 16 wide): per head count, seeds and valid and test
-    BLEU (mean ± sample sd over seeds)."""
-    valid, test = (seed_studies.runs_of("t9-fixed", split) for split in ("valid", "test"))
+def heads_table(study: str) -> str:
+    """A heads study of R (``t9``: d_model fixed, the heads narrowing; ``t9-fixed``: every head 16 wide): per head
+    count, seeds and valid and test BLEU (mean ± sample sd over every recorded seed, the earlier record's too)."""
+    valid, test = (seed_studies.runs_of(study, split) for split in ("valid", "test"))
     if not valid:
-        return "(no recorded run yet: `python benchmarks/studies/seed_studies.py run --studies t9-fixed`)"
+        return f"(no recorded run yet: `python benchmarks/studies/seed_studies.py run --studies {study}`)"
 
     lines = ["| kind | seeds | valid BLEU | test BLEU |", "|---|---:|---:|---:|"]
     for variant in dict.fromkeys(v for v, _, _ in valid):
         v = [x for k, _, x in valid if k == variant]
         t = [x for k, _, x in test if k == variant]
         lines.append(f"| {_t9_name(variant)} | {len(v)} | {mean_sd(v)} | {mean_sd(t)} |")
-    entries = [e for e in latest(seed_studies.RECORD, seed_studies.TABLE).values() if e["study"] == "t9-fixed"]
-    return "\n".join(lines) + ("\n\nMean ± sample standard deviation over seeds (higher is better), each head 16 "
-                               "wide. " + provenance(entries, "benchmarks/results/seed_studies.jsonl"))
+    entries = [e for e in latest(seed_studies.RECORD, seed_studies.TABLE).values() if e["study"] == study]
+    earlier = seed_studies.study(study).earlier
+    width = "each head 16 wide" if study == "t9-fixed" else "d_model 128, each head d_model / heads wide"
+    return "\n".join(lines) + (f"\n\nMean ± sample standard deviation over seeds (higher is better), {width}. "
+                               + (f"Seeds {', '.join(str(x) for x in _earlier_seeds(study))} from `{earlier}`, "
+                                  "the others from the record below. " if earlier else "")
+                               + provenance(entries, "benchmarks/results/seed_studies.jsonl"))
+
+
+def _earlier_seeds(study: str) -> list[int]:
+    """The seeds of ``study`` that come from its earlier record, not from ``seed_studies.jsonl``."""
+    new = {e["seed"] for e in latest(seed_studies.RECORD, seed_studies.TABLE).values() if e["study"] == study}
+    return sorted({seed for _, seed, _ in seed_studies.runs_of(study)} - new)
 
 
 def t9_fixed_verdicts() -> str:

@@ -191,14 +191,15 @@ def test_the_last_seed_half_recorded_trains_only_its_missing_kinds(seeds, tmp_pa
 
 def test_the_fixed_width_heads_study_is_tabled_and_read_against_two_heads(seeds, monkeypatch) -> None:
     verdicts = load_script("doc_tables/verdicts", monkeypatch)  # reads this test's seed_studies copy
-    assert "no recorded run yet" in verdicts.t9_fixed_table() and "no recorded run yet" in verdicts.t9_fixed_verdicts()
+    assert "no recorded run yet" in verdicts.heads_table("t9-fixed")
+    assert "no recorded run yet" in verdicts.t9_fixed_verdicts()
     # 2 heads at 10, 11, 12 by seed; 32 heads a steady 3 points above; 8 heads as often below as above
     for seed, base in enumerate((10.0, 11.0, 12.0)):
         for heads, x in ((2, base), (8, base + (1.0, -1.0, 0.5)[seed]), (32, base + 3.0)):
             variant = f"R model.n_heads={heads}"
             seeds.append(seeds.RECORD, {"table": seeds.TABLE, "row": seeds.row_key("t9-fixed", variant, seed),
                                         "study": "t9-fixed", "variant": variant, "seed": seed, "valid": x, "test": x})
-    table = {line.split("|")[1].strip(): line for line in verdicts.t9_fixed_table().splitlines()
+    table = {line.split("|")[1].strip(): line for line in verdicts.heads_table("t9-fixed").splitlines()
              if line.startswith("| R/")}
     assert list(table) == ["R/2-heads", "R/8-heads", "R/32-heads"]
     assert "| 3 | 11.00 ± 1.00 | 11.00 ± 1.00 |" in table["R/2-heads"]
