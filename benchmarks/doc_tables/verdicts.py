@@ -269,18 +269,14 @@ def heads_table(study: str) -> str:
         t = [x for k, _, x in test if k == variant]
         lines.append(f"| {_t9_name(variant)} | {len(v)} | {mean_sd(v)} | {mean_sd(t)} |")
     entries = [e for e in latest(seed_studies.RECORD, seed_studies.TABLE).values() if e["study"] == study]
-    earlier = seed_studies.study(study).earlier
-    width = "each head 16 wide" if study == "t9-fixed" else "d_model 128, each head d_model / heads wide"
+    plan = seed_studies.study(study)
+    head_dim = next((o.partition("=")[2] for o in plan.overrides if o.startswith("model.head_dim=")), None)
+    width = f"each head {head_dim} wide" if head_dim else "d_model fixed, each head d_model / heads wide"
+    earlier = [s for s in sorted({seed for _, seed, _ in valid}) if s not in {e["seed"] for e in entries}]
     return "\n".join(lines) + (f"\n\nMean ± sample standard deviation over seeds (higher is better), {width}. "
-                               + (f"Seeds {', '.join(str(x) for x in _earlier_seeds(study))} from `{earlier}`, "
-                                  "the others from the record below. " if earlier else "")
+                               + (f"Seeds {', '.join(map(str, earlier))} from `{plan.earlier}`, the others from the "
+                                  "record below. " if plan.earlier and earlier else "")
                                + provenance(entries, "benchmarks/results/seed_studies.jsonl"))
-
-
-def _earlier_seeds(study: str) -> list[int]:
-    """The seeds of ``study`` that come from its earlier record, not from ``seed_studies.jsonl``."""
-    new = {e["seed"] for e in latest(seed_studies.RECORD, seed_studies.TABLE).values() if e["study"] == study}
-    return sorted({seed for _, seed, _ in seed_studies.runs_of(study)} - new)
 
 
 def t9_fixed_verdicts() -> str:
