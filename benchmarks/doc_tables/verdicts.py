@@ -158,11 +158,16 @@ def _floor(study: str, split: str = "valid") -> float | None:
     return max(found) if found else None
 
 
+def seed_sources(study: str, split: str = "valid") -> tuple[list[int], list[int]]:
+    """(the seeds of ``study`` that come from its earlier record, those ``seed_studies.jsonl`` holds), each sorted."""
+    new = sorted({e["seed"] for e in latest(seed_studies.RECORD, seed_studies.TABLE).values() if e["study"] == study})
+    return [s for s in sorted({seed for _, seed, _ in seed_studies.runs_of(study, split)}) if s not in new], new
+
+
 def seeds_note(study: str, earlier: str, unit: str, precision: int, split: str = "valid") -> str:
     """Where a study's seeds come from, how far its repro run lands from the earlier record, and its noise floor."""
-    seeds = sorted({seed for _, seed, _ in seed_studies.runs_of(study, split)})
-    new = sorted({e["seed"] for e in latest(seed_studies.RECORD, seed_studies.TABLE).values() if e["study"] == study})
-    text = (f"Records: `{earlier}` (the study's seeds {', '.join(str(s) for s in seeds if s not in new) or 'none'})"
+    old, new = seed_sources(study, split)
+    text = (f"Records: `{earlier}` (the study's seeds {', '.join(map(str, old)) or 'none'})"
             + (f" and `benchmarks/results/seed_studies.jsonl` (seeds {', '.join(map(str, new))}, study `{study}` of "
                "`benchmarks/studies/seed_studies.py`), paired by seed" if new else ", paired by seed") + ".")
     repro = seed_studies.reproduction(f"{study}-repro", split)
@@ -272,7 +277,7 @@ def heads_table(study: str) -> str:
     plan = seed_studies.study(study)
     head_dim = next((o.partition("=")[2] for o in plan.overrides if o.startswith("model.head_dim=")), None)
     width = f"each head {head_dim} wide" if head_dim else "d_model fixed, each head d_model / heads wide"
-    earlier = [s for s in sorted({seed for _, seed, _ in valid}) if s not in {e["seed"] for e in entries}]
+    earlier = seed_sources(study)[0]
     return "\n".join(lines) + (f"\n\nMean ± sample standard deviation over seeds (higher is better), {width}. "
                                + (f"Seeds {', '.join(map(str, earlier))} from `{plan.earlier}`, the others from the "
                                   "record below. " if plan.earlier and earlier else "")
