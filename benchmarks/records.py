@@ -62,10 +62,14 @@ def provenance(entries: list[dict[str, Any]], record: str) -> str:
     dates = sorted(str(e.get("date", "?")) for e in entries)
     span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
     commits = ", ".join(dict.fromkeys(str(e.get("commit", "?")) for e in entries))
-    # an entry of several runs names each of their machines, "; "-joined: each machine once over the table
-    machines = "; ".join(dict.fromkeys(m for e in entries for m in str(e.get("machine", "?")).split("; ")))
     rows = f"{len(entries)} row{'s' if len(entries) != 1 else ''}"
-    return f"Record: `{record}` ({rows}; {span}; commit {commits}; {machines}; {_cpu(entries)})."
+    return f"Record: `{record}` ({rows}; {span}; commit {commits}; {machines(entries)}; {_cpu(entries)})."
+
+
+def machines(entries: list[dict[str, Any]]) -> str:
+    """The entries' machines, each once in order of appearance, ``"; "``-joined; an entry of several runs names each
+    of theirs that way, so its parts count one by one."""
+    return "; ".join(dict.fromkeys(m for e in entries for m in str(e.get("machine", "?")).split("; ")))
 
 
 def commit() -> str:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: records.py and the rooms
-from records import RESULTS, ROOT, append, commit, latest, load, metadata, read_entries  # noqa: E402
+from records import RESULTS, ROOT, append, commit, latest, load, machines, metadata, read_entries  # noqa: E402
 
 from studies.mixing_settings import (  # noqa: E402
     DROPPED,
@@ -392,8 +392,7 @@ def run_provenance(found: list[dict[str, Any]]) -> dict[str, str]:
     """Where and when a row's seeds trained, from their harvested entries: the machines (in order, each once) and
     the newest run's date. A row's numbers depend on the CPU that trained it, not on the host that writes the row,
     which is kept beside as ``recorded_on``."""
-    return {"machine": "; ".join(dict.fromkeys(str(e.get("machine", "?")) for e in found)),
-            "date": max(str(e.get("date", "?")) for e in found)}
+    return {"machine": machines(found), "date": max(str(e.get("date", "?")) for e in found)}
 
 
 def record(args: argparse.Namespace) -> int:
